@@ -1,0 +1,211 @@
+"""The index folder on disk: manifest, checksums and atomic replacement.
+
+Core level (standard library only): the compiler writes through it, the index layer reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+from codenib import __version__
+from codenib.errors import BadInputError, IndexFormatError
+from codenib.types import FORMAT_VERSION
+
+MANIFEST = "manifest.json"
+FORMAT_NAME = "codenib-index"
+NODES_FILE = "nodes.parquet"
+EDGES_FILE = "edges.parquet"
+SPARSE_DIR = "sparse"
+DENSE_DIR = "dense"
+VECTORS_FILE = "dense/vectors.npy"
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def describe_artifacts(folder: Path) -> dict[str, dict[str, Any]]:
+    """sha256 and size of every file under `folder` except the manifest, by relative path."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != MANIFEST:
+            rel = path.relative_to(folder).as_posix()
+            out[rel] = {"sha256": sha256_file(path), "size": path.stat().st_size}
+    return out
+
+
+def is_index_dir(path: Path) -> bool:
+    """True when `path` holds a manifest written by CodeNib (valid or not)."""
+    manifest = path / MANIFEST
+    if not manifest.is_file():
+        return False
+    try:
+        return json.loads(manifest.read_text()).get("format") == FORMAT_NAME
+    except (OSError, ValueError):
+        return False
+
+
+def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, Any]:
+    """Read and check an index manifest; with `verify`, check every artifact's sha256.
+
+    Raises:
+        IndexFormatError: missing folder or manifest, other format version, or a file
+            that is missing, has another size or another checksum (named in the message).
+    """
+    folder = Path(folder)
+    fix_rebuild = f"rebuild it with `codenib index REPO --out {folder}`"
+    if not folder.is_dir():
+        raise IndexFormatError("the index folder does not exist", path=str(folder),
+                               fix=f"build one with `codenib index REPO --out {folder}`")
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise IndexFormatError(f"no {MANIFEST}: this is not a complete CodeNib index "
+                               "(an interrupted build leaves none)", path=str(folder), fix=fix_rebuild)
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"unreadable manifest: {exc}", path=str(path), fix=fix_rebuild) from exc
+    if manifest.get("format") != FORMAT_NAME:
+        raise IndexFormatError(f"expected format '{FORMAT_NAME}', found {manifest.get('format')!r}",
+                               path=str(path), fix=fix_rebuild)
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"index format version {manifest.get('format_version')!r}; this CodeNib "
+            f"({__version__}) reads version {FORMAT_VERSION}", path=str(path), fix=fix_rebuild)
+    if verify:
+        verify_artifacts(folder, manifest)
+    return manifest
+
+
+def verify_artifacts(folder: Path, manifest: dict[str, Any]) -> None:
+    """Check each artifact listed in the manifest against its size and sha256."""
+    fix = f"rebuild the index with `codenib index REPO --out {folder}`"
+    for rel, meta in sorted(manifest.get("artifacts", {}).items()):
+        path = folder / rel
+        if not path.is_file():
+            raise IndexFormatError("artifact listed in the manifest is missing", path=str(path), fix=fix)
+        size = path.stat().st_size
+        if size != meta.get("size"):
+            raise IndexFormatError(f"artifact has {size} bytes, the manifest says {meta.get('size')} "
+                                   "(truncated or replaced)", path=str(path), fix=fix)
+        if sha256_file(path) != meta.get("sha256"):
+            raise IndexFormatError("artifact checksum does not match the manifest (corrupted or "
+                                   "edited)", path=str(path), fix=fix)
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Complete `manifest` with format fields and checksums, then write it (last)."""
+    full = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "codenib_version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **manifest,
+        "artifacts": describe_artifacts(folder),
+    }
+    tmp = folder / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(full, indent=2, sort_keys=True))
+    os.replace(tmp, folder / MANIFEST)
+    return full
+
+
+def check_output_dir(out: Path) -> None:
+    """Refuse an output path that exists and is not a CodeNib index (nothing is deleted)."""
+    if out.exists() and not out.is_dir():
+        raise BadInputError("the output path exists and is a file", path=str(out),
+                            fix="pass a new folder path to --out")
+    if out.is_dir() and any(out.iterdir()) and not is_index_dir(out):
+        raise BadInputError("the output folder exists, is not empty and is not a CodeNib index; "
+                            "refusing to overwrite it", path=str(out),
+                            fix="choose a new --out folder or remove this one yourself")
+
+
+@contextlib.contextmanager
+def atomic_index_dir(out: str | os.PathLike) -> Iterator[Path]:
+    """Yield a staging folder beside `out`; on success it replaces `out` in one rename.
+
+    An interrupted or failed build leaves `out` as it was: the staging folder has no
+    manifest until the very end, so it never loads as an index, and it is removed on
+    failure (or by the next build, when the process was killed).
+    """
+    out = Path(out).absolute()
+    check_output_dir(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(out)
+    staging = out.parent / f".{out.name}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        yield staging
+        if not (staging / MANIFEST).is_file():
+            raise IndexFormatError("internal: the build finished without writing a manifest",
+                                   path=str(staging))
+        old = None
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(out, old)
+        os.replace(staging, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _remove_stale_staging(out: Path) -> None:
+    for path in out.parent.glob(f".{out.name}.staging-*"):
+        try:
+            pid = int(path.name.rsplit(".staging-", 1)[1].split("-")[0])
+        except (IndexError, ValueError):
+            continue
+        if not _pid_alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+    for path in out.parent.glob(f".{out.name}.old-*"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def git_commit(root: Path) -> str | None:
+    """The checked-out commit of `root`, read from .git without running git."""
+    git = root / ".git"
+    try:
+        if git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            text = git.read_text().strip()
+            if text.startswith("gitdir:"):
+                git = (root / text.split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head or None
+        ref = head.split(":", 1)[1].strip()
+        ref_file = git / ref
+        if ref_file.is_file():
+            return ref_file.read_text().strip() or None
+        packed = git / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                if line.endswith(" " + ref):
+                    return line.split(" ", 1)[0]
+    except OSError:
+        return None
+    return None

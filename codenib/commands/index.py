@@ -1,0 +1,56 @@
+"""`codenib index REPO --out INDEX_DIR`: compile a repository into an index folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from codenib.commands import Command
+from codenib.compiler.embed import DEFAULT_MODEL
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("repo", help="root folder of the repository to index")
+    p.add_argument("--out", required=True, help="index folder to write (replaced atomically)")
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help="sentence-transformers model name or local path (offline only)")
+    p.add_argument("--no-dense", action="store_true", help="skip dense vectors (BM25 and graph only)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                   help="where to encode: auto picks CUDA when torch sees a GPU")
+    p.add_argument("--reuse", metavar="PREVIOUS_INDEX_DIR",
+                   help="reuse the vectors of unchanged nodes from an earlier index of this repository")
+    p.add_argument("--ann", choices=["flat", "hnsw"], default="flat",
+                   help="flat: exact search; hnsw: also build an approximate index (prints its recall@100)")
+    p.add_argument("--batch-size", type=int, default=32, help="encoder batch size")
+    p.add_argument("--max-seq-length", type=int, default=None,
+                   help="encoder truncation in tokens (default: the model's own)")
+    p.add_argument("--no-stem", action="store_true", help="BM25 without Snowball stemming")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.errors import BadInputError
+    from codenib.tokens import TokenizerConfig
+
+    if args.batch_size < 1:
+        raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}", fix="pass --batch-size 32")
+    options = BuildOptions(
+        model=args.model,
+        dense=not args.no_dense,
+        device=args.device,
+        reuse=Path(args.reuse) if args.reuse else None,
+        tokenizer=TokenizerConfig(stemmer=None if args.no_stem else "english"),
+        ann=args.ann,
+        batch_size=args.batch_size,
+        max_seq_length=args.max_seq_length,
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
+    summary = build_index(args.repo, args.out, options)
+    print(summary.render(), file=sys.stderr)
+    return 0
+
+
+COMMAND = Command("Compile a repository into an index folder (nodes, code graph, BM25, vectors).",
+                  add_arguments, run)

@@ -1,0 +1,218 @@
+"""Parse one Python file with `ast` into nodes (file, class, function, method)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import io
+import tokenize
+from dataclasses import dataclass, field
+
+from codenib.compiler.walk import SourceFile
+from codenib.types import Node, make_node_id
+
+#: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
+MAX_TEXT_CHARS = 16_000
+#: File nodes carry module-level statements only, capped tighter (their defs have own nodes).
+MAX_FILE_TEXT_CHARS = 6_000
+
+_DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass(slots=True)
+class Definition:
+    """A class or function definition with its node id and enclosing definition."""
+
+    node_id: str
+    qualname: str
+    kind: str                       # class | function | method
+    tree: ast.AST                   # the ClassDef / FunctionDef node
+    parent: "Definition | None"
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    """Everything the resolver needs from one file."""
+
+    rel_path: str
+    nodes: list[Node]
+    tree: ast.Module | None = None
+    definitions: list[Definition] = field(default_factory=list)
+    parse_error: str | None = None
+
+    @property
+    def file_node(self) -> Node:
+        return self.nodes[0]
+
+
+def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
+    """Parse the bytes of one file into nodes; errors become the file node's `parse_error`."""
+    text, error = _decode(raw)
+    lines = text.splitlines()
+    tree = None
+    if error is None:
+        try:
+            tree = ast.parse(text, filename=rel_path, type_comments=False)
+        except SyntaxError as exc:
+            error = f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        except (ValueError, RecursionError, MemoryError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+    file_node = Node(
+        node_id=make_node_id(rel_path),
+        kind="file",
+        file=rel_path,
+        qualname="",
+        name=rel_path.rsplit("/", 1)[-1],
+        start_line=1,
+        end_line=max(1, len(lines)),
+        signature="",
+        docstring=(ast.get_docstring(tree, clean=True) or "") if tree else "",
+        text=_file_text(rel_path, tree, lines, text),
+        content_sha256=hashlib.sha256(raw).hexdigest(),
+        parse_error=error,
+    )
+    parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error)
+    if tree is not None:
+        _collect(parsed, tree, lines)
+    return parsed
+
+
+def parse_file(source: SourceFile) -> ParsedFile:
+    """Read and parse a file found by `walk_repository`."""
+    try:
+        raw = source.abs_path.read_bytes()
+    except OSError as exc:
+        parsed = parse_source(source.rel_path, b"")
+        parsed.parse_error = f"unreadable: {exc.strerror}"
+        parsed.nodes[0] = dataclasses.replace(parsed.nodes[0], parse_error=parsed.parse_error)
+        return parsed
+    return parse_source(source.rel_path, raw)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _decode(raw: bytes) -> tuple[str, str | None]:
+    """Decode source bytes as Python would (BOM, coding cookie); never raises."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as dec:
+            return raw.decode("utf-8", errors="replace"), f"not valid utf-8 and no coding declaration: {dec}"
+        return raw.decode("utf-8", errors="replace"), f"bad encoding declaration: {exc}"
+    try:
+        text = raw.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        return raw.decode("utf-8", errors="replace"), f"not valid {encoding}: {exc}"
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\0" in text:
+        return text.replace("\0", " "), "source contains a NUL byte"
+    return text, None
+
+
+def _collect(parsed: ParsedFile, tree: ast.Module, lines: list[str]) -> None:
+    seen: dict[str, int] = {}
+
+    def visit(node: ast.AST, parent: Definition | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _DEF_TYPES):
+                plain_parent = _plain(parent.qualname) if parent else ""
+                qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
+                seen[qual] = seen.get(qual, 0) + 1
+                unique = qual if seen[qual] == 1 else f"{qual}#{seen[qual]}"
+                if isinstance(child, ast.ClassDef):
+                    kind = "class"
+                elif parent is not None and parent.kind == "class":
+                    kind = "method"
+                else:
+                    kind = "function"
+                d = Definition(make_node_id(parsed.rel_path, unique), unique, kind, child, parent)
+                parsed.definitions.append(d)
+                parsed.nodes.append(_def_node(parsed.rel_path, d, lines))
+                visit(child, d)
+            elif not isinstance(child, (ast.expr, ast.Lambda)):
+                visit(child, parent)
+
+    visit(tree, None)
+
+
+def _plain(qualname: str) -> str:
+    """Qualified name without `#N` suffixes: nested ids continue the plain dotted path."""
+    return ".".join(part.split("#")[0] for part in qualname.split("."))
+
+
+def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
+    tree = d.tree
+    start = min([tree.lineno] + [dec.lineno for dec in tree.decorator_list])
+    end = tree.end_lineno or tree.lineno
+    segment = "\n".join(lines[start - 1:end])
+    signature = _signature(tree)
+    docstring = ast.get_docstring(tree, clean=True) or ""
+    if isinstance(tree, ast.ClassDef):
+        body = _class_outline(tree, lines)
+    else:
+        body = segment
+    header = f"{rel_path} {_plain(d.qualname)}"
+    return Node(
+        node_id=d.node_id,
+        kind=d.kind,
+        file=rel_path,
+        qualname=d.qualname,
+        name=tree.name,
+        start_line=start,
+        end_line=end,
+        signature=signature,
+        docstring=docstring,
+        text=f"{header}\n{body}"[:MAX_TEXT_CHARS],
+        content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
+        decorators=tuple(_unparse(dec) for dec in tree.decorator_list),
+    )
+
+
+def _signature(tree: ast.AST) -> str:
+    if isinstance(tree, ast.ClassDef):
+        bases = [_unparse(b) for b in tree.bases] + [_unparse(k) for k in tree.keywords]
+        return f"class {tree.name}({', '.join(bases)})" if bases else f"class {tree.name}"
+    prefix = "async def" if isinstance(tree, ast.AsyncFunctionDef) else "def"
+    returns = f" -> {_unparse(tree.returns)}" if tree.returns is not None else ""
+    return f"{prefix} {tree.name}({_unparse(tree.args)}){returns}"
+
+
+def _class_outline(tree: ast.ClassDef, lines: list[str]) -> str:
+    """The class as a reader skims it: header, docstring, attributes and method signatures."""
+    start = min([tree.lineno] + [dec.lineno for dec in tree.decorator_list])
+    first_body = tree.body[0].lineno if tree.body else tree.lineno + 1
+    parts = lines[start - 1:first_body - 1]
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(stmt, clean=True) or ""
+            first = doc.strip().split("\n\n")[0].replace("\n", " ") if doc else ""
+            parts.append(f"    {_signature(stmt)}" + (f"  # {first}" if first else ""))
+        elif isinstance(stmt, ast.ClassDef):
+            parts.append(f"    {_signature(stmt)}")
+        else:
+            parts.extend(lines[stmt.lineno - 1:(stmt.end_lineno or stmt.lineno)])
+    return "\n".join(parts)
+
+
+def _file_text(rel_path: str, tree: ast.Module | None, lines: list[str], text: str) -> str:
+    """A file node indexes its path, docstring, module-level statements and def signatures."""
+    if tree is None:
+        return f"{rel_path}\n{text}"[:MAX_FILE_TEXT_CHARS]
+    parts = [rel_path]
+    for stmt in tree.body:
+        if isinstance(stmt, _DEF_TYPES):
+            parts.append(_signature(stmt))
+        else:
+            parts.extend(lines[stmt.lineno - 1:(stmt.end_lineno or stmt.lineno)])
+    return "\n".join(parts)[:MAX_FILE_TEXT_CHARS]
+
+
+def _unparse(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001 - unparse of exotic nodes must not stop a build
+        return ""

@@ -1,0 +1,123 @@
+"""Walk a repository and list the Python source files to compile."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from codenib.errors import BadInputError
+
+#: Files above this size are generated or vendored data, not code worth indexing.
+MAX_FILE_BYTES = 1 << 20
+
+#: Folder names that hold dependencies, caches or build outputs, never the project's code.
+SKIP_DIR_NAMES = frozenset(
+    {"__pycache__", "node_modules", "site-packages", "venv", "env", "virtualenv", "__pypackages__"}
+)
+
+#: Build outputs are skipped only at the top of the repository: a package may be named `build`.
+SKIP_TOP_DIR_NAMES = frozenset({"build", "dist"})
+
+#: How many leading bytes are sniffed for a NUL byte to call a file binary.
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A Python file selected for compilation."""
+
+    rel_path: str   # posix path relative to the repository root
+    abs_path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file left out of the index, with the reason."""
+
+    rel_path: str
+    reason: str
+
+
+def walk_repository(root: str | os.PathLike) -> tuple[list[SourceFile], list[SkippedFile]]:
+    """List the Python files under `root`, sorted by relative path.
+
+    Skips hidden folders, virtual environments, `node_modules`, caches, top-level build
+    outputs, `*.egg-info`, files over 1 MiB, binary files and symlinks that leave the root.
+    Symlinked folders are not followed (they would loop or duplicate files).
+
+    Raises:
+        BadInputError: the root is missing or is not a folder.
+    """
+    root_path = Path(root)
+    if not root_path.exists():
+        raise BadInputError("the repository path does not exist", path=str(root),
+                            fix="pass the folder of a checked-out repository")
+    if not root_path.is_dir():
+        raise BadInputError("the repository path is not a folder", path=str(root),
+                            fix="pass the repository's root folder, not a file")
+    root_real = root_path.resolve()
+    files: list[SourceFile] = []
+    skipped: list[SkippedFile] = []
+    for dirpath, dirnames, filenames in os.walk(root_real, followlinks=False):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(root_real)
+        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(here / d, d, top=rel_dir == Path(".")))
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
+                continue
+            path = here / name
+            rel = (rel_dir / name).as_posix()
+            reason = _skip_file(path, root_real)
+            if reason:
+                skipped.append(SkippedFile(rel, reason))
+            else:
+                files.append(SourceFile(rel, path))
+    files.sort(key=lambda f: f.rel_path)
+    return files, skipped
+
+
+def _skip_dir(path: Path, name: str, top: bool) -> bool:
+    if name.startswith(".") or name in SKIP_DIR_NAMES or name.endswith(".egg-info"):
+        return True
+    if top and name in SKIP_TOP_DIR_NAMES:
+        return True
+    if path.is_symlink():
+        return True
+    # A virtual environment of any name announces itself with pyvenv.cfg.
+    return (path / "pyvenv.cfg").is_file()
+
+
+def _skip_file(path: Path, root_real: Path) -> str | None:
+    if path.is_symlink():
+        target = path.resolve()
+        if not target.is_relative_to(root_real):
+            return "symlink leaves the repository root"
+        if not target.is_file():
+            return "symlink to something that is not a file"
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    if size > MAX_FILE_BYTES:
+        return f"larger than {MAX_FILE_BYTES} bytes"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(BINARY_SNIFF_BYTES)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    # A NUL byte in a .py file is kept (it becomes a parse error); other binaries are skipped.
+    if b"\0" in head and _looks_binary(head):
+        return "binary file"
+    return None
+
+
+def _looks_binary(head: bytes) -> bool:
+    """Not UTF-8 text, or more than 30% control bytes: a binary blob that ends in .py."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # a multi-byte character cut at the sniff boundary is fine
+            return True
+    control = sum(1 for b in head if b < 32 and b not in b"\n\r\t\f\b")
+    return control > 0.3 * max(len(head), 1)

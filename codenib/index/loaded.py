@@ -1,0 +1,171 @@
+"""`load_index`: an index folder -> a `LoadedIndex` (nodes, graph, sparse, dense, capabilities)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from codenib import artifact
+from codenib.compiler.embed import Encoder, ModelSpec
+from codenib.errors import IndexFormatError
+from codenib.index.dense import DenseIndex
+from codenib.index.graph import CodeGraph
+from codenib.index.sparse import SparseIndex
+from codenib.tokens import TokenizerConfig
+from codenib.types import EDGES_SCHEMA
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a loaded index (and the runtime around it) can do; the planner reads this."""
+
+    dense: bool
+    sparse: bool
+    graph: bool
+    embedding_rerank: bool
+    llm_rerank: bool = False
+
+    def to_dict(self) -> dict[str, bool]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Capabilities":
+        return cls(**{k: bool(data.get(k, False)) for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    """Column lists of nodes.parquet (row i everywhere = vertex i = vector row i)."""
+
+    node_id: list[str]
+    kind: list[str]
+    file: list[str]
+    qualname: list[str]
+    name: list[str]
+    start_line: list[int]
+    end_line: list[int]
+    signature: list[str]
+    parse_error: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.node_id)
+
+
+class LoadedIndex:
+    """Every searchable part of one index folder, loaded once and shared read-only."""
+
+    def __init__(self, path: Path, manifest: dict, nodes: NodeTable, graph: CodeGraph,
+                 sparse: SparseIndex, dense: DenseIndex | None, device: str):
+        self.path = path
+        self.manifest = manifest
+        self.nodes = nodes
+        self.graph = graph
+        self.sparse = sparse
+        self.dense = dense
+        self.device = device
+        self.row_of: dict[str, int] = graph.index_of
+        self._encoder: Encoder | None = None
+        self._texts: list[str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.manifest.get("source_root_name") or self.path.name
+
+    @property
+    def model_spec(self) -> ModelSpec | None:
+        model = self.manifest.get("model")
+        if not model:
+            return None
+        return ModelSpec(model["name"], model.get("query_prompt", ""), model.get("document_prompt", ""),
+                         model.get("max_seq_length"))
+
+    def capabilities(self, llm_configured: bool = False) -> Capabilities:
+        has_dense = self.dense is not None
+        return Capabilities(dense=has_dense, sparse=True, graph=self.graph.num_edges > 0,
+                            embedding_rerank=has_dense, llm_rerank=llm_configured)
+
+    def encoder(self) -> Encoder:
+        """The query encoder of this index's model (loaded on first use)."""
+        with self._lock:
+            if self._encoder is None:
+                spec = self.model_spec
+                if spec is None:
+                    raise IndexFormatError("this index has no dense vectors, so no query encoder",
+                                           path=str(self.path), fix="rebuild without --no-dense")
+                self._encoder = Encoder(spec, self.device)
+            return self._encoder
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return self.encoder().encode_queries(list(queries))
+
+    def texts(self) -> list[str]:
+        """Indexed text of every node (read on first use; large)."""
+        with self._lock:
+            if self._texts is None:
+                table = pq.read_table(self.path / artifact.NODES_FILE, columns=["text"])
+                self._texts = table.column("text").to_pylist()
+            return self._texts
+
+
+def load_index(path: str | Path, *, verify: bool = True, dense: bool = True,
+               dense_backend: str = "auto", device: str = "auto") -> LoadedIndex:
+    """Load and check an index folder.
+
+    Args:
+        verify: check every artifact's sha256 against the manifest.
+        dense: load the vectors (an index built with --no-dense loads without them anyway).
+        dense_backend: numpy, faiss, torch, hnsw or auto.
+        device: auto (CUDA when available), cpu or cuda.
+
+    Raises:
+        IndexFormatError: naming the wrong file and how to rebuild it.
+    """
+    from codenib.compiler.embed import resolve_device
+
+    path = Path(path)
+    manifest = artifact.read_manifest(path, verify=verify)
+    nodes_path = path / artifact.NODES_FILE
+    edges_path = path / artifact.EDGES_FILE
+    nodes = _read_nodes(nodes_path)
+    edges = _read(edges_path, EDGES_SCHEMA.names)
+    expected = manifest.get("counts", {}).get("nodes")
+    if expected is not None and expected != len(nodes):
+        raise IndexFormatError(f"nodes.parquet has {len(nodes)} rows, the manifest says {expected}",
+                               path=str(nodes_path), fix=f"rebuild with `codenib index REPO --out {path}`")
+    graph = CodeGraph(nodes.node_id, edges)
+    sparse = SparseIndex.load(path / artifact.SPARSE_DIR, TokenizerConfig.from_dict(manifest.get("tokenizer", {})))
+    if sparse.num_docs != len(nodes):
+        raise IndexFormatError(f"the BM25 index holds {sparse.num_docs} documents, nodes.parquet {len(nodes)}",
+                               path=str(path / artifact.SPARSE_DIR), fix=f"rebuild with `codenib index REPO --out {path}`")
+    device = resolve_device(device)
+    dense_index = None
+    model = manifest.get("model")
+    if dense and model:
+        dense_index = DenseIndex.load(path / artifact.DENSE_DIR, len(nodes), model.get("dimension"),
+                                      backend=dense_backend, device=device,
+                                      hnsw_ef_search=model.get("hnsw_ef_search"))
+    return LoadedIndex(path, manifest, nodes, graph, sparse, dense_index, device)
+
+
+def _read(path: Path, columns: list[str]):
+    try:
+        return pq.read_table(path, columns=columns)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
+        raise IndexFormatError(f"cannot read {path.name}: {exc}", path=str(path),
+                               fix="rebuild the index with `codenib index`") from exc
+
+
+def _read_nodes(path: Path) -> NodeTable:
+    cols = [c for c in NodeTable.__dataclass_fields__]
+    table = _read(path, cols)
+    missing = set(cols) - set(table.column_names)
+    if missing:
+        raise IndexFormatError(f"nodes.parquet lacks columns {sorted(missing)}", path=str(path),
+                               fix="rebuild the index with this version of codenib")
+    return NodeTable(**{c: table.column(c).to_pylist() for c in cols})

@@ -1,0 +1,127 @@
+"""Code-aware tokenizer shared by index building and querying (settings live in the manifest)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Any, Iterable
+
+from codenib.errors import BadInputError
+
+_WORD = re.compile(r"[^\W\d]\w*|\d+", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
+
+#: English function words (a compact list; BM25's idf handles the rest).
+ENGLISH_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    """.split()
+)
+
+#: Words in nearly every Python definition: they carry no signal for retrieval.
+CODE_STOPWORDS = frozenset({"self", "cls", "def", "elif", "lambda", "none", "true", "false", "pass"})
+
+STOPWORD_SETS = {
+    "none": frozenset(),
+    "english": ENGLISH_STOPWORDS,
+    "english+code": ENGLISH_STOPWORDS | CODE_STOPWORDS,
+}
+
+#: Tokens longer than this are hashes, base64 or minified data, not words.
+MAX_TOKEN_CHARS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerConfig:
+    """How text becomes BM25 tokens; saved in the manifest so queries match the index."""
+
+    lowercase: bool = True
+    split_identifiers: bool = True   # camelCase, PascalCase, snake_case and digits
+    keep_whole: bool = True          # also keep the whole identifier as one token
+    stopwords: str = "english+code"
+    stemmer: str | None = "english"  # a PyStemmer algorithm name, or None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TokenizerConfig":
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+class Tokenizer:
+    """Turns code or queries into tokens. Thread-safe; stems are memoised."""
+
+    def __init__(self, config: TokenizerConfig = TokenizerConfig()):
+        if config.stopwords not in STOPWORD_SETS:
+            raise BadInputError(f"unknown stopword set {config.stopwords!r}",
+                                fix=f"use one of: {', '.join(sorted(STOPWORD_SETS))}")
+        self.config = config
+        self._stop = STOPWORD_SETS[config.stopwords]
+        self._stem = _stemmer(config.stemmer) if config.stemmer else None
+
+    def __call__(self, text: str) -> list[str]:
+        return self.tokenize(text)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokens of one text, in order (duplicates kept: they are term frequencies)."""
+        cfg = self.config
+        out: list[str] = []
+        for word in _WORD.findall(text):
+            if len(word) > MAX_TOKEN_CHARS:
+                continue
+            parts = _split(word) if cfg.split_identifiers else [word]
+            if cfg.keep_whole and len(parts) > 1:
+                whole = word.strip("_")
+                out.append(whole.lower() if cfg.lowercase else whole)
+            for part in parts:
+                low = part.lower()
+                if low in self._stop:
+                    continue
+                token = low if cfg.lowercase else part
+                if self._stem is not None and not token.isdigit():
+                    token = self._stem(token)
+                out.append(token)
+        return out
+
+    def tokenize_many(self, texts: Iterable[str]) -> list[list[str]]:
+        return [self.tokenize(t) for t in texts]
+
+
+@lru_cache(maxsize=200_000)
+def _split(word: str) -> list[str]:
+    parts: list[str] = []
+    for chunk in word.split("_"):
+        if chunk:
+            parts.extend(_CAMEL.findall(chunk) or [chunk])
+    return parts or [word]
+
+
+def _stemmer(name: str):
+    try:
+        import Stemmer  # PyStemmer
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        from codenib.errors import MissingDependencyError
+
+        raise MissingDependencyError("Stemmer", "PyStemmer", "stemming") from exc
+    try:
+        stemmer = Stemmer.Stemmer(name)
+    except KeyError as exc:
+        raise BadInputError(f"unknown stemmer {name!r}",
+                            fix=f"use one of: {', '.join(Stemmer.algorithms())}, or none") from exc
+    lock = threading.Lock()  # PyStemmer objects are not thread-safe
+
+    @lru_cache(maxsize=200_000)
+    def stem(word: str) -> str:
+        with lock:
+            return stemmer.stemWord(word)
+
+    return stem

@@ -1,0 +1,140 @@
+"""Core records, node ids and Parquet schemas shared by every layer (no heavy imports)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pyarrow as pa
+
+#: Bumped whenever the on-disk index layout changes incompatibly.
+FORMAT_VERSION = 1
+
+NodeKind = Literal["file", "class", "function", "method"]
+NODE_KINDS: tuple[str, ...] = ("file", "class", "function", "method")
+
+EdgeType = Literal["contains", "imports", "calls", "inherits", "references"]
+EDGE_TYPES: tuple[str, ...] = ("contains", "imports", "calls", "inherits", "references")
+
+ID_SEP = "::"
+
+
+def make_node_id(path: str, qualname: str | None = None) -> str:
+    """Node id of `qualname` in the file `path` (posix, relative); the bare path for a file."""
+    return path if not qualname else f"{path}{ID_SEP}{qualname}"
+
+
+def file_of(node_id: str) -> str:
+    """The relative file path of any node id (the part before ``::``)."""
+    return node_id.split(ID_SEP, 1)[0]
+
+
+def qualname_of(node_id: str) -> str:
+    """The dotted qualified name of a node id ('' for a file node)."""
+    parts = node_id.split(ID_SEP, 1)
+    return parts[1] if len(parts) == 2 else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One file, class, function or method of an indexed repository."""
+
+    node_id: str
+    kind: str
+    file: str
+    qualname: str
+    name: str
+    start_line: int
+    end_line: int
+    signature: str = ""
+    docstring: str = ""
+    text: str = ""
+    content_sha256: str = ""
+    language: str = "python"
+    parse_error: str | None = None
+    decorators: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A typed, counted edge between two node ids."""
+
+    src: str
+    dst: str
+    type: str
+    count: int = 1
+
+
+NODES_SCHEMA = pa.schema(
+    [
+        ("node_id", pa.string()),
+        ("kind", pa.string()),
+        ("file", pa.string()),
+        ("qualname", pa.string()),
+        ("name", pa.string()),
+        ("start_line", pa.int32()),
+        ("end_line", pa.int32()),
+        ("signature", pa.string()),
+        ("docstring", pa.string()),
+        ("text", pa.string()),
+        ("content_sha256", pa.string()),
+        ("language", pa.string()),
+        ("parse_error", pa.string()),
+        ("decorators", pa.list_(pa.string())),
+    ]
+)
+
+EDGES_SCHEMA = pa.schema(
+    [("src", pa.string()), ("dst", pa.string()), ("type", pa.string()), ("count", pa.int32())]
+)
+
+RESULTS_SCHEMA = pa.schema(
+    [
+        ("qid", pa.string()),
+        ("rank", pa.int32()),
+        ("node_id", pa.string()),
+        ("file", pa.string()),
+        ("score", pa.float64()),
+        ("plan", pa.string()),
+        ("index", pa.string()),
+        ("run_tag", pa.string()),
+    ]
+)
+
+PLANS_SCHEMA = pa.schema(
+    [
+        ("qid", pa.string()),
+        ("plan", pa.string()),
+        ("signals", pa.string()),       # JSON
+        ("budget", pa.string()),
+        ("capabilities", pa.string()),  # JSON
+        ("trace", pa.string()),         # JSON
+        ("latency_ms", pa.float64()),
+        ("error", pa.string()),
+        ("index", pa.string()),
+        ("mode", pa.string()),
+    ]
+)
+
+
+def nodes_to_table(nodes: list[Node]) -> pa.Table:
+    """Arrow table of `nodes` in NODES_SCHEMA column order."""
+    cols = {name: [] for name in NODES_SCHEMA.names}
+    for n in nodes:
+        for name in NODES_SCHEMA.names:
+            value = getattr(n, name)
+            cols[name].append(list(value) if name == "decorators" else value)
+    return pa.table(cols, schema=NODES_SCHEMA)
+
+
+def edges_to_table(edges: list[Edge]) -> pa.Table:
+    """Arrow table of `edges` in EDGES_SCHEMA column order."""
+    return pa.table(
+        {
+            "src": [e.src for e in edges],
+            "dst": [e.dst for e in edges],
+            "type": [e.type for e in edges],
+            "count": [e.count for e in edges],
+        },
+        schema=EDGES_SCHEMA,
+    )

@@ -1,0 +1,179 @@
+"""`codenib index`: artifacts, atomicity, bad input and the closing summary."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from codenib import artifact
+from codenib.cli import main
+from codenib.compiler.build import BuildOptions, build_index
+from codenib.errors import BadInputError, IndexFormatError
+from codenib.index.loaded import load_index
+from codenib.types import EDGES_SCHEMA, NODES_SCHEMA
+
+NO_DENSE = BuildOptions(dense=False, progress=False)
+
+
+@pytest.fixture(scope="module")
+def sparse_index(fixture_repo, tmp_path_factory):
+    out = tmp_path_factory.mktemp("idx") / "fixture"
+    build_index(fixture_repo, out, NO_DENSE)
+    return out
+
+
+def test_artifacts_follow_the_design(sparse_index):
+    nodes = pq.read_table(sparse_index / "nodes.parquet")
+    edges = pq.read_table(sparse_index / "edges.parquet")
+    assert nodes.schema.names == NODES_SCHEMA.names
+    assert edges.schema.names == EDGES_SCHEMA.names
+    ids = nodes.column("node_id").to_pylist()
+    assert ids == sorted(ids)  # row order = node id order = tie-break order
+    manifest = json.loads((sparse_index / "manifest.json").read_text())
+    assert manifest["format"] == "codenib-index" and manifest["format_version"] == 1
+    assert manifest["counts"]["nodes"] == len(ids) == 23
+    assert manifest["counts"]["nodes_by_kind"] == {"file": 5, "class": 3, "function": 7, "method": 8}
+    assert manifest["model"] is None
+    assert set(manifest["artifacts"]) >= {"nodes.parquet", "edges.parquet", "sparse/vocab.index.json"}
+    assert manifest["tokenizer"]["stemmer"] == "english"
+
+
+def test_loaded_graph_answers_typed_neighbour_queries(sparse_index):
+    index = load_index(sparse_index)
+    g = index.graph
+    assert g.predecessors("pkg/core.py::Engine.prepare", ["calls"]) == [
+        "pkg/core.py::Engine.start", "pkg/core.py::run_engine.inner"]
+    assert g.successors("pkg/core.py::Engine", ["inherits"]) == ["pkg/base.py::Base"]
+    assert "pkg/core.py::Engine.start" in g.successors("pkg/core.py::Engine", ["contains"])
+    assert g.successors("pkg/core.py::Engine", ["calls"]) == []
+    caps = index.capabilities()
+    assert (caps.dense, caps.sparse, caps.graph) == (False, True, True)
+
+
+def test_rebuild_replaces_an_existing_index(fixture_repo, sparse_index):
+    before = json.loads((sparse_index / "manifest.json").read_text())["created"]
+    build_index(fixture_repo, sparse_index, NO_DENSE)
+    load_index(sparse_index)
+    assert (sparse_index / "manifest.json").is_file()
+    assert not list(sparse_index.parent.glob(".fixture.*"))  # no staging or old folders left
+    assert before  # the created stamp existed before the rebuild
+
+
+def test_corrupted_artifact_is_named(fixture_repo, tmp_path):
+    out = tmp_path / "idx"
+    build_index(fixture_repo, out, NO_DENSE)
+    with open(out / "edges.parquet", "r+b") as fh:
+        fh.seek(10)
+        fh.write(b"XXXX")
+    with pytest.raises(IndexFormatError, match="edges.parquet.*checksum"):
+        load_index(out)
+    build_index(fixture_repo, out, NO_DENSE)
+    (out / "nodes.parquet").unlink()
+    with pytest.raises(IndexFormatError, match="nodes.parquet.*missing"):
+        load_index(out)
+
+
+def test_other_format_version_is_refused(fixture_repo, tmp_path):
+    out = tmp_path / "idx"
+    build_index(fixture_repo, out, NO_DENSE)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="format version 99"):
+        load_index(out)
+
+
+def test_bad_inputs_exit_2_and_write_nothing(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["index", str(tmp_path / "missing"), "--out", str(tmp_path / "o1"), "--no-dense"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["index", str(empty), "--out", str(tmp_path / "o2"), "--no-dense"]) == 2
+    assert "no Python files" in capsys.readouterr().err
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("do not delete")
+    (empty / "a.py").write_text("x = 1\n")
+    assert main(["index", str(empty), "--out", str(precious), "--no-dense"]) == 2
+    err = capsys.readouterr().err
+    assert "not a CodeNib index" in err and "choose a new --out" in err
+    assert (precious / "thesis.txt").read_text() == "do not delete"
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_broken_files_are_indexed_with_parse_errors_and_the_build_goes_on(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "good.py").write_text("def ok():\n    return 1\n")
+    (repo / "py2.py").write_text('print "old"\n')
+    (repo / "latin.py").write_bytes(b"s = '\xe9'\n")
+    (repo / "nul.py").write_bytes(b"x = 1\x00\n")
+    assert main(["index", str(repo), "--out", str(tmp_path / "idx"), "--no-dense", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "3 with parse errors" in err and "warning: py2.py" in err
+    nodes = pq.read_table(tmp_path / "idx" / "nodes.parquet").to_pylist()
+    errors = {n["node_id"]: n["parse_error"] for n in nodes if n["parse_error"]}
+    assert set(errors) == {"py2.py", "latin.py", "nul.py"}
+    assert "good.py::ok" in [n["node_id"] for n in nodes]
+
+
+def test_interrupted_build_leaves_no_loadable_index(fixture_repo, tmp_path):
+    """Kill a build midway (after the first artifact is staged): nothing loads as an index."""
+    out = tmp_path / "killed"
+    # With dense vectors the build spends seconds loading the model after staging the
+    # node table: that is where it is killed.
+    proc = subprocess.Popen([sys.executable, "-m", "codenib.cli", "index", str(fixture_repo),
+                             "--out", str(out), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        staged = []
+        while time.time() < deadline and not staged:
+            staged = list(tmp_path.glob(".killed.staging-*/nodes.parquet"))
+            time.sleep(0.05)
+        assert staged, "the build never staged nodes.parquet"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not out.exists()
+    staging = staged[0].parent
+    with pytest.raises(IndexFormatError, match="no manifest.json"):
+        artifact.read_manifest(staging)
+    # The next build clears the dead build's staging folder and succeeds.
+    build_index(fixture_repo, out, NO_DENSE)
+    assert not staging.exists()
+    load_index(out)
+
+
+def test_failed_build_keeps_the_previous_index(fixture_repo, tmp_path, monkeypatch):
+    out = tmp_path / "idx"
+    build_index(fixture_repo, out, NO_DENSE)
+    before = (out / "manifest.json").read_text()
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("codenib.compiler.sparse.build_sparse", boom)
+    with pytest.raises(RuntimeError):
+        build_index(fixture_repo, out, NO_DENSE)
+    assert (out / "manifest.json").read_text() == before
+    assert not list(tmp_path.glob(".idx.staging-*"))
+    load_index(out)
+
+
+def test_index_command_prints_summary(fixture_repo, tmp_path, capsys):
+    assert main(["index", str(fixture_repo), "--out", str(tmp_path / "i"), "--no-dense", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "files      5" in err and "calls 18" in err and "files/s" in err
+
+
+def test_reuse_of_a_non_index_is_bad_input(fixture_repo, tmp_path):
+    with pytest.raises(BadInputError, match="no manifest.json"):
+        build_index(fixture_repo, tmp_path / "o", BuildOptions(dense=False, reuse=tmp_path, progress=False))
