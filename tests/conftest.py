@@ -13,3 +13,37 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def fixture_repo(tmp_path_factory):
     """The small hand-checked repository of tests/fixture_repo.py."""
     return write_repo(tmp_path_factory.mktemp("repo"))
+
+
+@pytest.fixture(scope="session")
+def fixture_index_dir(fixture_repo, tmp_path_factory):
+    """The fixture repository indexed with BM25, graph and dense vectors (packaged model)."""
+    from codenib.compiler.build import BuildOptions, build_index
+
+    out = tmp_path_factory.mktemp("index") / "fixture"
+    build_index(fixture_repo, out, BuildOptions(progress=False, device="cpu"))
+    return out
+
+
+@pytest.fixture(scope="session")
+def fixture_index(fixture_index_dir):
+    from codenib.index.loaded import load_index
+
+    return load_index(fixture_index_dir, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def sparse_only_index_dir(fixture_repo, tmp_path_factory):
+    """The fixture repository indexed without dense vectors."""
+    from codenib.compiler.build import BuildOptions, build_index
+
+    out = tmp_path_factory.mktemp("index") / "sparse_only"
+    build_index(fixture_repo, out, BuildOptions(dense=False, progress=False))
+    return out
+
+
+@pytest.fixture(scope="session")
+def sparse_only_index(sparse_only_index_dir):
+    from codenib.index.loaded import load_index
+
+    return load_index(sparse_only_index_dir)

@@ -17,11 +17,12 @@ class Command:
 
 
 def _registry() -> dict[str, Command]:
-    from codenib.commands import demo, index
+    from codenib.commands import demo, eval, index
 
     return {
         "index": index.COMMAND,
         "demo": demo.COMMAND,
+        "eval": eval.COMMAND,
     }
 
 

@@ -16,6 +16,7 @@ from codenib.errors import IndexFormatError
 from codenib.index.dense import DenseIndex
 from codenib.index.graph import CodeGraph
 from codenib.index.sparse import SparseIndex
+from codenib.index.symbols import SymbolIndex
 from codenib.tokens import TokenizerConfig
 from codenib.types import EDGES_SCHEMA
 
@@ -71,6 +72,7 @@ class LoadedIndex:
         self.row_of: dict[str, int] = graph.index_of
         self._encoder: Encoder | None = None
         self._texts: list[str] | None = None
+        self._symbols: SymbolIndex | None = None
         self._lock = threading.Lock()
 
     @property
@@ -103,6 +105,14 @@ class LoadedIndex:
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         return self.encoder().encode_queries(list(queries))
+
+    @property
+    def symbols(self) -> SymbolIndex:
+        """Exact symbol look-up (built on first use from the node table)."""
+        with self._lock:
+            if self._symbols is None:
+                self._symbols = SymbolIndex.from_nodes(self.nodes)
+            return self._symbols
 
     def texts(self) -> list[str]:
         """Indexed text of every node (read on first use; large)."""

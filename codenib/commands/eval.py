@@ -1,0 +1,91 @@
+"""`codenib eval --results RESULTS_DIR --qrels QRELS.parquet`: evaluate a run and report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from codenib.commands import Command
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from codenib.eval.metrics import DEFAULT_MEASURES
+
+    p.add_argument("--results", required=True, metavar="RESULTS_DIR",
+                   help="--out folder of `codenib run` (part-*.parquet, plans.parquet, _SUCCESS), "
+                        "or a TREC run file")
+    p.add_argument("--qrels", metavar="QRELS",
+                   help="judgments: Parquet with qid, node_id and/or file, relevance (int, >0 relevant), "
+                        "or a TREC qrels file; required unless only --export-trec is asked for")
+    p.add_argument("--out", metavar="REPORT_DIR",
+                   help="write metrics.json, per_query.parquet, report.md and PNG plots here "
+                        "(replaced atomically); without it metrics.json goes to stdout")
+    p.add_argument("--queries", metavar="QUERIES",
+                   help="the query set (Parquet or JSONL): restricts evaluation to its qids and "
+                        "gives the kind/index breakdowns")
+    p.add_argument("--auto", metavar="AUTO_RESULTS_DIR",
+                   help="results of a --mode auto run; with a --mode all run as --results, reports "
+                        "the planner's regret against the best plan per query")
+    p.add_argument("--compare", metavar="RESULTS_DIR",
+                   help="a second run on the same queries (folder or TREC run): paired t-test and "
+                        "randomization test per measure (delta = results - compare)")
+    p.add_argument("--plan", metavar="NAME",
+                   help="use only this plan's rankings of a --mode all run")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="evaluate a results folder without _SUCCESS (unfinished run); missing "
+                        "queries count as zero")
+    p.add_argument("--export-trec", metavar="FILE",
+                   help="also write the results as a TREC run (qid Q0 docno rank score tag)")
+    p.add_argument("--tag", help="run tag of the TREC export; without it, the results' run_tag "
+                                 "or folder name")
+    p.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
+                   help="comma-separated ir_measures names (R@k, P@k, RR@k, nDCG@k, AP, Success@k) "
+                        "and Acc@k (all gold items in the top k)")
+    p.add_argument("--permutations", type=int, default=10_000,
+                   help="sign flips sampled by the randomization test of --compare")
+    p.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def run(args: argparse.Namespace) -> int:
+    from codenib.errors import BadInputError
+    from codenib.eval import io, report
+
+    if args.permutations < 1:
+        raise BadInputError(f"--permutations must be at least 1, got {args.permutations}",
+                            fix="pass --permutations 10000")
+    measures = tuple(m.strip() for m in args.measures.split(",") if m.strip())
+    if not measures:
+        raise BadInputError("--measures is empty", fix="pass e.g. --measures R@10,nDCG@10")
+    if args.qrels is None and args.export_trec is None:
+        raise BadInputError("--qrels is required to evaluate",
+                            fix="pass --qrels QRELS.parquet (or only --export-trec FILE to convert)")
+    results = io.read_results(args.results, allow_partial=args.allow_partial)
+    if args.export_trec:
+        rows = io.trec_rows(results.run(args.plan), results.run_scores(args.plan),
+                            args.tag or results.run_tag or results.label)
+        n = io.write_trec_run(rows, args.export_trec)
+        print(f"wrote {n} lines ({len({r.qid for r in rows})} queries) to {args.export_trec}",
+              file=sys.stderr)
+        if args.qrels is None:
+            return 0
+    options = report.EvalOptions(measures=measures, permutations=args.permutations,
+                                 seed=args.seed, plan=args.plan)
+    evaluation = report.evaluate_results(
+        results, io.read_qrels(args.qrels),
+        queries=io.read_queries(args.queries) if args.queries else None,
+        auto=io.read_results(args.auto, allow_partial=args.allow_partial) if args.auto else None,
+        compare=io.read_results(args.compare, allow_partial=args.allow_partial) if args.compare else None,
+        options=options,
+    )
+    if args.out:
+        out = report.write_report(evaluation, args.out, plots=not args.no_plots)
+        print(f"report written to {out}", file=sys.stderr)
+    else:
+        print(report.summary_json(evaluation))
+    print(report.render_summary(evaluation), file=sys.stderr)
+    return 0
+
+
+COMMAND = Command("Evaluate a results folder against qrels (node and file level, by plan and kind, "
+                  "planner regret, paired comparison); export TREC runs.", add_arguments, run)

@@ -1,0 +1,1 @@
+"""Evaluation of results folders: measures, breakdowns, planner regret, comparisons, reports."""

@@ -1,0 +1,92 @@
+"""`SymbolIndex`: exact look-up of a symbol by name, qualified name, module path or file path."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from codenib.compiler.resolve import module_name_for
+
+_SUFFIX = re.compile(r"#\d+$")
+_SEGMENT_SUFFIX = re.compile(r"#\d+(?=\.|$)")
+
+#: Match levels, most specific first: a look-up returns every row of the best level that hits.
+LEVELS = ("path", "module_qualname", "qualname", "qualname_suffix", "name", "name_nocase")
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolMatch:
+    """A node that a symbol names, and how specifically it matched."""
+
+    row: int
+    level: str
+
+
+class SymbolIndex:
+    """Maps the ways people write a symbol to node rows.
+
+    `click.core.Context.invoke`, `Context.invoke`, `invoke`, `src/click/core.py` and
+    `click.core` all resolve; `#2`/`#3` duplicates of a qualified name are returned with it.
+    """
+
+    def __init__(self, node_ids: list[str], kinds: list[str], files: list[str], qualnames: list[str],
+                 names: list[str]):
+        package_dirs = {f.rsplit("/", 1)[0] for f in set(files) if f.endswith("/__init__.py")}
+        module_of = {f: module_name_for(f, package_dirs) for f in set(files)}
+        self.by_path: dict[str, list[int]] = {}
+        self.by_module_qual: dict[str, list[int]] = {}
+        self.by_qual: dict[str, list[int]] = {}
+        self.by_name: dict[str, list[int]] = {}
+        self.by_name_lower: dict[str, list[int]] = {}
+        self.qual_suffixes: dict[str, list[int]] = {}
+        for row, (nid, kind, f, q, name) in enumerate(zip(node_ids, kinds, files, qualnames, names)):
+            module = module_of[f]
+            if kind == "file":
+                self.by_path.setdefault(f, []).append(row)
+                if module:
+                    self.by_module_qual.setdefault(module, []).append(row)
+                continue
+            plain = _SEGMENT_SUFFIX.sub("", q)
+            self.by_qual.setdefault(plain, []).append(row)
+            if module:
+                self.by_module_qual.setdefault(f"{module}.{plain}", []).append(row)
+            self.by_name.setdefault(name, []).append(row)
+            self.by_name_lower.setdefault(name.lower(), []).append(row)
+            parts = plain.split(".")
+            for i in range(1, len(parts) - 1):
+                self.qual_suffixes.setdefault(".".join(parts[i:]), []).append(row)
+
+    @classmethod
+    def from_nodes(cls, nodes) -> "SymbolIndex":
+        """Build from a `NodeTable` (columns node_id, kind, file, qualname, name)."""
+        return cls(nodes.node_id, nodes.kind, nodes.file, nodes.qualname, nodes.name)
+
+    def lookup(self, symbol: str, limit: int | None = None) -> list[SymbolMatch]:
+        """Rows named by `symbol`, all from the most specific level that matches, by row."""
+        s = symbol.strip().strip("`'\"").removesuffix("()").strip()
+        if not s:
+            return []
+        s = _SUFFIX.sub("", s)
+        tables = (
+            ("path", self.by_path, s.lstrip("./")),
+            ("module_qualname", self.by_module_qual, s),
+            ("qualname", self.by_qual, s),
+            ("qualname_suffix", self.qual_suffixes, s),
+            ("name", self.by_name, s.rsplit(".", 1)[-1] if "." not in s else None),
+            ("name_nocase", self.by_name_lower, s.lower() if "." not in s else None),
+        )
+        for level, table, key in tables:
+            rows = table.get(key) if key else None
+            if rows:
+                out = [SymbolMatch(r, level) for r in sorted(set(rows))]
+                return out[:limit] if limit is not None else out
+        if "." in s:
+            # `pkg.mod.Class.method` where the module part is spelled differently (src layout
+            # names, aliases): fall back to the longest qualified-name suffix that matches.
+            parts = s.split(".")
+            for i in range(1, len(parts)):
+                rows = self.by_qual.get(".".join(parts[i:]))
+                if rows:
+                    out = [SymbolMatch(r, "qualname_suffix") for r in sorted(set(rows))]
+                    return out[:limit] if limit is not None else out
+        return []

@@ -1,0 +1,363 @@
+"""Named retrieval pipelines: they execute plans with one batched call per engine.
+
+`RetrieveRerankPipeline` runs the planner per query (or a fixed mode) and executes every
+plan; `SparseSeededGraphRetrievePipeline` and `DenseGraphExpandRerankPipeline` are the
+two graph pipelines of the design, usable on their own.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from codenib.errors import BadInputError, CodeNibError
+from codenib.index.loaded import LoadedIndex
+from codenib.model.planner import BUDGETS, RetrievalPathPlan, RetrievalPlanner
+from codenib.model.traversal import WalkSpec, bfs, local_ppr
+from codenib.ops.expand import ExpandParams, expand_neighbors
+from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_rerank_batch
+from codenib.ops.retrieve import (
+    Candidates,
+    QueriedNode,
+    RetrieveContext,
+    dedup,
+    nodes_by_file_rank,
+    rrf_fuse,
+    rrf_fuse_files,
+    to_queried_nodes,
+)
+from codenib.ops.transform import QuerySignals, query_signals
+
+#: A long report's dense query keeps its opening words plus its code keywords: the encoder
+#: truncates at ~256 word pieces, and the opening (title, first sentences) carries the intent.
+DENSE_HEAD_WORDS = 96
+#: Weight of the exact-symbol run when a hybrid query names identifiers.
+SYMBOL_RUN_WEIGHT = 0.5
+#: Long reports fuse with the sparse branch weighted up: BM25 uses every identifier and path.
+LONG_QUERY_WEIGHTS = (1.0, 0.5)
+_CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """One query's ranked candidates, the plan that produced them, and its trace."""
+
+    query: str
+    candidates: Candidates
+    plan: str
+    trace: dict[str, Any]
+    latency_ms: float
+    error: str | None = None
+    signals: dict[str, Any] = field(default_factory=dict)
+
+
+class RetrieveRerankPipeline:
+    """Planner-driven retrieval over one loaded index.
+
+    Args:
+        retrieval_mode: auto (the planner decides per query) or sparse | dense | hybrid |
+            graph (a fixed plan, bypassing the planner's choice).
+        budget: fast | balanced | thorough.
+        rerank: None (the budget decides), none, embedding or llm.
+        llm: an `LLMReranker` (ops.llm) when LLM reranking is configured.
+    """
+
+    def __init__(self, index: LoadedIndex, retrieval_mode: str = "auto", budget: str = "balanced",
+                 rerank: str | None = None, llm=None, planner: RetrievalPlanner | None = None):
+        self.index = index
+        self.mode = retrieval_mode
+        self.budget = budget
+        self.rerank = rerank
+        self.llm = llm
+        self.planner = planner or RetrievalPlanner()
+        self.ctx = RetrieveContext(index)
+        self.capabilities = index.capabilities(llm_configured=llm is not None)
+        self.last_selected_plan: str | None = None
+        self.last_planner_trace: dict[str, Any] | None = None
+        # Validate mode/budget/rerank once, up front.
+        self.planner.plan(query_signals("x"), budget, self.capabilities, retrieval_mode, rerank)
+
+    def run(self, queries: Sequence[str], k: int | None = None) -> list[QueryResult]:
+        """Retrieve for a batch of queries; a failing query becomes an error result."""
+        t_start = time.perf_counter()
+        n = len(queries)
+        k_out = k or BUDGETS[self.budget].k
+        signals: list[QuerySignals | None] = [None] * n
+        plans: list[RetrievalPathPlan | None] = [None] * n
+        traces: list[dict[str, Any]] = [{} for _ in range(n)]
+        errors: list[str | None] = [None] * n
+        for i, q in enumerate(queries):
+            if not isinstance(q, str) or not q.strip():
+                errors[i] = "empty query text"
+                continue
+            try:
+                signals[i] = query_signals(q)
+                plan, trace = self.planner.plan(signals[i], self.budget, self.capabilities, self.mode, self.rerank)
+                plans[i] = plan
+                traces[i] = trace.to_dict()
+            except CodeNibError as exc:
+                errors[i] = str(exc)
+        live = [i for i in range(n) if plans[i] is not None]
+        k_fetch = {i: max(plans[i].k, k_out) for i in live}
+        engine_ms: dict[int, float] = {i: 0.0 for i in live}
+
+        sparse_hits = self._sparse(queries, live, plans, k_fetch, engine_ms)
+        dense_hits = self._dense(queries, live, plans, signals, k_fetch, engine_ms)
+        results: list[list[QueriedNode] | None] = [None] * n
+        for i in live:
+            t0 = time.perf_counter()
+            try:
+                results[i] = list(self._assemble(queries[i], signals[i], plans[i], sparse_hits.get(i, ()),
+                                                 dense_hits.get(i, ()), traces[i]))
+            except CodeNibError as exc:
+                errors[i] = str(exc)
+            engine_ms[i] += (time.perf_counter() - t0) * 1000
+        self._rerank(queries, live, plans, results, traces, engine_ms)
+
+        out: list[QueryResult] = []
+        for i, q in enumerate(queries):
+            cands = tuple(results[i][:k_out]) if results[i] is not None and errors[i] is None else ()
+            plan_name = plans[i].plan if plans[i] is not None else "none"
+            if plans[i] is not None:
+                traces[i].setdefault("detail", {})["plan"] = plans[i].to_dict()
+            out.append(QueryResult(q, cands, plan_name, traces[i], round(engine_ms.get(i, 0.0), 3),
+                                   errors[i], signals[i].to_dict() if signals[i] else {}))
+        if out:
+            self.last_selected_plan = out[-1].plan
+            self.last_planner_trace = out[-1].trace
+        self.last_batch_ms = (time.perf_counter() - t_start) * 1000
+        return out
+
+    def search(self, query: str, k: int | None = None) -> QueryResult:
+        """One query (a batch of one)."""
+        return self.run([query], k)[0]
+
+    # -- engines (one batched call each) ---------------------------------------------------
+
+    def _sparse(self, queries, live, plans, k_fetch, engine_ms) -> dict[int, Candidates]:
+        want = [i for i in live if plans[i].sparse_weight > 0 or plans[i].graph is not None]
+        if not want:
+            return {}
+        t0 = time.perf_counter()
+        k = max(k_fetch[i] for i in want)
+        rows, scores = self.index.sparse.search([queries[i] for i in want], k)
+        share = (time.perf_counter() - t0) * 1000 / len(want)
+        out = {}
+        for j, i in enumerate(want):
+            out[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "sparse", self.ctx)
+            engine_ms[i] += share
+        return out
+
+    def _dense(self, queries, live, plans, signals, k_fetch, engine_ms) -> dict[int, Candidates]:
+        want = [i for i in live if plans[i].dense_weight > 0]
+        if not want or self.index.dense is None:
+            return {}
+        t0 = time.perf_counter()
+        texts = [_dense_text(queries[i], signals[i]) for i in want]
+        vecs = self.index.encode_queries(texts)
+        k = max(k_fetch[i] for i in want)
+        rows, scores = self.index.dense.search(vecs, k)
+        share = (time.perf_counter() - t0) * 1000 / len(want)
+        out = {}
+        for j, i in enumerate(want):
+            out[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "dense", self.ctx)
+            engine_ms[i] += share
+        return out
+
+    # -- per-query assembly ----------------------------------------------------------------
+
+    def _assemble(self, query: str, s: QuerySignals, plan: RetrievalPathPlan, sparse: Candidates,
+                  dense: Candidates, trace: dict) -> Candidates:
+        detail = trace.setdefault("detail", {})
+        if plan.plan == "fast_lexical":
+            symbols = self._symbol_hits(s, detail)
+            return dedup(list(symbols) + list(sparse))
+        if plan.plan == "semantic":
+            return dense
+        if plan.plan == "hybrid_fusion":
+            runs, weights = [sparse, dense], [plan.sparse_weight, plan.dense_weight]
+            if s.long_text:
+                weights = list(LONG_QUERY_WEIGHTS)
+            if plan.symbol_lookup:
+                symbols = self._symbol_hits(s, detail, all_keywords=True)
+                if symbols:
+                    runs.append(symbols)
+                    weights.append(SYMBOL_RUN_WEIGHT)
+            detail["fusion_weights"] = weights
+            return rrf_fuse(runs, weights)
+        if plan.plan == "structural_graph":
+            return self._structural(s, plan, sparse, detail)
+        raise BadInputError(f"unknown plan {plan.plan!r}")
+
+    def _symbol_hits(self, s: QuerySignals, detail: dict, all_keywords: bool = False) -> Candidates:
+        names = list(s.keywords.symbols()) if all_keywords else ([s.target] if s.target else [])
+        rows: list[int] = []
+        for name in names:
+            for m in self.index.symbols.lookup(name):
+                if m.row not in rows:
+                    rows.append(m.row)
+        detail["symbol_hits"] = len(rows)
+        return tuple(self.ctx.node(r, 1.0, "symbol") for r in rows)
+
+    def _structural(self, s: QuerySignals, plan: RetrievalPathPlan, sparse: Candidates, detail: dict) -> Candidates:
+        g = plan.graph
+        targets = [m.row for m in self.index.symbols.lookup(s.target)] if s.target else []
+        detail["targets"] = [self.index.nodes.node_id[r] for r in targets[:10]]
+        if not targets:
+            targets = [self.index.row_of[c.node_id] for c in sparse[: g.seeds]]
+            detail["seeded_by"] = "sparse"
+        graph = self.index.graph
+        spec = WalkSpec(g.direction, g.edge_types, g.hub_degree)
+        if g.method == "ppr":
+            ppr = local_ppr(graph, {t: 1.0 for t in targets}, spec)
+            walked = [v for v, _ in sorted(ppr.items(), key=lambda t: (-t[1], t[0])) if v not in targets][: g.total]
+        else:
+            walked = [v for v, _, _ in bfs(graph, targets, spec, g.hops, g.per_seed, g.total)]
+        detail["graph_nodes"] = len(walked)
+        found = [self.ctx.node(v, 1.0, "graph") for v in walked]
+        mentions = self._mentions(s, targets, g.direction)
+        detail["name_matches"] = len(mentions)
+        tail = [self.ctx.node(t, 0.5, "symbol") for t in targets]
+        ranked = dedup(found + mentions + tail + list(sparse))
+        return tuple(c.with_score(1.0 / (i + 1)) for i, c in enumerate(ranked))
+
+    def _mentions(self, s: QuerySignals, targets: list[int], direction: str) -> list[QueriedNode]:
+        """Name-matched neighbours the precise graph may have missed (untyped receivers)."""
+        if not targets:
+            return []
+        texts = self.index.texts()
+        names = {self.index.nodes.name[t] for t in targets}
+        target_ids = set(targets)
+        out: list[QueriedNode] = []
+        if direction in ("callers", "both"):
+            rows, _ = self.index.sparse.search([" ".join(sorted(names))], 200)
+            pattern = re.compile(r"(?<![\w])(?:\.)?(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
+            for r in rows[0].tolist():
+                if r < 0 or r in target_ids or self.index.nodes.kind[r] == "file":
+                    continue
+                body = texts[r].split("\n", 2)[-1]  # skip the header and the def line
+                if pattern.search(body):
+                    out.append(self.ctx.node(r, 0.5, "name_match"))
+        if direction in ("callees", "both"):
+            for t in targets:
+                body = texts[t].split("\n", 2)[-1]
+                for name in dict.fromkeys(_CALL_NAME.findall(body)):
+                    for m in self.index.symbols.lookup(name)[:3]:
+                        if m.row not in target_ids and m.level in ("name", "qualname"):
+                            out.append(self.ctx.node(m.row, 0.5, "name_match"))
+        return out
+
+    # -- reranking -------------------------------------------------------------------------
+
+    def _rerank(self, queries, live, plans, results, traces, engine_ms) -> None:
+        emb = [i for i in live if results[i] is not None and plans[i].rerank == "embedding"]
+        if emb:
+            t0 = time.perf_counter()
+            ctx = rerank_context(self.index)
+            top = max(plans[i].rerank_top for i in emb)
+            reranked = embedding_rerank_batch([results[i] for i in emb], [queries[i] for i in emb],
+                                              EmbeddingRerankParams(top_n=top), ctx)
+            share = (time.perf_counter() - t0) * 1000 / len(emb)
+            for i, r in zip(emb, reranked):
+                results[i] = list(r)
+                engine_ms[i] += share
+        llm = [i for i in live if results[i] is not None and plans[i].rerank == "llm"]
+        if llm and self.llm is not None:
+            t0 = time.perf_counter()
+            texts = self.index.texts()
+            cand_lists = [results[i][: plans[i].rerank_top] for i in llm]
+            text_lists = [[texts[self.index.row_of[c.node_id]] for c in cl] for cl in cand_lists]
+            outs = self.llm.rerank_many([queries[i] for i in llm], cand_lists, text_lists)
+            share = (time.perf_counter() - t0) * 1000 / len(llm)
+            for i, (head, errs) in zip(llm, outs):
+                results[i] = list(head) + results[i][plans[i].rerank_top:]
+                if errs:
+                    traces[i].setdefault("detail", {})["rerank_errors"] = errs
+                engine_ms[i] += share
+
+
+class SparseSeededGraphRetrievePipeline:
+    """BM25 seeds, then k-hop BFS or personalized PageRank over typed, weighted edges."""
+
+    def __init__(self, index: LoadedIndex, method: str = "bfs", hops: int = 2, seeds: int = 5,
+                 direction: str = "both", edge_types: Sequence[str] = ("calls", "references", "inherits"),
+                 hub_degree: int = 200, per_seed: int = 20, total: int = 100):
+        if method not in ("bfs", "ppr"):
+            raise BadInputError(f"unknown traversal {method!r}", fix="use bfs or ppr")
+        self.index = index
+        self.ctx = RetrieveContext(index)
+        self.method, self.hops, self.seeds = method, hops, seeds
+        self.spec = WalkSpec(direction, tuple(edge_types), hub_degree)
+        self.per_seed, self.total = per_seed, total
+
+    def run(self, queries: Sequence[str], k: int = 100) -> list[Candidates]:
+        rows, scores = self.index.sparse.search(list(queries), max(k, self.seeds))
+        out = []
+        for r, s in zip(rows, scores):
+            seeds = to_queried_nodes(r, s, "sparse", self.ctx)
+            seed_rows = [self.index.row_of[c.node_id] for c in seeds[: self.seeds]]
+            if self.method == "ppr":
+                ppr = local_ppr(self.index.graph, {v: 1.0 / (i + 1) for i, v in enumerate(seed_rows)}, self.spec)
+                walked = [(v, p) for v, p in sorted(ppr.items(), key=lambda t: (-t[1], t[0]))]
+                graph_run = tuple(self.ctx.node(v, p, "graph:ppr") for v, p in walked[: self.total])
+            else:
+                visited = bfs(self.index.graph, seed_rows, self.spec, self.hops, self.per_seed, self.total)
+                graph_run = tuple(self.ctx.node(v, 1.0 / (1 + hop), "graph:bfs") for v, hop, _ in visited)
+            out.append(rrf_fuse([seeds, graph_run], limit=k))
+        return out
+
+
+class DenseGraphExpandRerankPipeline:
+    """Dense seeds, one-hop expansion over dependency edges, optional file-level RRF and rerank."""
+
+    def __init__(self, index: LoadedIndex, expand: ExpandParams = ExpandParams(per_seed=3, total=30),
+                 seeds: int = 10, file_fusion: bool = True, rerank_top: int = 0):
+        if index.dense is None:
+            raise BadInputError("this pipeline needs dense vectors", path=str(index.path),
+                                fix="rebuild the index without --no-dense")
+        self.index = index
+        self.ctx = RetrieveContext(index)
+        self.expand, self.seeds, self.file_fusion, self.rerank_top = expand, seeds, file_fusion, rerank_top
+
+    def run(self, queries: Sequence[str], k: int = 100) -> list[Candidates]:
+        vecs = self.index.encode_queries(list(queries))
+        rows, scores = self.index.dense.search(vecs, k)
+        semantic = [to_queried_nodes(r, s, "dense", self.ctx) for r, s in zip(rows, scores)]
+        out: list[Candidates] = []
+        for sem in semantic:
+            expanded = expand_neighbors(sem[: self.seeds], self.expand, self.ctx)
+            graph_run = tuple(c for c in expanded if c.source.startswith("graph"))
+            if self.file_fusion:
+                files = rrf_fuse_files([sem, graph_run])
+                out.append(nodes_by_file_rank(files, [sem, graph_run], limit=k))
+            else:
+                out.append(rrf_fuse([sem, graph_run], limit=k))
+        if self.rerank_top:
+            out = embedding_rerank_batch(out, list(queries), EmbeddingRerankParams(top_n=self.rerank_top),
+                                         rerank_context(self.index))
+        return out
+
+
+def rerank_context(index: LoadedIndex) -> RerankContext:
+    """Embedding-rerank resources of an index: its encoder and persisted vectors."""
+    return RerankContext(
+        encode_queries=index.encode_queries,
+        encode_documents=lambda texts: index.encoder().encode_documents(list(texts)),
+        texts=index.texts(),
+        row_of=index.row_of,
+        vectors=index.dense.vectors if index.dense is not None else None,
+    )
+
+
+def _dense_text(query: str, s: QuerySignals | None) -> str:
+    if s is None or not s.long_text:
+        return query
+    head = " ".join(query.split()[:DENSE_HEAD_WORDS])
+    keys = " ".join(list(s.keywords.symbols())[:24] + list(s.keywords.paths)[:8])
+    return f"{head}\n{keys}" if keys else head
+
+

@@ -1,0 +1,56 @@
+"""Explicit candidate predicates: spans, content, symbols only, path globs, test paths.
+
+Every filter keeps the input order and is idempotent.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Sequence
+
+from codenib.ops.retrieve import Candidates, QueriedNode
+
+#: Where test code lives, by convention across Python projects.
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing)(/|$)"              # tests/ test/ testing/ folders
+    r"|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$"
+    r"|(^|/)conftest\.py$"
+)
+
+
+def valid_spans(cands: Sequence[QueriedNode]) -> Candidates:
+    """Drop candidates whose span is impossible (start < 1 or end < start)."""
+    return tuple(c for c in cands if 1 <= c.start_line <= c.end_line)
+
+
+def with_content(cands: Sequence[QueriedNode], min_chars: int = 1) -> Candidates:
+    """Keep candidates whose loaded content has at least `min_chars` non-blank characters."""
+    return tuple(c for c in cands if c.content is not None and len(c.content.strip()) >= min_chars)
+
+
+def symbols_only(cands: Sequence[QueriedNode]) -> Candidates:
+    """Drop file nodes, keeping classes, functions and methods."""
+    return tuple(c for c in cands if c.kind != "file")
+
+
+def include_paths(cands: Sequence[QueriedNode], globs: Sequence[str]) -> Candidates:
+    """Keep candidates whose file matches any of `globs` (fnmatch on the relative path)."""
+    if not globs:
+        return tuple(cands)
+    return tuple(c for c in cands if any(fnmatch.fnmatchcase(c.file, g) for g in globs))
+
+
+def exclude_paths(cands: Sequence[QueriedNode], globs: Sequence[str]) -> Candidates:
+    """Drop candidates whose file matches any of `globs`."""
+    return tuple(c for c in cands if not any(fnmatch.fnmatchcase(c.file, g) for g in globs))
+
+
+def is_test_path(path: str) -> bool:
+    """True for tests folders, `test_*.py`, `*_test.py`, `*_tests.py` and `conftest.py`."""
+    return bool(_TEST_PATH.search(path))
+
+
+def drop_tests(cands: Sequence[QueriedNode]) -> Candidates:
+    """Drop candidates that live in test code."""
+    return tuple(c for c in cands if not is_test_path(c.file))

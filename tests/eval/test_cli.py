@@ -1,0 +1,205 @@
+"""`codenib eval` end to end: reports, TREC export, comparisons, and bad input (exit 2)."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from codenib.cli import main
+
+from tests.eval.conftest import write_qrels, write_queries, write_results
+
+
+def test_eval_writes_the_report_folder(small_case, capsys):
+    out = small_case["tmp"] / "report"
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--queries", str(small_case["queries"]), "--out", str(out)])
+    assert rc == 0
+    names = {p.name for p in out.iterdir()}
+    assert {"metrics.json", "report.md", "per_query.parquet", "recall_at_k.png", "per_plan.png",
+            "by_kind.png"} <= names
+    summary = json.loads((out / "metrics.json").read_text())
+    assert summary["systems"]["run"]["node"]["R@10"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert set(summary["breakdowns"]) == {"plan", "kind", "index"}
+    md = (out / "report.md").read_text()
+    assert "## By kind" in md and "| run | node |" in md
+    per_query = pq.read_table(out / "per_query.parquet")
+    assert per_query.num_rows == 2 * 3 * len(summary["measures"])  # levels x queries x measures
+    assert "R@10" in capsys.readouterr().err
+
+
+def test_eval_without_out_prints_metrics_json(small_case, capsys):
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--measures", "R@10,RR@10"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["measures"] == ["R@10", "RR@10"]
+    assert summary["queries"]["judged_without_results"] == 1
+
+
+def test_eval_compare_reports_paired_tests(small_case, tmp_path, capsys):
+    other = write_results(tmp_path / "other", {("q1", "semantic"): ["a.py::g"], ("q3", "semantic"): ["c.py::w"]})
+    out = tmp_path / "cmp"
+    rc = main(["eval", "--results", str(small_case["results"]), "--compare", str(other),
+               "--qrels", str(small_case["qrels"]), "--out", str(out), "--no-plots"])
+    assert rc == 0
+    c = json.loads((out / "metrics.json").read_text())["comparison"]
+    assert (c["a"], c["b"]) == ("run", "other")
+    rr = c["levels"]["node"]["RR@10"]
+    assert rr["delta"] == pytest.approx((1 / 2 + 1 / 3) / 3 - 2 / 3)
+    assert rr["exact"] and 0 < rr["permutation_p"] <= 1
+    assert "## Comparison" in (out / "report.md").read_text()
+
+
+def test_eval_mode_all_with_auto_rows_reports_regret(tmp_path, capsys):
+    rankings = {("q1", "fast_lexical"): ["a.py::g"], ("q1", "semantic"): ["x.py::n", "a.py::g"]}
+    plans = [{"qid": "q1", "plan": p, "mode": "all"} for _, p in rankings]
+    plans.append({"qid": "q1", "plan": "semantic", "mode": "auto"})
+    results = write_results(tmp_path / "all", rankings, plans=plans)
+    qrels = write_qrels(tmp_path / "q.parquet", [{"qid": "q1", "node_id": "a.py::g", "relevance": 1}])
+    out = tmp_path / "rep"
+    assert main(["eval", "--results", str(results), "--qrels", str(qrels), "--out", str(out)]) == 0
+    summary = json.loads((out / "metrics.json").read_text())
+    assert summary["regret"]["levels"]["node"]["RR@10"]["regret"] == pytest.approx(0.5)
+    assert summary["regret"]["levels"]["node"]["RR@10"]["confusion"] == {"semantic": {"fast_lexical": 1}}
+    assert "## Planner regret" in (out / "report.md").read_text()
+    assert (out / "per_plan.png").is_file()
+
+
+def test_export_trec_and_evaluate_the_trec_file(small_case, tmp_path, capsys):
+    trec = tmp_path / "run.trec"
+    assert main(["eval", "--results", str(small_case["results"]), "--export-trec", str(trec)]) == 0
+    assert len(trec.read_text().splitlines()) == 7
+    capsys.readouterr()
+    assert main(["eval", "--results", str(trec), "--qrels", str(small_case["qrels"]), "--measures", "R@10"]) == 0
+    from_trec = json.loads(capsys.readouterr().out)
+    assert main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+                 "--measures", "R@10"]) == 0
+    from_parquet = json.loads(capsys.readouterr().out)
+    assert from_trec["systems"]["run"] == from_parquet["systems"]["run"]
+
+
+# --- bad input: exit 2 and a message naming the fix ------------------------------------
+
+def _error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "error:" in err and "fix:" in err, err
+    return err
+
+
+def test_folder_without_success_exits_2(tmp_path, small_case, capsys):
+    folder = write_results(tmp_path / "unfinished", {("q1", "semantic"): ["a.py::g"]}, success=False)
+    assert main(["eval", "--results", str(folder), "--qrels", str(small_case["qrels"])]) == 2
+    err = _error(capsys)
+    assert str(folder) in err and "--allow-partial" in err
+    assert main(["eval", "--results", str(folder), "--qrels", str(small_case["qrels"]), "--allow-partial"]) == 0
+
+
+def test_qrels_with_qids_outside_the_query_set_exit_2(small_case, tmp_path, capsys):
+    queries = write_queries(tmp_path / "two.parquet", [{"qid": "q1", "query": "g"}, {"qid": "q2", "query": "h"}])
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--queries", str(queries)])
+    assert rc == 2
+    err = _error(capsys)
+    assert "q3" in err and "not in the query set" in err
+
+
+def test_qrels_qids_without_results_count_as_zero(small_case, capsys):
+    assert main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"])]) == 0
+    captured = capsys.readouterr()
+    assert "1 of 3 judged queries have no results; they count as zero" in captured.err
+    assert json.loads(captured.out)["queries"]["evaluated"]["node"] == 3
+
+
+def test_qrels_missing_columns_exit_2(small_case, tmp_path, capsys):
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"qid": ["q1"], "doc": ["a.py::g"], "relevance": [1]}), bad)
+    assert main(["eval", "--results", str(small_case["results"]), "--qrels", str(bad)]) == 2
+    err = _error(capsys)
+    assert str(bad) in err and "node_id or file" in err
+    pq.write_table(pa.table({"qid": ["q1"], "node_id": ["a.py::g"]}), bad)
+    assert main(["eval", "--results", str(small_case["results"]), "--qrels", str(bad)]) == 2
+    assert "relevance" in _error(capsys)
+
+
+def test_non_integer_relevance_exits_2(small_case, tmp_path, capsys):
+    bad = write_qrels(tmp_path / "bad.parquet", [{"qid": "q1", "node_id": "a.py::g", "relevance": "yes"}],
+                      relevance_type=pa.string())
+    assert main(["eval", "--results", str(small_case["results"]), "--qrels", str(bad)]) == 2
+    err = _error(capsys)
+    assert str(bad) in err and "column relevance" in err and "astype('int64')" in err
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--measures", "Recall@10"], "unknown measure"),
+    (["--permutations", "0"], "--permutations"),
+    (["--plan", "semantic"], "one plan per query"),
+])
+def test_bad_options_exit_2(small_case, capsys, argv, needle):
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]), *argv])
+    assert rc == 2
+    assert needle in _error(capsys)
+
+
+def test_missing_qrels_and_missing_results_exit_2(small_case, tmp_path, capsys):
+    assert main(["eval", "--results", str(small_case["results"])]) == 2
+    assert "--qrels" in _error(capsys)
+    assert main(["eval", "--results", str(tmp_path / "nope"), "--qrels", str(small_case["qrels"])]) == 2
+    assert "nope" in _error(capsys)
+
+
+def test_auto_needs_a_mode_all_run(small_case, capsys):
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--auto", str(small_case["results"])])
+    assert rc == 2
+    assert "--mode all" in _error(capsys)
+
+
+def test_report_folder_that_is_not_a_report_is_not_overwritten(small_case, tmp_path, capsys):
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--out", str(out)])
+    assert rc == 2 and (out / "notes.txt").read_text() == "keep me"
+    assert "refusing to overwrite" in _error(capsys)
+
+
+def test_plan_of_a_mode_all_run_must_exist(tmp_path, capsys):
+    rankings = {("q1", "fast_lexical"): ["a.py::g"], ("q1", "semantic"): ["x.py::n"]}
+    results = write_results(tmp_path / "all", rankings)
+    qrels = write_qrels(tmp_path / "q.parquet", [{"qid": "q1", "node_id": "a.py::g", "relevance": 1}])
+    assert main(["eval", "--results", str(results), "--qrels", str(qrels), "--plan", "nosuch"]) == 2
+    assert "fast_lexical, semantic" in _error(capsys)
+    assert main(["eval", "--results", str(results), "--qrels", str(qrels), "--plan", "fast_lexical",
+                 "--measures", "RR@10"]) == 0
+    assert json.loads(capsys.readouterr().out)["systems"]["fast_lexical"]["node"]["RR@10"] == 1.0
+
+
+def test_file_only_qrels_evaluate_the_file_level(small_case, tmp_path, capsys):
+    qrels = tmp_path / "files.parquet"
+    pq.write_table(pa.table({"qid": ["q1", "q2"], "file": ["b.py", "d.py"], "relevance": [1, 1]}), qrels)
+    assert main(["eval", "--results", str(small_case["results"]), "--qrels", str(qrels),
+                 "--measures", "RR@10", "--out", str(tmp_path / "rep")]) == 0
+    summary = json.loads((tmp_path / "rep" / "metrics.json").read_text())
+    assert summary["levels"] == ["file"]
+    assert summary["systems"]["run"] == {"file": {"RR@10": pytest.approx((0.5 + 0.0) / 2)}}
+    assert "judges files only" in capsys.readouterr().err
+
+
+def test_finished_run_without_rows_scores_zero(small_case, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "_SUCCESS").write_text("")
+    assert main(["eval", "--results", str(empty), "--qrels", str(small_case["qrels"]), "--measures", "R@10"]) == 0
+    assert json.loads(capsys.readouterr().out)["systems"]["empty"]["node"]["R@10"] == 0.0
+
+
+def test_compare_needs_one_ranking_per_query(small_case, tmp_path, capsys):
+    rankings = {("q1", "fast_lexical"): ["a.py::g"], ("q1", "semantic"): ["x.py::n"]}
+    results = write_results(tmp_path / "all", rankings)
+    rc = main(["eval", "--results", str(results), "--compare", str(small_case["results"]),
+               "--qrels", str(small_case["qrels"])])
+    assert rc == 2
+    assert "--plan NAME, or --auto" in _error(capsys)

@@ -1,0 +1,131 @@
+"""Breakdowns, planner regret and paired tests on constructed cases."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from codenib.eval import io, report
+
+from tests.eval.conftest import write_qrels, write_results
+
+
+def test_planner_regret_on_a_constructed_case():
+    # q1: auto chose semantic (RR 0.5) but fast_lexical had 1.0 -> regret 0.5.
+    # q2: auto chose the best plan. q3: every plan scores 0 -> a tie, no regret.
+    per_plan = {"fast_lexical": {"q1": 1.0, "q2": 0.0, "q3": 0.0},
+                "semantic": {"q1": 0.5, "q2": 1.0, "q3": 0.0}}
+    chosen = {"q1": "semantic", "q2": "semantic", "q3": "fast_lexical"}
+    r = report.planner_regret(per_plan, chosen, ["q1", "q2", "q3", "q9"])
+    assert r["queries"] == 3 and r["skipped"] == {"no recorded choice": 1}
+    assert r["chosen"] == pytest.approx(1.5 / 3)
+    assert r["best"] == pytest.approx(2.0 / 3)
+    assert r["regret"] == pytest.approx(0.5 / 3)
+    assert r["queries_with_regret"] == 1 and r["chose_best"] == 2
+    assert r["confusion"] == {"fast_lexical": {"fast_lexical": 1},
+                              "semantic": {"fast_lexical": 1, "semantic": 1}}
+    assert r["per_plan"] == pytest.approx({"fast_lexical": 1 / 3, "semantic": 0.5})
+
+
+def _mode_all_case(tmp_path, *, auto_rows=True):
+    rankings = {
+        ("q1", "fast_lexical"): ["a.py::g", "x.py::n"],
+        ("q1", "semantic"): ["x.py::n", "a.py::g"],
+        ("q2", "fast_lexical"): ["x.py::n"],
+        ("q2", "semantic"): ["b.py::h"],
+        ("q3", "fast_lexical"): ["x.py::n"],
+        ("q3", "semantic"): ["y.py::m"],
+    }
+    plans = [{"qid": q, "plan": p, "mode": "all"} for q, p in rankings]
+    if auto_rows:
+        plans += [{"qid": "q1", "plan": "semantic", "mode": "auto"},
+                  {"qid": "q2", "plan": "semantic", "mode": "auto"},
+                  {"qid": "q3", "plan": "fast_lexical", "mode": "auto"}]
+    results = write_results(tmp_path / "all", rankings, plans=plans)
+    qrels = write_qrels(tmp_path / "qrels.parquet", [
+        {"qid": "q1", "node_id": "a.py::g", "relevance": 1},
+        {"qid": "q2", "node_id": "b.py::h", "relevance": 1},
+        {"qid": "q3", "node_id": "c.py::w", "relevance": 1},
+    ])
+    return results, qrels
+
+
+def test_regret_from_a_mode_all_folder(tmp_path):
+    results, qrels = _mode_all_case(tmp_path)
+    ev = report.evaluate_results(io.read_results(results), io.read_qrels(qrels), warn=lambda m: None)
+    reg = ev.summary["regret"]["levels"]["node"]
+    assert reg["RR@10"]["regret"] == pytest.approx(0.5 / 3)
+    assert reg["R@10"]["regret"] == 0.0
+    assert set(ev.summary["systems"]) == {"fast_lexical", "semantic", "auto"}
+    assert ev.summary["systems"]["auto"]["node"]["RR@10"] == pytest.approx(1.5 / 3)
+    assert ev.summary["regret"]["oracle"]["node"]["RR@10"] == pytest.approx(2 / 3)
+    # The plan breakdown of a --mode all run groups queries by auto's choice.
+    assert ev.summary["breakdowns"]["plan"]["semantic"]["n"]["node"] == 2
+
+
+def test_regret_with_choices_from_an_auto_run(tmp_path):
+    results, qrels = _mode_all_case(tmp_path, auto_rows=False)
+    auto = write_results(tmp_path / "auto", {("q1", "semantic"): ["x.py::n"], ("q2", "semantic"): ["b.py::h"],
+                                             ("q3", "fast_lexical"): ["x.py::n"]})
+    ev = report.evaluate_results(io.read_results(results), io.read_qrels(qrels),
+                                 auto=io.read_results(auto), warn=lambda m: None)
+    assert ev.summary["regret"]["levels"]["node"]["RR@10"]["regret"] == pytest.approx(0.5 / 3)
+
+
+def test_paired_test_with_a_constant_difference():
+    t = report.paired_test([0.9, 0.8, 0.7, 0.6, 0.5], [0.4, 0.3, 0.2, 0.1, 0.0])
+    assert t.delta == pytest.approx(0.5) and t.wins == 5 and t.losses == 0
+    assert t.t_p == 0.0                       # zero spread, non-zero mean difference
+    assert t.exact and t.permutations == 32
+    assert t.permutation_p == pytest.approx(2 / 32)  # only all-plus and all-minus flips reach it
+
+
+def test_paired_test_enumerates_sign_flips_exactly():
+    a, b = [1.0, 2.0, 3.0, 0.0], [0.0, 0.0, 0.0, 1.0]  # differences 1, 2, 3, -1; sum 5
+    t = report.paired_test(a, b)
+    # |sum| >= 5 for sign patterns (+,+,+,+/-1 flipped either way) and their mirror images: 6 of 16.
+    assert t.permutation_p == pytest.approx(6 / 16)
+    ref = stats.ttest_rel(a, b)
+    assert t.t_statistic == pytest.approx(ref.statistic) and t.t_p == pytest.approx(ref.pvalue)
+    assert (t.wins, t.losses, t.ties) == (3, 1, 0)
+
+
+def test_paired_test_samples_when_enumeration_is_too_large():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0.4, 1.0, 200)
+    b = a - 0.2 + rng.normal(0, 0.05, 200)
+    t = report.paired_test(a, b, permutations=2000, seed=3)
+    assert not t.exact and t.permutations == 2000
+    assert t.permutation_p == pytest.approx(1 / 2001) and t.t_p < 1e-10
+    same = report.paired_test(a, a, permutations=500)
+    assert same.permutation_p == 1.0 and same.t_p == 1.0
+
+
+def test_comparison_and_breakdowns_in_the_summary(small_case, tmp_path):
+    worse = write_results(tmp_path / "worse", {("q1", "fast_lexical"): ["x.py::n"],
+                                               ("q2", "semantic"): ["b.py::h"]})
+    ev = report.evaluate_results(io.read_results(small_case["results"]), io.read_qrels(small_case["qrels"]),
+                                 queries=io.read_queries(small_case["queries"]),
+                                 compare=io.read_results(worse), warn=lambda m: None)
+    s = ev.summary
+    assert s["queries"]["evaluated"] == {"node": 3, "file": 3}
+    assert s["queries"]["judged_without_results"] == 1 and s["queries"]["results_not_judged"] == 1
+    assert s["systems"]["run"]["node"]["RR@10"] == pytest.approx((1 / 2 + 1 / 3 + 0) / 3)
+    # Files: q1 gold a.py ranks 1; q2 gold b.py, d.py: b.py ranks 1 -> R@10 = 1/2.
+    assert s["systems"]["run"]["file"]["R@10"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert s["breakdowns"]["kind"]["structural"]["n"]["node"] == 1
+    assert set(s["breakdowns"]["plan"]) == {"fast_lexical", "semantic", "(not recorded)"}
+    c = s["comparison"]["levels"]["node"]["RR@10"]
+    assert c["mean_a"] == pytest.approx((1 / 2 + 1 / 3) / 3) and c["mean_b"] == pytest.approx(1 / 3)
+    json.dumps(report._jsonable(s))  # metrics.json must serialise
+
+
+def test_write_report_replaces_an_old_report_atomically(small_case, tmp_path):
+    ev = report.evaluate_results(io.read_results(small_case["results"]), io.read_qrels(small_case["qrels"]),
+                                 queries=io.read_queries(small_case["queries"]), warn=lambda m: None)
+    out = tmp_path / "report"
+    report.write_report(ev, out, plots=False)
+    report.write_report(ev, out, plots=False)
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "per_query.parquet", "report.md"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -1,0 +1,46 @@
+"""Filters keep order, are idempotent, and mean what they say."""
+
+from hypothesis import given, strategies as st
+
+from codenib.ops.filter import (
+    drop_tests,
+    exclude_paths,
+    include_paths,
+    is_test_path,
+    symbols_only,
+    valid_spans,
+    with_content,
+)
+from codenib.ops.retrieve import QueriedNode
+
+PATHS = ["src/pkg/core.py", "tests/test_core.py", "pkg/test/util.py", "pkg/core_test.py", "conftest.py",
+         "src/testing_utils.py", "src/pkg/contest.py", "docs/conf.py", "pkg/testing/helpers.py"]
+
+
+def node(path, kind="function", start=1, end=2, content=None):
+    return QueriedNode(f"{path}::f" if kind != "file" else path, path, kind, "f", start, end, 1.0, "t", content)
+
+
+def test_test_path_rules():
+    assert [p for p in PATHS if is_test_path(p)] == [
+        "tests/test_core.py", "pkg/test/util.py", "pkg/core_test.py", "conftest.py", "pkg/testing/helpers.py"]
+
+
+def test_each_filter():
+    cands = (node("a.py"), node("tests/test_a.py"), node("a.py", kind="file"), node("b.py", start=5, end=4),
+             node("c.py", content="x = 1"))
+    assert [c.file for c in drop_tests(cands)] == ["a.py", "a.py", "b.py", "c.py"]
+    assert [c.kind for c in symbols_only(cands)].count("file") == 0
+    assert len(valid_spans(cands)) == 4
+    assert [c.file for c in with_content(cands)] == ["c.py"]
+    assert [c.file for c in include_paths(cands, ["tests/*"])] == ["tests/test_a.py"]
+    assert "tests/test_a.py" not in [c.file for c in exclude_paths(cands, ["tests/*"])]
+
+
+@given(st.lists(st.sampled_from(PATHS), max_size=12), st.sampled_from(["*.py", "src/*", "tests/*"]))
+def test_filters_are_idempotent(paths, glob):
+    cands = tuple(node(p) for p in paths)
+    for f in (drop_tests, symbols_only, valid_spans, lambda c: include_paths(c, [glob]),
+              lambda c: exclude_paths(c, [glob])):
+        once = f(cands)
+        assert f(once) == once
