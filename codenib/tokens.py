@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from codenib.errors import BadInputError
 
 _WORD = re.compile(r"[^\W\d]\w*|\d+", re.UNICODE)
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 #: English function words (a compact list; BM25's idf handles the rest).
 ENGLISH_STOPWORDS = frozenset(
@@ -78,7 +78,7 @@ class Tokenizer:
         for word in _WORD.findall(text):
             if len(word) > MAX_TOKEN_CHARS:
                 continue
-            parts = _split(word) if cfg.split_identifiers else [word]
+            parts = split_identifier(word) if cfg.split_identifiers else [word]
             if cfg.keep_whole and len(parts) > 1:
                 whole = word.strip("_")
                 out.append(whole.lower() if cfg.lowercase else whole)
@@ -97,11 +97,13 @@ class Tokenizer:
 
 
 @lru_cache(maxsize=200_000)
-def _split(word: str) -> list[str]:
+def split_identifier(word: str) -> list[str]:
+    """`HTTPServer_v2` -> ["HTTP", "Server", "v", "2"]: snake, camel and Pascal parts and digits."""
     parts: list[str] = []
     for chunk in word.split("_"):
         if chunk:
-            parts.extend(_CAMEL.findall(chunk) or [chunk])
+            # Case boundaries are only split in ASCII: re has no Unicode upper/lower classes.
+            parts.extend((_CAMEL.findall(chunk) or [chunk]) if chunk.isascii() else [chunk])
     return parts or [word]
 
 

@@ -17,12 +17,13 @@ class Command:
 
 
 def _registry() -> dict[str, Command]:
-    from codenib.commands import demo, eval, index
+    from codenib.commands import demo, eval, index, query
 
     return {
         "index": index.COMMAND,
-        "demo": demo.COMMAND,
+        "query": query.COMMAND,
         "eval": eval.COMMAND,
+        "demo": demo.COMMAND,
     }
 
 

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from codenib import artifact
 from codenib.compiler.embed import Encoder, ModelSpec
 from codenib.errors import BadInputError
+from codenib.tokens import split_identifier
 from codenib.types import Node
 
 ANN_KINDS = ("flat", "hnsw")
@@ -24,6 +25,11 @@ HNSW_EF_SEARCH = 256
 #: Queries sampled to measure an approximate index's recall@100 against exact search.
 ANN_RECALL_SAMPLE = 200
 HNSW_FILE = "hnsw.faiss"
+NAME_VECTORS_FILE = "name_vectors.npy"
+#: Weight of the name field in dense scores (cos_body + w * cos_name). Identifier names
+#: describe behaviour in words the encoder knows; on the dev sets the name field added
+#: +0.02 (click) and +0.09 (jinja2) RR@10 to semantic queries at 0.5.
+NAME_WEIGHT = 0.5
 
 
 def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str], None]) -> dict:
@@ -33,24 +39,16 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
     spec = ModelSpec.for_model(options.model, options.max_seq_length)
     encoder = Encoder(spec, options.device, options.batch_size)
     fingerprint = _fingerprint(spec, encoder)
-    keys = [_text_key(fingerprint, n.text) for n in nodes]
-    vectors = np.zeros((len(nodes), encoder.dimension), dtype=np.float32)
-    reused = 0
-    todo = list(range(len(nodes)))
-    if options.reuse is not None:
-        old = _reusable_vectors(Path(options.reuse), fingerprint, encoder.dimension, log)
-        todo = []
-        for i, key in enumerate(keys):
-            vec = old.get(key)
-            if vec is None:
-                todo.append(i)
-            else:
-                vectors[i] = vec
-                reused += 1
-    if todo:
-        vectors[todo] = encoder.encode_documents([nodes[i].text for i in todo], progress=options.progress)
+    body_texts = [n.text for n in nodes]
+    name_texts = [name_text(n) for n in nodes]
+    old = _reusable_vectors(Path(options.reuse), fingerprint, encoder.dimension, log) \
+        if options.reuse is not None else {}
+    vectors, todo = _encode_field(encoder, fingerprint, body_texts, old, options.progress)
+    name_vectors, name_todo = _encode_field(encoder, fingerprint, name_texts, old, options.progress)
+    reused = len(nodes) - len(todo)
     folder.mkdir(parents=True, exist_ok=True)
     np.save(folder / "vectors.npy", vectors, allow_pickle=False)
+    np.save(folder / NAME_VECTORS_FILE, name_vectors, allow_pickle=False)
     info = {
         **spec.to_dict(),
         "max_seq_length": encoder.max_seq_length,
@@ -58,6 +56,7 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
         "fingerprint": fingerprint,
         "encoded": len(todo),
         "reused": reused,
+        "name_field": {"file": NAME_VECTORS_FILE, "weight": NAME_WEIGHT, "encoded": len(name_todo)},
         "ann": options.ann,
         "ann_recall_at_100": None,
         "hnsw_ef_search": None,
@@ -65,10 +64,42 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
     if options.reuse is not None:
         log(f"dense: reused {reused} vectors from {options.reuse}, encoded {len(todo)}")
     if options.ann == "hnsw":
-        info["ann_recall_at_100"] = _build_hnsw(vectors, folder / HNSW_FILE)
+        info["ann_recall_at_100"] = _build_hnsw(search_matrix(vectors, name_vectors, NAME_WEIGHT),
+                                                vectors, folder / HNSW_FILE)
         info["hnsw_ef_search"] = HNSW_EF_SEARCH
         log(f"dense: HNSW recall@100 against exact search = {info['ann_recall_at_100']:.3f}")
     return info
+
+
+def name_text(node: Node) -> str:
+    """The name field of a node: its qualified name in words, then its signature.
+
+    `ProgressBar.format_eta` -> "progress bar format eta def format_eta(self) -> str".
+    """
+    if node.kind == "file":
+        return node.file
+    words = " ".join(p.lower() for p in split_identifier(_plain_qualname(node.qualname).replace(".", "_")))
+    return f"{words} {node.signature}".strip()
+
+
+def _plain_qualname(qualname: str) -> str:
+    return ".".join(part.split("#")[0] for part in qualname.split("."))
+
+
+def _encode_field(encoder: Encoder, fingerprint: str, texts: Sequence[str], old: dict[str, np.ndarray],
+                  progress: bool) -> tuple[np.ndarray, list[int]]:
+    """Vectors of `texts`, reusing any whose (model, text) key is in `old`; returns what was encoded."""
+    vectors = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
+    todo = []
+    for i, text in enumerate(texts):
+        vec = old.get(_text_key(fingerprint, text))
+        if vec is None:
+            todo.append(i)
+        else:
+            vectors[i] = vec
+    if todo:
+        vectors[todo] = encoder.encode_documents([texts[i] for i in todo], progress=progress)
+    return vectors, todo
 
 
 def _fingerprint(spec: ModelSpec, encoder: Encoder) -> str:
@@ -88,30 +119,56 @@ def _reusable_vectors(old_dir: Path, fingerprint: str, dim: int, log) -> dict[st
         log(f"dense: {old_dir} was built with another model or settings "
             f"({model.get('name', 'no dense vectors')}); nothing to reuse")
         return {}
-    vectors = np.load(old_dir / artifact.VECTORS_FILE, allow_pickle=False, mmap_mode="r")
-    texts = pq.read_table(old_dir / artifact.NODES_FILE, columns=["text"]).column("text").to_pylist()
-    if vectors.shape != (len(texts), dim):
-        log(f"dense: {old_dir} vectors have shape {vectors.shape}, expected ({len(texts)}, {dim}); "
-            "nothing reused")
-        return {}
-    return {_text_key(fingerprint, t): vectors[i] for i, t in enumerate(texts)}
+    table = pq.read_table(old_dir / artifact.NODES_FILE)
+    texts = table.column("text").to_pylist()
+    out: dict[str, np.ndarray] = {}
+    fields = [(artifact.VECTORS_FILE, texts)]
+    if (old_dir / artifact.DENSE_DIR / NAME_VECTORS_FILE).is_file():
+        old_nodes = [Node(**{k: v for k, v in row.items() if k != "decorators"}) for row in table.to_pylist()]
+        fields.append((f"{artifact.DENSE_DIR}/{NAME_VECTORS_FILE}", [name_text(n) for n in old_nodes]))
+    for rel, field_texts in fields:
+        vectors = np.load(old_dir / rel, allow_pickle=False, mmap_mode="r")
+        if vectors.shape != (len(field_texts), dim):
+            log(f"dense: {old_dir / rel} has shape {vectors.shape}, expected ({len(field_texts)}, {dim}); "
+                "not reused")
+            continue
+        for i, t in enumerate(field_texts):
+            out[_text_key(fingerprint, t)] = np.array(vectors[i])
+    return out
 
 
-def _build_hnsw(vectors: np.ndarray, path: Path) -> float:
-    """Build and save an HNSW index; return its recall@100 against exact search."""
+def search_matrix(vectors: np.ndarray, name_vectors: np.ndarray | None, name_weight: float) -> np.ndarray:
+    """Rows [body | w * name]: with queries [q | q], one inner product gives cos_body + w * cos_name."""
+    if name_vectors is None or name_weight == 0:
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+    return np.ascontiguousarray(np.hstack([vectors, name_weight * name_vectors]), dtype=np.float32)
+
+
+def _build_hnsw(matrix: np.ndarray, body: np.ndarray, path: Path) -> float:
+    """Build and save an HNSW index over search-matrix rows; return its recall@100 against
+    exact search, for sample queries made of nodes' own body vectors."""
     import faiss
 
-    dim = vectors.shape[1]
+    dim = matrix.shape[1]
     index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-    index.add(vectors)
+    index.add(matrix)
     index.hnsw.efSearch = HNSW_EF_SEARCH
     faiss.write_index(index, str(path))
-    n = vectors.shape[0]
+    n = matrix.shape[0]
     k = min(100, n)
     rng = np.random.default_rng(0)
-    sample = vectors[rng.choice(n, size=min(ANN_RECALL_SAMPLE, n), replace=False)]
-    exact = np.argsort(-(sample @ vectors.T), axis=1, kind="stable")[:, :k]
+    picked = body[rng.choice(n, size=min(ANN_RECALL_SAMPLE, n), replace=False)]
+    sample = query_matrix(picked, dim)
+    exact = np.argsort(-(sample @ matrix.T), axis=1, kind="stable")[:, :k]
     _, approx = index.search(sample, k)
     hits = sum(len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approx, exact))
     return hits / (len(sample) * k)
+
+
+def query_matrix(queries: np.ndarray, search_dim: int) -> np.ndarray:
+    """Queries shaped for a search matrix: [q | q] when it holds a name field, else q."""
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    if search_dim == 2 * q.shape[1]:
+        return np.ascontiguousarray(np.hstack([q, q]))
+    return q

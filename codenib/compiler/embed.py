@@ -129,7 +129,9 @@ def _load(spec: ModelSpec, device: str):
     except ImportError:  # pragma: no cover
         pass
     target = model_path(spec.name)
-    looks_like_path = os.sep in target or target.startswith(".") or Path(target).exists()
+    # "org/model" is a hub name (looked up in the local cache only); "./m", "/abs", "~/m" are paths.
+    looks_like_path = target.startswith((".", "/", "~")) or target.count("/") > 1 or Path(target).exists()
+    target = os.path.expanduser(target)
     if looks_like_path and not Path(target).exists():
         raise ModelLoadError("the model path does not exist", path=target,
                              fix="pass an existing sentence-transformers folder to --model, "

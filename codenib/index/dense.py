@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from codenib.compiler.dense import query_matrix, search_matrix
 from codenib.errors import BadInputError, IndexFormatError
 
 #: Search backends. `numpy`: BLAS matrix product + argpartition (beat faiss IndexFlatIP on
@@ -19,11 +20,16 @@ QUERY_CHUNK = 256
 class DenseIndex:
     """Row i of `vectors` is nodes row i. Results are the same whatever the backend."""
 
-    def __init__(self, vectors: np.ndarray, backend: str = "auto", hnsw=None, device: str = "cpu"):
+    def __init__(self, vectors: np.ndarray, backend: str = "auto", hnsw=None, device: str = "cpu",
+                 name_vectors: np.ndarray | None = None, name_weight: float = 0.0):
         if backend not in BACKENDS:
             raise BadInputError(f"unknown dense backend {backend!r}", fix=f"use one of: {', '.join(BACKENDS)}")
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.dimension = int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
+        self.name_vectors = name_vectors
+        self.name_weight = name_weight if name_vectors is not None else 0.0
+        # Scores are cos(q, body) + w * cos(q, name): one product with [body | w*name] rows.
+        self.matrix = search_matrix(self.vectors, name_vectors, self.name_weight)
         self.hnsw = hnsw
         self.backend = self._pick(backend, device)
         self._faiss = None
@@ -31,7 +37,8 @@ class DenseIndex:
 
     @classmethod
     def load(cls, folder: str | Path, num_nodes: int, dimension: int | None = None,
-             backend: str = "auto", device: str = "cpu", hnsw_ef_search: int | None = None) -> "DenseIndex":
+             backend: str = "auto", device: str = "cpu", hnsw_ef_search: int | None = None,
+             name_field: dict | None = None) -> "DenseIndex":
         """Load `vectors.npy` (no pickle), checking its shape against the nodes table."""
         folder = Path(folder)
         path = folder / "vectors.npy"
@@ -49,6 +56,16 @@ class DenseIndex:
                                    path=str(path), fix=fix)
         if vectors.dtype != np.float32:
             raise IndexFormatError(f"vectors are {vectors.dtype}, expected float32", path=str(path), fix=fix)
+        name_vectors = None
+        if name_field:
+            name_path = folder / name_field["file"]
+            try:
+                name_vectors = np.load(name_path, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise IndexFormatError(f"cannot read the name vectors: {exc}", path=str(name_path), fix=fix) from exc
+            if name_vectors.shape != vectors.shape or name_vectors.dtype != np.float32:
+                raise IndexFormatError(f"name vectors have shape {name_vectors.shape} ({name_vectors.dtype}), "
+                                       f"expected {vectors.shape} float32", path=str(name_path), fix=fix)
         hnsw = None
         hnsw_path = folder / "hnsw.faiss"
         if hnsw_path.is_file():
@@ -57,7 +74,8 @@ class DenseIndex:
             hnsw = faiss.read_index(str(hnsw_path))
             if hnsw_ef_search:
                 hnsw.hnsw.efSearch = hnsw_ef_search
-        return cls(vectors, backend=backend, hnsw=hnsw, device=device)
+        return cls(vectors, backend=backend, hnsw=hnsw, device=device, name_vectors=name_vectors,
+                   name_weight=float(name_field["weight"]) if name_field else 0.0)
 
     def _pick(self, backend: str, device: str) -> str:
         if backend != "auto":
@@ -79,6 +97,7 @@ class DenseIndex:
         if q.ndim != 2 or q.shape[1] != self.dimension:
             raise BadInputError(f"query vectors have shape {q.shape}, expected (n, {self.dimension})",
                                 fix="encode queries with the model the index was built with")
+        q = query_matrix(q, self.matrix.shape[1])
         search = {"numpy": self._numpy, "faiss": self._faiss_search, "torch": self._torch_search,
                   "hnsw": self._hnsw_search}[self.backend]
         rows, scores = [], []
@@ -91,7 +110,7 @@ class DenseIndex:
     # -- backends ----------------------------------------------------------------------------
 
     def _numpy(self, q: np.ndarray, k: int):
-        sims = q @ self.vectors.T
+        sims = q @ self.matrix.T
         n = sims.shape[1]
         if k < n:
             part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
@@ -103,8 +122,8 @@ class DenseIndex:
         if self._faiss is None:
             import faiss
 
-            index = faiss.IndexFlatIP(self.dimension)
-            index.add(self.vectors)
+            index = faiss.IndexFlatIP(self.matrix.shape[1])
+            index.add(self.matrix)
             if _faiss_has_gpu(faiss):
                 index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
             self._faiss = index
@@ -116,7 +135,7 @@ class DenseIndex:
 
         if self._torch is None:
             dev = "cuda" if torch.cuda.is_available() else "cpu"
-            self._torch = torch.from_numpy(self.vectors).to(dev)
+            self._torch = torch.from_numpy(self.matrix).to(dev)
         t = torch.from_numpy(q).to(self._torch.device)
         scores, rows = torch.topk(t @ self._torch.T, k, dim=1)
         return _sort_rows(rows.cpu().numpy().astype(np.int64), scores.cpu().numpy())

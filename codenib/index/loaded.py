@@ -159,7 +159,8 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True,
     if dense and model:
         dense_index = DenseIndex.load(path / artifact.DENSE_DIR, len(nodes), model.get("dimension"),
                                       backend=dense_backend, device=device,
-                                      hnsw_ef_search=model.get("hnsw_ef_search"))
+                                      hnsw_ef_search=model.get("hnsw_ef_search"),
+                                      name_field=model.get("name_field"))
     return LoadedIndex(path, manifest, nodes, graph, sparse, dense_index, device)
 
 

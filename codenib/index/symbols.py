@@ -67,16 +67,23 @@ class SymbolIndex:
         if not s:
             return []
         s = _SUFFIX.sub("", s)
-        tables = (
-            ("path", self.by_path, s.lstrip("./")),
-            ("module_qualname", self.by_module_qual, s),
-            ("qualname", self.by_qual, s),
-            ("qualname_suffix", self.qual_suffixes, s),
-            ("name", self.by_name, s.rsplit(".", 1)[-1] if "." not in s else None),
-            ("name_nocase", self.by_name_lower, s.lower() if "." not in s else None),
-        )
+        if "." in s or "/" in s:
+            tables = (
+                ("path", self.by_path, s.lstrip("./")),
+                ("module_qualname", self.by_module_qual, s),
+                ("qualname", self.by_qual, s),
+                ("qualname_suffix", self.qual_suffixes, s),
+            )
+        else:
+            # A bare name means every definition of that name (methods included), before
+            # a module of that name.
+            tables = (
+                ("name", self.by_name, s),
+                ("module_qualname", self.by_module_qual, s),
+                ("name_nocase", self.by_name_lower, s.lower()),
+            )
         for level, table, key in tables:
-            rows = table.get(key) if key else None
+            rows = table.get(key)
             if rows:
                 out = [SymbolMatch(r, level) for r in sorted(set(rows))]
                 return out[:limit] if limit is not None else out

@@ -19,6 +19,7 @@ from codenib.index.loaded import LoadedIndex
 from codenib.model.planner import BUDGETS, RetrievalPathPlan, RetrievalPlanner
 from codenib.model.traversal import WalkSpec, bfs, local_ppr
 from codenib.ops.expand import ExpandParams, expand_neighbors
+from codenib.ops.filter import demote_tests
 from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_rerank_batch
 from codenib.ops.retrieve import (
     Candidates,
@@ -111,8 +112,11 @@ class RetrieveRerankPipeline:
         for i in live:
             t0 = time.perf_counter()
             try:
-                results[i] = list(self._assemble(queries[i], signals[i], plans[i], sparse_hits.get(i, ()),
-                                                 dense_hits.get(i, ()), traces[i]))
+                cands = self._assemble(queries[i], signals[i], plans[i], sparse_hits.get(i, ()),
+                                       dense_hits.get(i, ()), traces[i])
+                if plans[i].prefer_library:
+                    cands = demote_tests(cands)
+                results[i] = list(cands)
             except CodeNibError as exc:
                 errors[i] = str(exc)
             engine_ms[i] += (time.perf_counter() - t0) * 1000
@@ -175,7 +179,10 @@ class RetrieveRerankPipeline:
         detail = trace.setdefault("detail", {})
         if plan.plan == "fast_lexical":
             symbols = self._symbol_hits(s, detail)
-            return dedup(list(symbols) + list(sparse))
+            # Exact-name hits rank above every BM25 hit; BM25 keeps its own scores below.
+            top = max((c.score for c in sparse), default=0.0)
+            lifted = [c.with_score(top + len(symbols) - j) for j, c in enumerate(symbols)]
+            return dedup(lifted + list(sparse))
         if plan.plan == "semantic":
             return dense
         if plan.plan == "hybrid_fusion":
@@ -274,7 +281,9 @@ class RetrieveRerankPipeline:
             outs = self.llm.rerank_many([queries[i] for i in llm], cand_lists, text_lists)
             share = (time.perf_counter() - t0) * 1000 / len(llm)
             for i, (head, errs) in zip(llm, outs):
-                results[i] = list(head) + results[i][plans[i].rerank_top:]
+                merged = list(head) + results[i][plans[i].rerank_top:]
+                # The tail kept its old scores; 1/position keeps the whole list sorted.
+                results[i] = [c.with_score(1.0 / (j + 1)) for j, c in enumerate(merged)]
                 if errs:
                     traces[i].setdefault("detail", {})["rerank_errors"] = errs
                 engine_ms[i] += share

@@ -54,3 +54,18 @@ def is_test_path(path: str) -> bool:
 def drop_tests(cands: Sequence[QueriedNode]) -> Candidates:
     """Drop candidates that live in test code."""
     return tuple(c for c in cands if not is_test_path(c.file))
+
+
+def demote_tests(cands: Sequence[QueriedNode]) -> Candidates:
+    """Move test-code candidates below library code, keeping each group's order.
+
+    A soft filter for behaviour questions, which are about the implementation; the tests
+    stay in the list (a test is still a useful pointer), just after the library code.
+    Scores are reassigned as 1/position so the list stays sorted by score.
+    """
+    library = [c for c in cands if not is_test_path(c.file)]
+    tests = [c for c in cands if is_test_path(c.file)]
+    ordered = library + tests
+    if ordered == list(cands):
+        return tuple(cands)
+    return tuple(c.with_score(1.0 / (i + 1)) for i, c in enumerate(ordered))

@@ -7,6 +7,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from codenib.tokens import ENGLISH_STOPWORDS
+
 # An identifier that looks like code: snake_case, camelCase, PascalCase, dunder, digits.
 _IDENT = re.compile(r"(?<![\w.])_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?![\w])"   # snake_case
                     r"|(?<![\w.])_+[A-Za-z0-9]+_*(?![\w])"                            # _private
@@ -38,6 +40,9 @@ _CALLEES = re.compile(
     r"|\b(?:functions?|methods?)\s+(?:that\s+)?.+\s+(?:calls|invokes)\b|\bdependenc(?:y|ies)\s+of\b"
     r"|\bcalls\s+(?:made\s+)?(?:by|in|inside|from)\b",
     re.IGNORECASE)
+
+_PROSE = re.compile(r"(?<![\w.`])[A-Za-z][a-z]+(?![\w`(]|\.\w)")
+_TESTS = re.compile(r"\b(tests?|testing|pytest|unittest|fixtures?|conftest)\b", re.IGNORECASE)
 
 #: Queries longer than this (in words) are treated as bug reports / issue texts.
 LONG_QUERY_WORDS = 40
@@ -76,6 +81,7 @@ class QuerySignals:
     words: int
     long_text: bool
     keywords: QueryKeywords = field(default_factory=QueryKeywords)
+    about_tests: bool = False      # the query asks about tests themselves
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -125,11 +131,16 @@ def query_signals(text: str) -> QuerySignals:
         lexical = 0.6
     if structural:
         lexical = min(lexical, 0.5)
-    semantic = 0.0 if n_words == 0 else min(1.0, max(0.0, (len(leftover) - 2) / 6.0))
+    # Content words of the prose (identifiers and function words removed): a sentence of
+    # three or more describes behaviour.
+    idents = set(kw.identifiers) | {p for d in kw.dotted for p in d.split(".")}
+    content = [w for w in _PROSE.findall(text) if w.lower() not in ENGLISH_STOPWORDS and w not in idents]
+    semantic = min(1.0, max(0.0, (len(content) - 1) / 4.0))
     if long_text:
         semantic = 0.8
+    about_tests = bool(_TESTS.search(text))
     return QuerySignals(round(lexical, 3), round(semantic, 3), round(structural, 3), direction, target,
-                        n_words, long_text, kw)
+                        n_words, long_text, kw, about_tests)
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -1,0 +1,29 @@
+"""Reading small TOML/JSON configuration files (job specs, LLM settings) with clear errors."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from codenib.errors import BadInputError
+
+
+def read_config_file(path: str | Path, section: str | None = None) -> dict[str, Any]:
+    """A TOML or JSON file as a dict; with `section`, that table (or the whole file if absent)."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInputError("configuration file not found", path=str(path), fix="pass an existing .toml or .json file")
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInputError(f"cannot parse configuration: {exc}", path=str(path),
+                            fix="fix the TOML/JSON syntax at the position named") from exc
+    if not isinstance(data, dict):
+        raise BadInputError("configuration must be a table/object at the top level", path=str(path),
+                            fix="write key = value pairs")
+    if section is not None and isinstance(data.get(section), dict):
+        return data[section]
+    return data

@@ -1,0 +1,75 @@
+"""BM25 search: equal to raw bm25s, batch API, bad queries."""
+
+import bm25s
+import numpy as np
+import pytest
+
+from codenib.index.sparse import SparseIndex
+from codenib.tokens import Tokenizer, TokenizerConfig
+
+DOCS = [
+    "def parse_args(argv): parse the command line arguments",
+    "class Context: holds the state of a command invocation",
+    "def invoke(ctx, callback): invoke a callback with the context",
+    "def format_help(ctx): format the help page of a command",
+    "def echo(message): print a message to the terminal",
+    "def style(text, fg): style text with ANSI colors for the terminal",
+]
+QUERIES = ["parse command line arguments", "print message terminal", "invoke callback", "colors",
+           "zzz_not_in_vocab", "command"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    from codenib.compiler.sparse import build_sparse
+
+    folder = tmp_path_factory.mktemp("sparse")
+    cfg = TokenizerConfig()
+    build_sparse(DOCS, cfg, folder)
+    return folder, cfg
+
+
+def test_ranking_equals_raw_bm25s(built):
+    folder, cfg = built
+    ours = SparseIndex.load(folder, cfg)
+    tok = Tokenizer(cfg)
+    raw = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    raw.index([tok(d) for d in DOCS], show_progress=False)
+    for q in QUERIES:
+        tokens = tok(q)
+        rows, scores = ours.search_tokens([tokens], k=len(DOCS))
+        known = [t for t in tokens if t in raw.vocab_dict]
+        if not known:
+            assert (rows == -1).all()
+            continue
+        raw_scores = raw.get_scores(known)
+        expected = [i for i in np.lexsort((np.arange(len(DOCS)), -raw_scores)) if raw_scores[i] > 0]
+        got = [r for r in rows[0].tolist() if r >= 0]
+        assert got == expected, q
+        np.testing.assert_allclose(scores[0][: len(got)], raw_scores[expected], rtol=1e-5)
+
+
+def test_batch_equals_one_by_one_and_threads_do_not_change_results(built):
+    folder, cfg = built
+    index = SparseIndex.load(folder, cfg)
+    batch_rows, batch_scores = index.search(QUERIES, k=3)
+    par_rows, par_scores = index.search(QUERIES, k=3, n_threads=2)
+    for i, q in enumerate(QUERIES):
+        rows, scores = index.search([q], k=3)
+        assert rows[0].tolist() == batch_rows[i].tolist() == par_rows[i].tolist()
+        np.testing.assert_allclose(scores[0], batch_scores[i])
+
+
+def test_empty_huge_and_non_ascii_queries(built):
+    folder, cfg = built
+    index = SparseIndex.load(folder, cfg)
+    rows, _ = index.search(["", "   ", "ünïcödé 命令 команда", "terminal " * 20000], k=4)
+    assert (rows[0] == -1).all() and (rows[1] == -1).all() and (rows[2] == -1).all()
+    assert set(rows[3][:2].tolist()) == {4, 5}  # the two "terminal" documents
+    assert index.search([], k=3)[0].shape == (0, 3)
+
+
+def test_k_larger_than_corpus_is_clamped(built):
+    folder, cfg = built
+    rows, scores = SparseIndex.load(folder, cfg).search(["command"], k=1000)
+    assert rows.shape == (1, len(DOCS))

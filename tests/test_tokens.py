@@ -1,0 +1,38 @@
+"""The code-aware tokenizer."""
+
+from codenib.tokens import Tokenizer, TokenizerConfig, split_identifier
+
+PLAIN = Tokenizer(TokenizerConfig(stemmer=None))
+
+
+def test_identifier_splitting():
+    assert split_identifier("getHTTPResponseCode") == ["get", "HTTP", "Response", "Code"]
+    assert split_identifier("snake_case_name") == ["snake", "case", "name"]
+    assert split_identifier("_private2go") == ["private", "2", "go"]
+    assert split_identifier("HTTPServer") == ["HTTP", "Server"]
+
+
+def test_whole_identifier_is_kept_beside_its_parts():
+    assert PLAIN("ProgressBar.format_eta()") == ["progressbar", "progress", "bar", "format_eta", "format", "eta"]
+
+
+def test_lowercase_stopwords_and_code_stopwords():
+    assert PLAIN("The value of self is None") == ["value"]
+
+
+def test_stemming_is_optional():
+    stemmed = Tokenizer(TokenizerConfig(stemmer="english"))
+    assert stemmed("running parsers") == ["run", "parser"]
+    assert PLAIN("running parsers") == ["running", "parsers"]
+    # Whole identifiers are not stemmed: exact names must match exactly.
+    assert "parse_args" in stemmed("parse_args")
+
+
+def test_non_ascii_long_and_numeric_tokens():
+    assert PLAIN("café_crème 42") == ["café_crème", "café", "crème", "42"]
+    assert PLAIN("x" * 200 + " ok") == ["ok"]  # a 200-character token is data, not a word
+
+
+def test_config_round_trip():
+    cfg = TokenizerConfig(stemmer=None, stopwords="english")
+    assert TokenizerConfig.from_dict(cfg.to_dict()) == cfg
