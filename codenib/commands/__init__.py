@@ -17,11 +17,12 @@ class Command:
 
 
 def _registry() -> dict[str, Command]:
-    from codenib.commands import demo, eval, index, query
+    from codenib.commands import demo, eval, index, query, run
 
     return {
         "index": index.COMMAND,
         "query": query.COMMAND,
+        "run": run.COMMAND,
         "eval": eval.COMMAND,
         "demo": demo.COMMAND,
     }

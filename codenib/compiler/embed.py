@@ -17,6 +17,9 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 #: Batch 32 beat 64 and 128 for MiniLM on 2 CPU cores (measured, see issue 3).
 DEFAULT_BATCH_SIZE = 32
 
+#: Queries are padded to a multiple of this many tokens (see Encoder.encode_queries).
+QUERY_PAD_BUCKET = 16
+
 #: Query / document prompts for model families that were trained with them.
 _PROMPTS: tuple[tuple[str, str, str], ...] = (
     ("e5", "query: ", "passage: "),
@@ -83,7 +86,17 @@ class Encoder:
         return self._encode([self.spec.document_prompt + t for t in texts], progress)
 
     def encode_queries(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        return self._encode([self.spec.query_prompt + t for t in texts], progress)
+        """Query vectors that do not depend on which other queries share the batch.
+
+        Dynamic padding pads a batch to its longest member, which changes a query's vector
+        in the last bits; each query is padded to its own length bucket instead, so a
+        query's vector (and thus its ranking) is the same in every shard.
+        """
+        prompted = [self.spec.query_prompt + t for t in texts]
+        try:
+            return self._encode_bucketed(prompted)
+        except (AttributeError, KeyError, TypeError):  # a model without a plain HF tokenizer
+            return self._encode(prompted, progress)
 
     def _encode(self, texts: list[str], progress: bool) -> np.ndarray:
         if not texts:
@@ -96,6 +109,32 @@ class Encoder:
             show_progress_bar=progress,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+    def _encode_bucketed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        import torch
+
+        tok = self.model.tokenizer
+        limit = self.max_seq_length
+        lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=limit)["input_ids"]]
+        buckets: dict[int, list[int]] = {}
+        for i, n in enumerate(lengths):
+            buckets.setdefault(min(limit, -(-n // QUERY_PAD_BUCKET) * QUERY_PAD_BUCKET), []).append(i)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        device = next(self.model.parameters()).device
+        for length, rows in sorted(buckets.items()):
+            for start in range(0, len(rows), self.batch_size):
+                chunk = rows[start:start + self.batch_size]
+                features = tok([texts[i] for i in chunk], padding="max_length", max_length=length,
+                               truncation=True, return_tensors="pt")
+                features = {k: v.to(device) for k, v in features.items()}
+                with torch.inference_mode():
+                    emb = self.model(features)["sentence_embedding"]
+                emb = torch.nn.functional.normalize(emb.float(), p=2, dim=1)
+                out[chunk] = emb.cpu().numpy()
+        return out
 
 
 def model_path(name: str) -> str:

@@ -13,8 +13,9 @@ from codenib.errors import BadInputError, IndexFormatError
 #: 2 cores: ~1,380 vs ~890 queries/s at 50,000 x 384, k=100); `faiss`: IndexFlatIP;
 #: `torch`: matrix product and top-k on the GPU; `hnsw`: the approximate index if built.
 BACKENDS = ("auto", "numpy", "faiss", "torch", "hnsw")
-#: Query rows scored per matrix product: bounds the (rows x nodes) score matrix's memory.
-QUERY_CHUNK = 256
+#: Query rows scored per matrix product (padded to exactly this many): bounds the score
+#: matrix's memory and fixes the BLAS shape, so results do not depend on batch composition.
+QUERY_BLOCK = 32
 
 
 class DenseIndex:
@@ -101,10 +102,20 @@ class DenseIndex:
         search = {"numpy": self._numpy, "faiss": self._faiss_search, "torch": self._torch_search,
                   "hnsw": self._hnsw_search}[self.backend]
         rows, scores = [], []
-        for start in range(0, q.shape[0], QUERY_CHUNK):
-            r, s = search(q[start:start + QUERY_CHUNK], k)
-            rows.append(r)
-            scores.append(s)
+        for start in range(0, q.shape[0], QUERY_BLOCK):
+            chunk = q[start:start + QUERY_BLOCK]
+            if self.backend != "hnsw":
+                # Always a full block: BLAS picks kernels by shape, and a fixed shape makes a
+                # query's scores bit-identical whichever queries share its batch or shard.
+                block = np.zeros((QUERY_BLOCK, q.shape[1]), dtype=np.float32)
+                block[: len(chunk)] = chunk
+                chunk_rows, chunk_scores = search(block, k)
+                rows.append(chunk_rows[: len(chunk)])
+                scores.append(chunk_scores[: len(chunk)])
+            else:
+                r, s = search(chunk, k)
+                rows.append(r)
+                scores.append(s)
         return np.vstack(rows), np.vstack(scores)
 
     # -- backends ----------------------------------------------------------------------------

@@ -61,7 +61,7 @@ class LoadedIndex:
     """Every searchable part of one index folder, loaded once and shared read-only."""
 
     def __init__(self, path: Path, manifest: dict, nodes: NodeTable, graph: CodeGraph,
-                 sparse: SparseIndex, dense: DenseIndex | None, device: str):
+                 sparse: SparseIndex | None, dense: DenseIndex | None, device: str):
         self.path = path
         self.manifest = manifest
         self.nodes = nodes
@@ -88,9 +88,8 @@ class LoadedIndex:
                          model.get("max_seq_length"))
 
     def capabilities(self, llm_configured: bool = False) -> Capabilities:
-        has_dense = self.dense is not None
-        return Capabilities(dense=has_dense, sparse=True, graph=self.graph.num_edges > 0,
-                            embedding_rerank=has_dense, llm_rerank=llm_configured)
+        """From the manifest, so a partially loaded index (one actor's part) reports the same."""
+        return capabilities_of(self.manifest, llm_configured)
 
     def encoder(self) -> Encoder:
         """The query encoder of this index's model (loaded on first use)."""
@@ -123,13 +122,24 @@ class LoadedIndex:
             return self._texts
 
 
-def load_index(path: str | Path, *, verify: bool = True, dense: bool = True,
-               dense_backend: str = "auto", device: str = "auto") -> LoadedIndex:
-    """Load and check an index folder.
+def capabilities_of(manifest: dict, llm_configured: bool = False) -> Capabilities:
+    """What an index can do, read from its manifest alone."""
+    has_dense = bool(manifest.get("model"))
+    edges = manifest.get("counts", {}).get("edges_by_type", {})
+    has_graph = sum(v for k, v in edges.items() if k != "contains") > 0
+    return Capabilities(dense=has_dense, sparse=True, graph=has_graph, embedding_rerank=has_dense,
+                        llm_rerank=llm_configured)
+
+
+def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, sparse: bool = True,
+               graph: bool = True, dense_backend: str = "auto", device: str = "auto") -> LoadedIndex:
+    """Load and check an index folder (or the parts one worker needs).
 
     Args:
         verify: check every artifact's sha256 against the manifest.
         dense: load the vectors (an index built with --no-dense loads without them anyway).
+        sparse: load the BM25 index.
+        graph: build the code graph from edges.parquet (an empty graph otherwise).
         dense_backend: numpy, faiss, torch, hnsw or auto.
         device: auto (CUDA when available), cpu or cuda.
 
@@ -143,16 +153,20 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True,
     nodes_path = path / artifact.NODES_FILE
     edges_path = path / artifact.EDGES_FILE
     nodes = _read_nodes(nodes_path)
-    edges = _read(edges_path, EDGES_SCHEMA.names)
+    edges = _read(edges_path, EDGES_SCHEMA.names) if graph else EDGES_SCHEMA.empty_table()
     expected = manifest.get("counts", {}).get("nodes")
     if expected is not None and expected != len(nodes):
         raise IndexFormatError(f"nodes.parquet has {len(nodes)} rows, the manifest says {expected}",
                                path=str(nodes_path), fix=f"rebuild with `codenib index REPO --out {path}`")
-    graph = CodeGraph(nodes.node_id, edges)
-    sparse = SparseIndex.load(path / artifact.SPARSE_DIR, TokenizerConfig.from_dict(manifest.get("tokenizer", {})))
-    if sparse.num_docs != len(nodes):
-        raise IndexFormatError(f"the BM25 index holds {sparse.num_docs} documents, nodes.parquet {len(nodes)}",
-                               path=str(path / artifact.SPARSE_DIR), fix=f"rebuild with `codenib index REPO --out {path}`")
+    code_graph = CodeGraph(nodes.node_id, edges)
+    sparse_index = None
+    if sparse:
+        sparse_index = SparseIndex.load(path / artifact.SPARSE_DIR,
+                                        TokenizerConfig.from_dict(manifest.get("tokenizer", {})))
+        if sparse_index.num_docs != len(nodes):
+            raise IndexFormatError(f"the BM25 index holds {sparse_index.num_docs} documents, nodes.parquet "
+                                   f"{len(nodes)}", path=str(path / artifact.SPARSE_DIR),
+                                   fix=f"rebuild with `codenib index REPO --out {path}`")
     device = resolve_device(device)
     dense_index = None
     model = manifest.get("model")
@@ -161,7 +175,7 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True,
                                       backend=dense_backend, device=device,
                                       hnsw_ef_search=model.get("hnsw_ef_search"),
                                       name_field=model.get("name_field"))
-    return LoadedIndex(path, manifest, nodes, graph, sparse, dense_index, device)
+    return LoadedIndex(path, manifest, nodes, code_graph, sparse_index, dense_index, device)
 
 
 def _read(path: Path, columns: list[str]):

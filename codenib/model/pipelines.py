@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
+import numpy as np
 import numpy as np
 
 from codenib.errors import BadInputError, CodeNibError
@@ -40,7 +41,55 @@ DENSE_HEAD_WORDS = 96
 SYMBOL_RUN_WEIGHT = 0.5
 #: Long reports fuse with the sparse branch weighted up: BM25 uses every identifier and path.
 LONG_QUERY_WEIGHTS = (1.0, 0.5)
+#: BM25 hits scanned for name-matched callers of a structural query's target.
+MENTION_CANDIDATES = 200
 _CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+class Engines(Protocol):
+    """The engine calls a pipeline makes, one batched call per engine.
+
+    `LocalEngines` runs them in this process; the Ray job routes them to actors that hold
+    the loaded sparse, dense and rerank resources.
+    """
+
+    def sparse_search(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def dense_search(self, texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def rerank_embedding(self, cand_lists: Sequence[Candidates], queries: Sequence[str],
+                         top_n: int) -> list[Candidates]: ...
+
+    def rerank_llm(self, queries: Sequence[str], cand_lists: Sequence[Candidates],
+                   text_lists: Sequence[Sequence[str]]) -> list[tuple[Candidates, list[str]]]: ...
+
+
+class LocalEngines:
+    """Engines over a fully loaded index in this process."""
+
+    def __init__(self, index: LoadedIndex, llm=None):
+        self.index = index
+        self.llm = llm
+
+    def sparse_search(self, queries, k):
+        if self.index.sparse is None:
+            raise BadInputError("the sparse index was not loaded", path=str(self.index.path))
+        return self.index.sparse.search(list(queries), k)
+
+    def dense_search(self, texts, k):
+        if self.index.dense is None:
+            raise BadInputError("the index has no dense vectors loaded", path=str(self.index.path),
+                                fix="rebuild without --no-dense")
+        return self.index.dense.search(self.index.encode_queries(list(texts)), k)
+
+    def rerank_embedding(self, cand_lists, queries, top_n):
+        return embedding_rerank_batch(cand_lists, list(queries), EmbeddingRerankParams(top_n=top_n),
+                                      rerank_context(self.index))
+
+    def rerank_llm(self, queries, cand_lists, text_lists):
+        if self.llm is None:
+            raise BadInputError("no LLM reranker is configured", fix="pass --llm-config")
+        return self.llm.rerank_many(list(queries), list(cand_lists), list(text_lists))
 
 
 @dataclass(frozen=True)
@@ -68,15 +117,17 @@ class RetrieveRerankPipeline:
     """
 
     def __init__(self, index: LoadedIndex, retrieval_mode: str = "auto", budget: str = "balanced",
-                 rerank: str | None = None, llm=None, planner: RetrievalPlanner | None = None):
+                 rerank: str | None = None, llm=None, planner: RetrievalPlanner | None = None,
+                 engines: Engines | None = None, llm_configured: bool | None = None):
         self.index = index
         self.mode = retrieval_mode
         self.budget = budget
         self.rerank = rerank
-        self.llm = llm
         self.planner = planner or RetrievalPlanner()
+        self.engines = engines or LocalEngines(index, llm)
         self.ctx = RetrieveContext(index)
-        self.capabilities = index.capabilities(llm_configured=llm is not None)
+        llm_on = llm is not None if llm_configured is None else llm_configured
+        self.capabilities = index.capabilities(llm_configured=llm_on)
         self.last_selected_plan: str | None = None
         self.last_planner_trace: dict[str, Any] | None = None
         # Validate mode/budget/rerank once, up front.
@@ -148,7 +199,7 @@ class RetrieveRerankPipeline:
             return {}
         t0 = time.perf_counter()
         k = max(k_fetch[i] for i in want)
-        rows, scores = self.index.sparse.search([queries[i] for i in want], k)
+        rows, scores = self.engines.sparse_search([queries[i] for i in want], k)
         share = (time.perf_counter() - t0) * 1000 / len(want)
         out = {}
         for j, i in enumerate(want):
@@ -158,13 +209,12 @@ class RetrieveRerankPipeline:
 
     def _dense(self, queries, live, plans, signals, k_fetch, engine_ms) -> dict[int, Candidates]:
         want = [i for i in live if plans[i].dense_weight > 0]
-        if not want or self.index.dense is None:
+        if not want or not self.capabilities.dense:
             return {}
         t0 = time.perf_counter()
         texts = [_dense_text(queries[i], signals[i]) for i in want]
-        vecs = self.index.encode_queries(texts)
         k = max(k_fetch[i] for i in want)
-        rows, scores = self.index.dense.search(vecs, k)
+        rows, scores = self.engines.dense_search(texts, k)
         share = (time.perf_counter() - t0) * 1000 / len(want)
         out = {}
         for j, i in enumerate(want):
@@ -241,7 +291,7 @@ class RetrieveRerankPipeline:
         target_ids = set(targets)
         out: list[QueriedNode] = []
         if direction in ("callers", "both"):
-            rows, _ = self.index.sparse.search([" ".join(sorted(names))], 200)
+            rows, _ = self.engines.sparse_search([" ".join(sorted(names))], MENTION_CANDIDATES)
             pattern = re.compile(r"(?<![\w])(?:\.)?(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
             for r in rows[0].tolist():
                 if r < 0 or r in target_ids or self.index.nodes.kind[r] == "file":
@@ -264,21 +314,19 @@ class RetrieveRerankPipeline:
         emb = [i for i in live if results[i] is not None and plans[i].rerank == "embedding"]
         if emb:
             t0 = time.perf_counter()
-            ctx = rerank_context(self.index)
             top = max(plans[i].rerank_top for i in emb)
-            reranked = embedding_rerank_batch([results[i] for i in emb], [queries[i] for i in emb],
-                                              EmbeddingRerankParams(top_n=top), ctx)
+            reranked = self.engines.rerank_embedding([tuple(results[i]) for i in emb], [queries[i] for i in emb], top)
             share = (time.perf_counter() - t0) * 1000 / len(emb)
             for i, r in zip(emb, reranked):
                 results[i] = list(r)
                 engine_ms[i] += share
         llm = [i for i in live if results[i] is not None and plans[i].rerank == "llm"]
-        if llm and self.llm is not None:
+        if llm:
             t0 = time.perf_counter()
             texts = self.index.texts()
-            cand_lists = [results[i][: plans[i].rerank_top] for i in llm]
+            cand_lists = [tuple(results[i][: plans[i].rerank_top]) for i in llm]
             text_lists = [[texts[self.index.row_of[c.node_id]] for c in cl] for cl in cand_lists]
-            outs = self.llm.rerank_many([queries[i] for i in llm], cand_lists, text_lists)
+            outs = self.engines.rerank_llm([queries[i] for i in llm], cand_lists, text_lists)
             share = (time.perf_counter() - t0) * 1000 / len(llm)
             for i, (head, errs) in zip(llm, outs):
                 merged = list(head) + results[i][plans[i].rerank_top:]

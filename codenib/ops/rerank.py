@@ -67,7 +67,9 @@ def embedding_rerank_batch(cand_lists: Sequence[Sequence[QueriedNode]], queries:
         if not head:
             out.append(tuple(cands))
             continue
-        sims = doc_vecs[pos:pos + len(head)] @ qvecs[i]
+        # float64 elementwise product and a fixed-length row sum: the same value whatever the
+        # number of candidates, so reranked orders are reproducible across batches.
+        sims = (doc_vecs[pos:pos + len(head)].astype(np.float64) * qvecs[i].astype(np.float64)).sum(axis=1)
         pos += len(head)
         n = len(head)
         prior = 1.0 - np.arange(n) / max(n, 1)

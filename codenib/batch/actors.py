@@ -1,0 +1,139 @@
+"""Ray actors that hold loaded index parts: sparse (BM25), dense (vectors + query encoder),
+rerank (embedding model or LLM client) and graph (nodes, code graph, planner and assembly).
+
+Each actor loads an index once and keeps a bounded LRU of loaded indexes, so jobs over
+many repositories reuse what is loaded. Methods are pure functions of their arguments, so
+Ray may retry them on a restarted actor (`max_task_retries`) without changing any result.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import ray
+
+from codenib.batch.queries import Shard
+from codenib.batch.worker import IndexCache, ShardOptions, failed_shard, process_shard
+from codenib.errors import CodeNibError
+
+#: Actor restarts and per-call retries after a crash (a killed worker, an OOM kill).
+MAX_RESTARTS = 3
+MAX_TASK_RETRIES = 3
+
+
+class SparseActor:
+    """BM25 search for any index it is asked about."""
+
+    def __init__(self, max_indexes: int = 4):
+        from codenib.index.loaded import load_index
+
+        self.cache = IndexCache(lambda p: load_index(p, dense=False, graph=False), max_indexes)
+
+    def search(self, index_path: str, queries: Sequence[str], k: int):
+        return self.cache.get(index_path).sparse.search(list(queries), k)
+
+    def ping(self) -> bool:
+        return True
+
+
+class DenseActor:
+    """Query encoding and dense search (on the GPU when the actor was given one)."""
+
+    def __init__(self, max_indexes: int = 2, device: str = "auto"):
+        from codenib.index.loaded import load_index
+
+        self.device = device
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device), max_indexes)
+
+    def search(self, index_path: str, texts: Sequence[str], k: int):
+        index = self.cache.get(index_path)
+        return index.dense.search(index.encode_queries(list(texts)), k)
+
+    def ping(self) -> bool:
+        return True
+
+
+class RerankActor:
+    """Embedding reranking with an index's persisted vectors, and LLM reranking."""
+
+    def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config: dict | None = None):
+        from codenib.index.loaded import load_index
+
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device), max_indexes)
+        self.llm = None
+        if llm_config:
+            from codenib.ops.llm import LLMConfig, LLMReranker
+
+            self.llm = LLMReranker(LLMConfig.from_dict(llm_config))
+
+    def rerank_embedding(self, index_path: str, cand_lists, queries, top_n: int):
+        from codenib.ops.rerank import EmbeddingRerankParams, embedding_rerank_batch
+        from codenib.model.pipelines import rerank_context
+
+        index = self.cache.get(index_path)
+        return embedding_rerank_batch(cand_lists, list(queries), EmbeddingRerankParams(top_n=top_n),
+                                      rerank_context(index))
+
+    def rerank_llm(self, queries, cand_lists, text_lists):
+        if self.llm is None:
+            raise CodeNibError("no LLM reranker is configured on this job")
+        return self.llm.rerank_many(list(queries), list(cand_lists), list(text_lists))
+
+    def ping(self) -> bool:
+        return True
+
+
+class ActorEngines:
+    """`Engines` that route each batched engine call to the actor holding that resource."""
+
+    def __init__(self, index_path: str, sparse, dense, rerank):
+        self.index_path = index_path
+        self.sparse, self.dense, self.rerank = sparse, dense, rerank
+
+    def sparse_search(self, queries, k):
+        return ray.get(self.sparse.search.remote(self.index_path, list(queries), k))
+
+    def dense_search(self, texts, k):
+        return ray.get(self.dense.search.remote(self.index_path, list(texts), k))
+
+    def rerank_embedding(self, cand_lists, queries, top_n):
+        return ray.get(self.rerank.rerank_embedding.remote(self.index_path, list(cand_lists), list(queries), top_n))
+
+    def rerank_llm(self, queries, cand_lists, text_lists):
+        return ray.get(self.rerank.rerank_llm.remote(list(queries), list(cand_lists), list(text_lists)))
+
+
+class GraphActor:
+    """Holds nodes and code graph; runs the planner and assembles each query's results,
+    calling the sparse, dense and rerank actors for their batched engine calls."""
+
+    def __init__(self, sparse, dense, rerank, options: ShardOptions, max_indexes: int = 4):
+        from codenib.index.loaded import load_index
+
+        self.sparse, self.dense, self.rerank = sparse, dense, rerank
+        self.options = options
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False), max_indexes)
+
+    def run_shard(self, shard: Shard):
+        if not shard.index_path:
+            return failed_shard(shard, self.options, "index not found")
+        try:
+            index = self.cache.get(shard.index_path)
+        except CodeNibError as exc:
+            return failed_shard(shard, self.options, f"cannot load index: {exc}")
+        engines = ActorEngines(shard.index_path, self.sparse, self.dense, self.rerank)
+        return process_shard(shard, index, engines, self.options)
+
+    def ping(self) -> bool:
+        return True
+
+
+def remote_classes(num_gpus_dense: float = 0.0) -> dict[str, Any]:
+    """The actor classes as Ray remote classes with restart/retry options."""
+    common = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_TASK_RETRIES}
+    return {
+        "sparse": ray.remote(num_cpus=0.25, **common)(SparseActor),
+        "dense": ray.remote(num_cpus=0.5, num_gpus=num_gpus_dense, **common)(DenseActor),
+        "rerank": ray.remote(num_cpus=0.25, num_gpus=num_gpus_dense, **common)(RerankActor),
+        "graph": ray.remote(num_cpus=0.5, **common)(GraphActor),
+    }

@@ -1,0 +1,271 @@
+"""The batch retrieval job: read a query set, shard it, fan shards out to Ray actors that hold
+loaded indexes, and write results to a resumable Parquet folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow.parquet as pq
+
+from codenib import __version__
+from codenib.artifact import sha256_file
+from codenib.batch.queries import QuerySet, Shard, read_query_set
+from codenib.batch.sink import PLANS, ParquetSink
+from codenib.batch.worker import ShardOptions, failed_shard
+from codenib.errors import BadInputError
+from codenib.model.planner import BUDGETS, MODES, RERANKERS
+
+JOB_MODES = MODES + ("all",)
+#: Shards resubmitted by the driver after Ray's own actor/task retries gave up.
+SHARD_RETRIES = 2
+#: Shards in flight per graph actor: enough to keep actors busy while the driver writes.
+INFLIGHT_PER_ACTOR = 2
+#: Graph actors at most, whatever the cluster size (each holds its own loaded indexes).
+MAX_GRAPH_ACTORS = 16
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
+
+    queries: str
+    out: str
+    index: str | None = None
+    index_root: str | None = None
+    budget: str = "balanced"
+    mode: str = "auto"
+    k: int = 100
+    rerank: str | None = None
+    llm: dict | None = None
+    address: str | None = None
+    shard_size: int = 256
+    workers: int | None = None
+    run_tag: str | None = None
+    max_indexes: int = 4
+    device: str = "auto"
+    dashboard: bool = False
+    progress: bool = True
+
+    def validate(self) -> None:
+        """Check option values (exit 2 with the valid choices)."""
+        checks = [
+            (self.budget in BUDGETS, f"unknown budget {self.budget!r}", f"use one of: {', '.join(BUDGETS)}"),
+            (self.mode in JOB_MODES, f"unknown mode {self.mode!r}", f"use one of: {', '.join(JOB_MODES)}"),
+            (self.rerank in (None,) + RERANKERS, f"unknown reranker {self.rerank!r}",
+             f"use one of: {', '.join(RERANKERS)}"),
+            (self.k >= 1, f"-k must be at least 1, got {self.k}", "pass -k 100"),
+            (self.shard_size >= 1, f"--shard-size must be at least 1, got {self.shard_size}", "pass --shard-size 256"),
+            (self.workers is None or self.workers >= 1, f"--workers must be at least 1, got {self.workers}",
+             "leave it out to size to the cluster"),
+            (self.device in ("auto", "cpu", "cuda"), f"unknown device {self.device!r}", "use auto, cpu or cuda"),
+            (not (self.rerank == "llm" and not self.llm), "--rerank llm needs an LLM configuration",
+             "pass --llm-config FILE (endpoint, model)"),
+        ]
+        for ok, message, fix in checks:
+            if not ok:
+                raise BadInputError(message, fix=fix)
+        if self.llm:
+            from codenib.ops.llm import LLMConfig
+
+            LLMConfig.from_dict(self.llm)
+
+    def result_fields(self) -> dict[str, Any]:
+        """The options that decide the rows written (resume requires them unchanged)."""
+        return {k: v for k, v in asdict(self).items()
+                if k in ("budget", "mode", "k", "rerank", "llm", "shard_size", "run_tag")}
+
+
+@dataclass
+class JobSummary:
+    """What a job did, for the closing summary and for tests."""
+
+    out: str
+    run_id: str
+    queries: int
+    shards: int
+    shards_run: int
+    shards_resumed: int
+    plans: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    seconds: float = 0.0
+
+    def render(self) -> str:
+        qps = self.queries / self.seconds if self.seconds > 0 else 0.0
+        plans = ", ".join(f"{k} {v}" for k, v in sorted(self.plans.items()))
+        return "\n".join([
+            f"results written to {self.out}  (run {self.run_id})",
+            f"  queries    {self.queries}  in {self.shards} shards ({self.shards_run} run now, "
+            f"{self.shards_resumed} already committed)",
+            f"  plans      {plans or '-'}",
+            f"  errors     {self.errors}" + ("  (see the `error` column of plans.parquet)" if self.errors else ""),
+            f"  time       {self.seconds:.1f}s  ({qps:.1f} queries/s)",
+        ])
+
+
+Logger = Callable[[str], None]
+
+
+def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
+    """Run (or resume) a batch job. Raises `BadInputError` for bad input before any work."""
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    options.validate()
+    query_set = read_query_set(options.queries, options.index, options.index_root)
+    for w in query_set.warnings:
+        log(f"warning: {w}")
+    shards = query_set.shards(options.shard_size)
+    indexes = _index_metadata(query_set)
+    run_tag = options.run_tag or f"codenib-{options.mode}-{options.budget}"
+    fingerprint = _fingerprint(options, query_set, indexes, run_tag)
+    run_id = f"run-{fingerprint[:12]}"
+    metadata = {"run_id": run_id, "codenib_version": __version__, "indexes": indexes,
+                "job_spec": {**asdict(options), "llm": _public_llm(options.llm)}, "queries": str(options.queries),
+                "query_set_sha256": query_set.digest}
+    sink = ParquetSink(options.out, fingerprint, metadata, len(shards))
+    done = sink.open()
+    t0 = time.perf_counter()
+    todo = [s for s in shards if s.shard_id not in done]
+    if sink.complete and not todo:
+        log(f"{options.out}: already complete (run {run_id}); nothing to do")
+    elif todo:
+        if done:
+            log(f"resuming {run_id}: {len(done)} of {len(shards)} shards already committed")
+        shard_opts = ShardOptions(options.budget, options.mode, options.k, options.rerank, run_tag,
+                                  llm_configured=bool(options.llm))
+        _run_on_ray(todo, shard_opts, options, sink, log)
+    if not sink.complete:
+        sink.finalize()
+    seconds = time.perf_counter() - t0
+    plans = pq.read_table(Path(options.out) / PLANS, columns=["plan", "error", "mode"]).to_pylist()
+    counted = [p for p in plans if p["mode"] != "auto" or options.mode != "all"]
+    summary = JobSummary(str(options.out), run_id, len(query_set.rows), len(shards), len(todo), len(done),
+                         dict(Counter(p["plan"] for p in counted)),
+                         sum(1 for p in counted if p["error"]), seconds)
+    return summary
+
+
+# --- Ray ---------------------------------------------------------------------------------------
+
+def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions, sink: ParquetSink,
+                log: Logger) -> None:
+    import ray
+    from tqdm import tqdm
+
+    from codenib.batch.actors import remote_classes
+
+    started = _start_ray(options, log)
+    try:
+        resources = ray.cluster_resources()
+        cpus = float(resources.get("CPU", 1.0))
+        gpus = float(resources.get("GPU", 0.0))
+        device = options.device if options.device != "auto" else ("cuda" if gpus > 0 else "cpu")
+        n_graph = options.workers or max(1, min(MAX_GRAPH_ACTORS, int(cpus)))
+        want_rerank = options.rerank in ("embedding", "llm") or bool(options.llm)
+        n_actors = n_graph + 2 + int(want_rerank)
+        # Every actor fits: fractional CPUs sized so the whole set schedules on the cluster.
+        share = min(1.0, cpus / (n_actors + 0.5))
+        classes = remote_classes(num_gpus_dense=0.5 if gpus > 0 and device == "cuda" else 0.0)
+        sparse = classes["sparse"].options(num_cpus=share).remote(options.max_indexes)
+        dense = classes["dense"].options(num_cpus=share).remote(min(2, options.max_indexes), device)
+        rerank = classes["rerank"].options(num_cpus=share).remote(min(2, options.max_indexes), device, options.llm) \
+            if want_rerank else None
+        graphs = [classes["graph"].options(num_cpus=share).remote(sparse, dense, rerank, shard_opts, options.max_indexes)
+                  for _ in range(n_graph)]
+        log(f"ray: {len(graphs)} graph actors, 1 sparse, 1 dense{', 1 rerank' if rerank else ''} "
+            f"({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
+        total = sum(len(s.rows) for s in todo)
+        bar = tqdm(total=total, unit="q", desc="queries", file=sys.stderr, disable=not options.progress,
+                   dynamic_ncols=True)
+        pending = list(todo)
+        inflight: dict[Any, tuple[Shard, int]] = {}
+        attempts: dict[int, int] = {}
+        errors = 0
+        t0 = time.perf_counter()
+        next_actor = 0
+        while pending or inflight:
+            while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(graphs):
+                shard = pending.pop(0)
+                ref = graphs[next_actor % len(graphs)].run_shard.remote(shard)
+                inflight[ref] = (shard, next_actor % len(graphs))
+                next_actor += 1
+            ready, _ = ray.wait(list(inflight), num_returns=1)
+            for ref in ready:
+                shard, _ = inflight.pop(ref)
+                try:
+                    results, plans = ray.get(ref)
+                except (ray.exceptions.RayError, BadInputError) as exc:
+                    attempts[shard.shard_id] = attempts.get(shard.shard_id, 0) + 1
+                    if attempts[shard.shard_id] <= SHARD_RETRIES:
+                        log(f"shard {shard.shard_id}: {type(exc).__name__}; retrying "
+                            f"({attempts[shard.shard_id]}/{SHARD_RETRIES})")
+                        pending.append(shard)
+                        continue
+                    log(f"shard {shard.shard_id}: failed after {SHARD_RETRIES} retries; its queries "
+                        f"are recorded as errors: {_first_line(exc)}")
+                    results, plans = failed_shard(shard, shard_opts, f"shard failed: {_first_line(exc)}")
+                sink.commit(shard.shard_id, results, plans)
+                errors += sum(1 for e in plans.column("error").to_pylist() if e)
+                bar.update(len(shard.rows))
+                elapsed = max(time.perf_counter() - t0, 1e-9)
+                bar.set_postfix(shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
+                                qps=f"{bar.n / elapsed:.1f}", errors=errors, refresh=False)
+        bar.close()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _start_ray(options: RunOptions, log: Logger) -> bool:
+    """Join `--address`, or start an embedded local Ray (dashboard off or on 127.0.0.1)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "configure_logging": False}
+    if options.address:
+        log(f"ray: joining the cluster at {options.address}")
+        ray.init(address=options.address, **kwargs)
+    else:
+        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=options.dashboard,
+                 dashboard_host="127.0.0.1", **kwargs)
+    return True
+
+
+# --- fingerprint and metadata ------------------------------------------------------------------
+
+def _index_metadata(query_set: QuerySet) -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted({r.index_path for r in query_set.rows if r.index_path}):
+        manifest_path = Path(path) / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        out[path] = {"manifest_sha256": sha256_file(manifest_path),
+                     "format_version": manifest.get("format_version"),
+                     "codenib_version": manifest.get("codenib_version"),
+                     "source_root_name": manifest.get("source_root_name"),
+                     "git_commit": manifest.get("git_commit")}
+    return out
+
+
+def _fingerprint(options: RunOptions, query_set: QuerySet, indexes: dict, run_tag: str) -> str:
+    fields = {**options.result_fields(), "run_tag": run_tag, "llm": _public_llm(options.llm)}
+    data = json.dumps({"codenib": __version__, "options": fields, "queries": query_set.digest,
+                       "indexes": {p: m["manifest_sha256"] for p, m in indexes.items()}}, sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def _public_llm(llm: dict | None) -> dict | None:
+    if not llm:
+        return None
+    return {k: v for k, v in llm.items() if "key" not in k.lower() and "token" not in k.lower()}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__

@@ -1,0 +1,129 @@
+"""`ParquetSink`: sharded, resumable results folder.
+
+Layout: `part-NNNNN.parquet` (result rows of shard N), `_plans/part-NNNNN.parquet` (plan
+rows of shard N), `_manifest.json` (job fingerprint and committed shards), and, when every
+shard is committed, `plans.parquet` and finally `_SUCCESS`. A shard is written to
+`_staging/` and renamed into place; it counts as committed only once `_manifest.json` (replaced
+atomically) lists it, so a re-run skips it and never duplicates or loses rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from codenib.errors import BadInputError
+from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+
+RESULTS_FORMAT = "codenib-results"
+MANIFEST = "_manifest.json"
+SUCCESS = "_SUCCESS"
+PLANS = "plans.parquet"
+METADATA_KEY = b"codenib"
+
+
+class ParquetSink:
+    """Writes one results folder; `open` validates it and returns the shards already done."""
+
+    def __init__(self, out: str | Path, fingerprint: str, metadata: dict[str, Any], total_shards: int):
+        self.out = Path(out)
+        self.fingerprint = fingerprint
+        self.metadata = metadata
+        self.total_shards = total_shards
+        self._manifest: dict[str, Any] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def open(self) -> set[int]:
+        """Create or resume the folder; refuse one that holds something else.
+
+        Raises:
+            BadInputError: the folder holds another job's results or unrelated files.
+        """
+        out = self.out
+        if out.exists() and not out.is_dir():
+            raise BadInputError("the output path is a file", path=str(out), fix="pass a folder to --out")
+        manifest_path = out / MANIFEST
+        if manifest_path.is_file():
+            try:
+                manifest = json.loads(manifest_path.read_text())
+            except ValueError as exc:
+                raise BadInputError(f"unreadable {MANIFEST}: {exc}", path=str(manifest_path),
+                                    fix="remove the folder or pass another --out") from exc
+            if manifest.get("format") != RESULTS_FORMAT or manifest.get("fingerprint") != self.fingerprint:
+                raise BadInputError(
+                    "the output folder holds another job's results (different queries, indexes or "
+                    "options)", path=str(out),
+                    fix="pass a new --out, or re-run with exactly the options of that job to resume it")
+            self._manifest = manifest
+        elif out.is_dir() and any(out.iterdir()):
+            raise BadInputError("the output folder is not empty and is not a CodeNib results folder",
+                                path=str(out), fix="pass a new or empty --out folder")
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
+                              "total_shards": self.total_shards, "shards": {}, **self.metadata}
+            self._write_manifest()
+        (out / "_plans").mkdir(exist_ok=True)
+        staging = out / "_staging"
+        if staging.exists():
+            shutil.rmtree(staging)  # leftovers of an interrupted shard: it was never committed
+        staging.mkdir()
+        return {int(k) for k in self._manifest.get("shards", {})}
+
+    @property
+    def complete(self) -> bool:
+        return (self.out / SUCCESS).is_file()
+
+    def commit(self, shard_id: int, results: pa.Table, plans: pa.Table) -> None:
+        """Write a shard's result and plan rows, then record it as committed."""
+        name = f"part-{shard_id:05d}.parquet"
+        staging = self.out / "_staging"
+        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
+        results = results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)
+        plans = plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)
+        pq.write_table(results, staging / name)
+        pq.write_table(plans, staging / f"plans-{name}")
+        os.replace(staging / f"plans-{name}", self.out / "_plans" / name)
+        os.replace(staging / name, self.out / name)
+        self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
+                                                       "queries": plans.num_rows}
+        self._write_manifest()
+
+    def finalize(self) -> Path:
+        """Write `plans.parquet` from the committed shards, then `_SUCCESS` (last)."""
+        done = sorted(self._manifest.get("shards", {}))
+        if len(done) != self.total_shards:
+            raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
+                                path=str(self.out), fix="re-run the job to finish it")
+        tables = [pq.read_table(self.out / "_plans" / f"part-{s}.parquet") for s in done]
+        plans = pa.concat_tables(tables) if tables else PLANS_SCHEMA.empty_table()
+        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
+        tmp = self.out / "_staging" / PLANS
+        pq.write_table(plans.replace_schema_metadata(meta), tmp)
+        os.replace(tmp, self.out / PLANS)
+        shutil.rmtree(self.out / "_staging", ignore_errors=True)
+        (self.out / SUCCESS).write_text(json.dumps({"run_id": self.metadata.get("run_id"),
+                                                    "shards": len(done)}) + "\n")
+        return self.out
+
+    def _write_manifest(self) -> None:
+        tmp = self.out / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True))
+        os.replace(tmp, self.out / MANIFEST)
+
+
+def read_results(out: str | Path) -> pa.Table:
+    """All committed result rows of a results folder, sorted by (qid, plan, rank)."""
+    out = Path(out)
+    manifest = json.loads((out / MANIFEST).read_text())
+    files = [out / v["file"] for _, v in sorted(manifest.get("shards", {}).items())]
+    tables = [pq.read_table(f) for f in files]
+    table = pa.concat_tables(tables) if tables else RESULTS_SCHEMA.empty_table()
+    return table.sort_by([("qid", "ascending"), ("plan", "ascending"), ("rank", "ascending")])

@@ -1,0 +1,136 @@
+"""Processing one shard: planner and pipeline per query, rows for the sink.
+
+Used in-process (benchmarks, tests) and inside the Ray graph actors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from codenib.batch.queries import QueryRow, Shard
+from codenib.errors import CodeNibError
+from codenib.model.pipelines import QueryResult, RetrieveRerankPipeline
+from codenib.model.planner import MODE_PLANS
+from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+
+#: The fixed modes a `--mode all` run executes for every query.
+ALL_MODES = ("sparse", "dense", "hybrid", "graph")
+
+
+@dataclass(frozen=True)
+class ShardOptions:
+    """What every shard of a job is run with (per-row budget/mode override these)."""
+
+    budget: str = "balanced"
+    mode: str = "auto"          # auto | sparse | dense | hybrid | graph | all
+    k: int = 100
+    rerank: str | None = None
+    run_tag: str = "codenib"
+    llm_configured: bool = False
+
+
+class IndexCache:
+    """A bounded LRU of loaded indexes (or index parts), keyed by folder."""
+
+    def __init__(self, loader: Callable[[str], Any], max_items: int = 4):
+        self.loader = loader
+        self.max_items = max(1, max_items)
+        self._items: OrderedDict[str, Any] = OrderedDict()
+
+    def get(self, path: str):
+        if path in self._items:
+            self._items.move_to_end(path)
+            return self._items[path]
+        item = self.loader(path)
+        self._items[path] = item
+        while len(self._items) > self.max_items:
+            self._items.popitem(last=False)
+        return item
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def process_shard(shard: Shard, index, engines, options: ShardOptions, llm=None) -> tuple[pa.Table, pa.Table]:
+    """Run a shard's queries; every query yields plan rows, failures included."""
+    live = [r for r in shard.rows if r.error is None] if index is not None else []
+    dead = [r for r in shard.rows if r.error is not None] if index is not None else list(shard.rows)
+    results_cols = {name: [] for name in RESULTS_SCHEMA.names}
+    plans_cols = {name: [] for name in PLANS_SCHEMA.names}
+    for row in dead:
+        _plan_row(plans_cols, row, None, options, row.error or "index could not be loaded", row.mode or options.mode)
+    groups: dict[tuple[str, str], list[QueryRow]] = {}
+    for row in live:
+        groups.setdefault((row.budget or options.budget, row.mode or options.mode), []).append(row)
+    for (budget, mode), rows in sorted(groups.items()):
+        texts = [r.query for r in rows]
+        if mode == "all":
+            by_mode = {m: _pipeline(index, engines, m, budget, options, llm).run(texts, options.k) for m in ALL_MODES}
+            auto_pipe = _pipeline(index, engines, "auto", budget, options, llm)
+            for j, row in enumerate(rows):
+                for m in ALL_MODES:
+                    res = by_mode[m][j]
+                    _result_rows(results_cols, row, res, options)
+                    _plan_row(plans_cols, row, res, options, res.error, m)
+                chosen, trace = _auto_choice(auto_pipe, row.query, budget)
+                _plan_row(plans_cols, row, None, options, None, "auto", plan=chosen, trace=trace)
+        else:
+            results = _pipeline(index, engines, mode, budget, options, llm).run(texts, options.k)
+            for row, res in zip(rows, results):
+                _result_rows(results_cols, row, res, options)
+                _plan_row(plans_cols, row, res, options, res.error, mode)
+    return (pa.table(results_cols, schema=RESULTS_SCHEMA), pa.table(plans_cols, schema=PLANS_SCHEMA))
+
+
+def failed_shard(shard: Shard, options: ShardOptions, error: str) -> tuple[pa.Table, pa.Table]:
+    """Plan rows recording `error` for every query of a shard that could not be processed."""
+    plans_cols = {name: [] for name in PLANS_SCHEMA.names}
+    for row in shard.rows:
+        _plan_row(plans_cols, row, None, options, row.error or error, row.mode or options.mode)
+    return RESULTS_SCHEMA.empty_table(), pa.table(plans_cols, schema=PLANS_SCHEMA)
+
+
+def _pipeline(index, engines, mode, budget, options: ShardOptions, llm) -> RetrieveRerankPipeline:
+    return RetrieveRerankPipeline(index, retrieval_mode=mode, budget=budget, rerank=options.rerank, llm=llm,
+                                  engines=engines, llm_configured=options.llm_configured)
+
+
+def _auto_choice(pipe: RetrieveRerankPipeline, text: str, budget: str) -> tuple[str, dict]:
+    from codenib.ops.transform import query_signals
+
+    plan, trace = pipe.planner.plan(query_signals(text), budget, pipe.capabilities, "auto", pipe.rerank)
+    return plan.plan, trace.to_dict()
+
+
+def _result_rows(cols: dict[str, list], row: QueryRow, res: QueryResult, options: ShardOptions) -> None:
+    for rank, c in enumerate(res.candidates, start=1):
+        cols["qid"].append(row.qid)
+        cols["rank"].append(rank)
+        cols["node_id"].append(c.node_id)
+        cols["file"].append(c.file)
+        cols["score"].append(float(c.score))
+        cols["plan"].append(res.plan)
+        cols["index"].append(row.index)
+        cols["run_tag"].append(options.run_tag)
+
+
+def _plan_row(cols: dict[str, list], row: QueryRow, res: QueryResult | None, options: ShardOptions,
+              error: str | None, mode: str, plan: str | None = None, trace: dict | None = None) -> None:
+    trace = trace if trace is not None else (res.trace if res is not None else {})
+    if plan is None:
+        plan = res.plan if res is not None else (MODE_PLANS.get(mode, "none"))
+    cols["qid"].append(row.qid)
+    cols["plan"].append(plan if error is None or res is not None else "none")
+    cols["signals"].append(json.dumps(trace.get("signals", res.signals if res else {}), sort_keys=True, default=str))
+    cols["budget"].append(row.budget or options.budget)
+    cols["capabilities"].append(json.dumps(trace.get("capabilities", {}), sort_keys=True))
+    cols["trace"].append(json.dumps(trace, sort_keys=True, default=str))
+    cols["latency_ms"].append(float(res.latency_ms) if res is not None else 0.0)
+    cols["error"].append(error)
+    cols["index"].append(row.index)
+    cols["mode"].append(mode)
