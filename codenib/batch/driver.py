@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -161,6 +162,7 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
     from codenib.batch.actors import remote_classes
 
     started = _start_ray(options, log)
+    actors: list[Any] = []
     try:
         resources = ray.cluster_resources()
         cpus = float(resources.get("CPU", 1.0))
@@ -172,12 +174,16 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
         # Every actor fits: fractional CPUs sized so the whole set schedules on the cluster.
         share = min(1.0, cpus / (n_actors + 0.5))
         classes = remote_classes(num_gpus_dense=0.5 if gpus > 0 and device == "cuda" else 0.0)
-        sparse = classes["sparse"].options(num_cpus=share).remote(options.max_indexes)
-        dense = classes["dense"].options(num_cpus=share).remote(min(2, options.max_indexes), device)
-        rerank = classes["rerank"].options(num_cpus=share).remote(min(2, options.max_indexes), device, options.llm) \
-            if want_rerank else None
-        graphs = [classes["graph"].options(num_cpus=share).remote(sparse, dense, rerank, shard_opts, options.max_indexes)
-                  for _ in range(n_graph)]
+        # Named per job (run id + a nonce), so operators can find them in `ray list actors`.
+        prefix = f"codenib-{sink.metadata['run_id']}-{uuid.uuid4().hex[:6]}"
+        sparse = classes["sparse"].options(num_cpus=share, name=f"{prefix}-sparse").remote(options.max_indexes)
+        dense = classes["dense"].options(num_cpus=share, name=f"{prefix}-dense").remote(
+            min(2, options.max_indexes), device)
+        rerank = classes["rerank"].options(num_cpus=share, name=f"{prefix}-rerank").remote(
+            min(2, options.max_indexes), device, options.llm) if want_rerank else None
+        graphs = [classes["graph"].options(num_cpus=share, name=f"{prefix}-graph-{i}").remote(
+            sparse, dense, rerank, shard_opts, options.max_indexes) for i in range(n_graph)]
+        actors = [sparse, dense] + ([rerank] if rerank else []) + graphs
         log(f"ray: {len(graphs)} graph actors, 1 sparse, 1 dense{', 1 rerank' if rerank else ''} "
             f"({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
         total = sum(len(s.rows) for s in todo)
@@ -218,6 +224,8 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
                                 qps=f"{bar.n / elapsed:.1f}", errors=errors, refresh=False)
         bar.close()
     finally:
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
         if started:
             ray.shutdown()
 
