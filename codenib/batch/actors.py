@@ -2,7 +2,8 @@
 rerank (embedding model or LLM client) and graph (nodes, code graph, planner and assembly).
 
 Each actor loads an index once and keeps a bounded LRU of loaded indexes, so jobs over
-many repositories reuse what is loaded. Methods are pure functions of their arguments, so
+many repositories reuse what is loaded. The driver verifies every index's checksums before
+the job starts, so actors load without hashing the artifacts again. Methods are pure functions of their arguments, so
 Ray may retry them on a restarted actor (`max_task_retries`) without changing any result.
 """
 
@@ -27,7 +28,7 @@ class SparseActor:
     def __init__(self, max_indexes: int = 4):
         from codenib.index.loaded import load_index
 
-        self.cache = IndexCache(lambda p: load_index(p, dense=False, graph=False), max_indexes)
+        self.cache = IndexCache(lambda p: load_index(p, dense=False, graph=False, verify=False), max_indexes)
 
     def search(self, index_path: str, queries: Sequence[str], k: int):
         return self.cache.get(index_path).sparse.search(list(queries), k)
@@ -43,7 +44,8 @@ class DenseActor:
         from codenib.index.loaded import load_index
 
         self.device = device
-        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device), max_indexes)
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
+                                 max_indexes)
 
     def search(self, index_path: str, texts: Sequence[str], k: int):
         index = self.cache.get(index_path)
@@ -59,7 +61,8 @@ class RerankActor:
     def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config: dict | None = None):
         from codenib.index.loaded import load_index
 
-        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device), max_indexes)
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
+                                 max_indexes)
         self.llm = None
         if llm_config:
             from codenib.ops.llm import LLMConfig, LLMReranker
@@ -112,7 +115,7 @@ class GraphActor:
 
         self.sparse, self.dense, self.rerank = sparse, dense, rerank
         self.options = options
-        self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False), max_indexes)
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False, verify=False), max_indexes)
 
     def run_shard(self, shard: Shard):
         if not shard.index_path:

@@ -123,6 +123,7 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
         log(f"warning: {w}")
     shards = query_set.shards(options.shard_size)
     indexes = _index_metadata(query_set)
+    planned = _planned(query_set, options)
     run_tag = options.run_tag or f"codenib-{options.mode}-{options.budget}"
     fingerprint = _fingerprint(options, query_set, indexes, run_tag)
     run_id = f"run-{fingerprint[:12]}"
@@ -140,7 +141,7 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
             log(f"resuming {run_id}: {len(done)} of {len(shards)} shards already committed")
         shard_opts = ShardOptions(options.budget, options.mode, options.k, options.rerank, run_tag,
                                   llm_configured=bool(options.llm))
-        _run_on_ray(todo, shard_opts, options, sink, log)
+        _run_on_ray(todo, shard_opts, options, sink, log, planned)
     if not sink.complete:
         sink.finalize()
     seconds = time.perf_counter() - t0
@@ -155,7 +156,7 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
 # --- Ray ---------------------------------------------------------------------------------------
 
 def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions, sink: ParquetSink,
-                log: Logger) -> None:
+                log: Logger, planned: Counter) -> None:
     import ray
     from tqdm import tqdm
 
@@ -169,8 +170,10 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
         gpus = float(resources.get("GPU", 0.0))
         device = options.device if options.device != "auto" else ("cuda" if gpus > 0 else "cpu")
         n_graph = options.workers or max(1, min(MAX_GRAPH_ACTORS, int(cpus)))
-        want_rerank = options.rerank in ("embedding", "llm") or bool(options.llm)
-        n_actors = n_graph + 2 + int(want_rerank)
+        # Actors are started only for engines that some query's plan uses.
+        want_dense = planned["dense"] > 0
+        want_rerank = planned["rerank"] > 0
+        n_actors = n_graph + 1 + int(want_dense) + int(want_rerank)
         # Every actor fits: fractional CPUs sized so the whole set schedules on the cluster.
         share = min(1.0, cpus / (n_actors + 0.5))
         classes = remote_classes(num_gpus_dense=0.5 if gpus > 0 and device == "cuda" else 0.0)
@@ -178,14 +181,14 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
         prefix = f"codenib-{sink.metadata['run_id']}-{uuid.uuid4().hex[:6]}"
         sparse = classes["sparse"].options(num_cpus=share, name=f"{prefix}-sparse").remote(options.max_indexes)
         dense = classes["dense"].options(num_cpus=share, name=f"{prefix}-dense").remote(
-            min(2, options.max_indexes), device)
+            min(2, options.max_indexes), device) if want_dense else None
         rerank = classes["rerank"].options(num_cpus=share, name=f"{prefix}-rerank").remote(
             min(2, options.max_indexes), device, options.llm) if want_rerank else None
         graphs = [classes["graph"].options(num_cpus=share, name=f"{prefix}-graph-{i}").remote(
             sparse, dense, rerank, shard_opts, options.max_indexes) for i in range(n_graph)]
-        actors = [sparse, dense] + ([rerank] if rerank else []) + graphs
-        log(f"ray: {len(graphs)} graph actors, 1 sparse, 1 dense{', 1 rerank' if rerank else ''} "
-            f"({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
+        actors = [a for a in (sparse, dense, rerank) if a is not None] + graphs
+        log(f"ray: {len(graphs)} graph actors, 1 sparse{', 1 dense' if dense else ''}"
+            f"{', 1 rerank' if rerank else ''} ({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
         total = sum(len(s.rows) for s in todo)
         bar = tqdm(total=total, unit="q", desc="queries", file=sys.stderr, disable=not options.progress,
                    dynamic_ncols=True)
@@ -247,6 +250,32 @@ def _start_ray(options: RunOptions, log: Logger) -> bool:
 
 
 # --- fingerprint and metadata ------------------------------------------------------------------
+
+def _planned(query_set: QuerySet, options: RunOptions) -> Counter:
+    """The planner's choice for every query (as the actors will make it): which engines the
+    job needs, so unneeded actors are not started."""
+    from codenib.artifact import read_manifest
+    from codenib.index.loaded import capabilities_of
+    from codenib.model.planner import RetrievalPlanner
+    from codenib.ops.transform import query_signals
+
+    planner = RetrievalPlanner()
+    caps = {p: capabilities_of(read_manifest(p, verify=True), bool(options.llm))
+            for p in {r.index_path for r in query_set.rows if r.index_path}}
+    out: Counter = Counter()
+    for row in query_set.rows:
+        if row.error or not row.index_path:
+            continue
+        mode = row.mode or options.mode
+        modes = ("sparse", "dense", "hybrid", "graph") if mode == "all" else (mode,)
+        for m in modes:
+            plan, _ = planner.plan(query_signals(row.query), row.budget or options.budget, caps[row.index_path],
+                                   m, options.rerank)
+            out[plan.plan] += 1
+            out["dense"] += plan.dense_weight > 0
+            out["rerank"] += plan.rerank != "none"
+    return out
+
 
 def _index_metadata(query_set: QuerySet) -> dict[str, dict[str, Any]]:
     out = {}

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Benchmark: queries/s of the Ray batch job against an in-process loop over the same pipelines.
+
+Both run in one process on the same machine, on the same index and query sets, per plan
+(fixed modes and auto), at several query-set sizes. The in-process loop runs the job's own
+shard function (`process_shard`) with local engines, shard by shard; the Ray job is
+`run_job` on an embedded local Ray (started once, outside the timings). Both timings include
+loading the index (the Ray actors load it in their constructors). Target: Ray >= 0.8x the
+in-process loop on 2 cores, and > 1x where there is parallelism to use.
+
+Usage:
+    python scripts/bench_batch.py --index ~/.cache/codenib-dev/idx/click \\
+        --queries ../shared/eval/dev/click/queries.parquet [--sizes 1000 10000] [--modes auto sparse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MODES = ("sparse", "dense", "hybrid", "graph", "auto")
+
+
+def make_queries(source: Path, n: int, out: Path) -> Path:
+    """`n` queries cycled from `source`, with unique qids (a realistic mix of kinds)."""
+    base = pq.read_table(source).to_pylist()
+    rows = [{"qid": f"b{i:06d}", "query": base[i % len(base)]["query"]} for i in range(n)]
+    pq.write_table(pa.table({"qid": [r["qid"] for r in rows], "query": [r["query"] for r in rows]}), out)
+    return out
+
+
+def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> float:
+    from codenib.batch.queries import read_query_set
+    from codenib.batch.worker import ShardOptions, process_shard
+    from codenib.index.loaded import load_index
+    from codenib.model.pipelines import LocalEngines
+
+    t0 = time.perf_counter()
+    index = load_index(index_dir, device="cpu")
+    engines = LocalEngines(index)
+    qs = read_query_set(queries, index=index_dir)
+    opts = ShardOptions(mode=mode, run_tag="bench")
+    n = 0
+    for shard in qs.shards(shard_size):
+        results, plans = process_shard(shard, index, engines, opts)
+        n += plans.num_rows
+    return n / (time.perf_counter() - t0)
+
+
+def on_ray(index_dir: str, queries: Path, mode: str, shard_size: int, workdir: Path) -> float:
+    from codenib.batch.driver import RunOptions, run_job
+
+    out = workdir / f"ray-{mode}-{queries.stem}"
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    summary = run_job(RunOptions(queries=str(queries), index=index_dir, out=str(out), mode=mode,
+                                 shard_size=shard_size, device="cpu", progress=False), log=lambda m: None)
+    return summary.queries / (time.perf_counter() - t0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--index", default=str(Path.home() / ".cache/codenib-dev/idx/click"))
+    ap.add_argument("--queries", default=str(Path(__file__).resolve().parents[2] / "shared/eval/dev/click/queries.parquet"))
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    ap.add_argument("--shard-size", type=int, default=256)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import ray
+
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
+    workdir = Path(tempfile.mkdtemp(prefix="codenib-bench-"))
+    rows = []
+    try:
+        for size in args.sizes:
+            qpath = make_queries(Path(args.queries), size, workdir / f"q{size}.parquet")
+            for mode in args.modes:
+                local = in_process(args.index, qpath, mode, args.shard_size)
+                remote = on_ray(args.index, qpath, mode, args.shard_size, workdir)
+                rows.append((size, mode, local, remote))
+                print(f"{size:>6} {mode:<7} in-process {local:8.1f} q/s   ray {remote:8.1f} q/s   "
+                      f"ratio {remote / local:5.2f}x", file=sys.stderr, flush=True)
+    finally:
+        ray.shutdown()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\ncores: {os.cpu_count()}   index: {args.index}   shard size: {args.shard_size}")
+    print("| queries | plan (mode) | in-process q/s | Ray job q/s | ratio | target |")
+    print("|---|---|---|---|---|---|")
+    for size, mode, local, remote in rows:
+        target = 0.8 if (os.cpu_count() or 1) <= 2 else 1.0
+        verdict = "pass" if remote / local >= target else "FAIL"
+        print(f"| {size} | {mode} | {local:.1f} | {remote:.1f} | {remote / local:.2f}x | >= {target}x {verdict} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
