@@ -3,9 +3,12 @@
 A small static inferencer, precise rather than complete: a call produces an edge only when
 its target resolves to a definition inside the repository through local definitions,
 imports (relative, aliased, star, package re-exports), `self`/`cls`/`super()` on the class
-and its in-repository bases, module attributes, and simple types (constructor calls,
-parameter and return annotations, class and instance attribute annotations). Anything
-ambiguous or external produces no edge rather than a guessed one.
+and its in-repository bases (generic ones too), module attributes, and simple types
+(constructor calls, parameter and return annotations, class and instance attribute
+annotations, property getters' return annotations, `a or b`, and the elements of typed
+containers such as `List[X]` or `Dict[K, X]` through loops, subscripts and `.get()`).
+An annotated name has its declared class. Anything ambiguous or external produces no edge
+rather than a guessed one.
 """
 
 from __future__ import annotations
@@ -22,11 +25,33 @@ from codenib.types import Edge, make_node_id
 MAX_DEPTH = 12
 
 # A value the inferencer can name: (kind, ref) with kind module | class | instance | func,
-# or ("funcs", ids joined by newlines) for a name bound to one of several definitions.
+# ("funcs", ids joined by newlines) for a name bound to one of several definitions, and for
+# typed containers of instances of a class: ("iter", class id) a collection or iterator of
+# them, ("map", class id) a mapping to them, ("pairs", class id) an iterator of (key, them);
+# ("tuple", class ids joined by newlines, "" where unknown) for `Tuple[A, B]`.
 Value = tuple[str, str]
 
 _FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _WRAPPER_ANNOTATIONS = frozenset({"Optional", "Final", "ClassVar", "Annotated", "Type", "type"})
+#: Generic containers and iterators whose first type argument is their element type.
+_ITERABLE_ANNOTATIONS = frozenset({
+    "List", "list", "Sequence", "MutableSequence", "Iterable", "Iterator", "Generator",
+    "AsyncIterable", "AsyncIterator", "AsyncGenerator", "Collection", "Reversible",
+    "Set", "set", "FrozenSet", "frozenset", "AbstractSet", "MutableSet", "Deque", "deque",
+})
+#: Generic mappings whose second type argument is their value type.
+_MAPPING_ANNOTATIONS = frozenset({
+    "Dict", "dict", "Mapping", "MutableMapping", "DefaultDict", "defaultdict", "OrderedDict",
+    "ChainMap",
+})
+#: Builtins that return their argument's elements in a new container or iterator.
+_ITERABLE_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "set", "frozenset", "iter"})
+#: An external base's place in a linearisation: it may define any dunder method.
+_EXTERNAL_BASE = "?"
+#: External bases that define no methods a class would override (object comes last anyway).
+_NEUTRAL_BASES = frozenset({"object", "Generic", "Protocol", "ABC"})
+#: Decorators that turn a method into an attribute whose value is what the method returns.
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "abstractproperty"})
 
 
 def module_name_for(rel_path: str, package_dirs: set[str]) -> str:
@@ -59,17 +84,23 @@ def build_edges(files: list[ParsedFile]) -> list[Edge]:
 class _Scope:
     """A module, class or function scope with the names it binds."""
 
-    kind: str                              # module | class | function
+    kind: str                              # module | class | function | narrow
     module: str                            # dotted module name
     owner: str                             # node id of the file, class or function
     parent: "_Scope | None"
     defn: Definition | None = None
     bindings: dict[str, list[tuple]] = field(default_factory=dict)
     globals_: set[str] = field(default_factory=set)
+    declared_global: set[str] = field(default_factory=set)   # `global` names only
     cache: dict[str, Value | None] = field(default_factory=dict)
 
     def bind(self, name: str, source: tuple) -> None:
-        self.bindings.setdefault(name, []).append(source)
+        scope = self
+        if name in self.declared_global:
+            # `global f; f = other` in a function rebinds the module's f.
+            while scope.parent is not None:
+                scope = scope.parent
+        scope.bindings.setdefault(name, []).append(source)
 
 
 class _Resolver:
@@ -84,14 +115,24 @@ class _Resolver:
             self.module_of_file[pf.rel_path] = name
             # First (shallowest) file wins a contested module name, e.g. two conftest.py.
             self.modules.setdefault(name, pf)
+        # Every module and every dotted prefix of one (`a.b` of `a.b.c`), for O(1) checks.
+        self._module_prefixes: set[str] = set()
+        for name in self.modules:
+            parts = name.split(".")
+            self._module_prefixes.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        self._attr_cache: dict[tuple[str, str], Value | None] = {}
         self.module_scopes: dict[str, _Scope] = {}
         self.def_scopes: dict[str, _Scope] = {}      # node id -> scope of that class/function
         self.defs: dict[str, Definition] = {}
         self.class_members: dict[str, dict[str, str]] = {}
+        self.class_properties: dict[str, dict[str, str]] = {}   # class -> name -> getter id
         self.class_attr_sources: dict[str, dict[str, list[tuple]]] = {}
         self._building: set[str] = set()
         self._resolving: set[tuple] = set()
         self._mro_cache: dict[str, list[str]] = {}
+        # Guards (cycles, depth cap) answer None without knowing the true value; results
+        # computed while one fired are not cached, or a later lookup would inherit the None.
+        self._cutoffs = 0
         for pf in files:
             if pf.tree is not None:
                 self._module_scope(self.module_of_file[pf.rel_path])
@@ -143,6 +184,8 @@ class _Resolver:
             return
         if isinstance(stmt, (ast.Global, ast.Nonlocal)):
             scope.globals_.update(stmt.names)
+            if isinstance(stmt, ast.Global):
+                scope.declared_global.update(stmt.names)
             return
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
@@ -159,7 +202,7 @@ class _Resolver:
         elif isinstance(stmt, ast.AugAssign):
             self._bind_target(stmt.target, None, scope)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self._bind_target(stmt.target, None, scope)
+            self.bind_loop_target(stmt.target, stmt.iter, scope, scope)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 if item.optional_vars is not None:
@@ -186,13 +229,32 @@ class _Resolver:
             else:
                 scope.bind(target.id, ("expr", value, scope))
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for elt in target.elts:
-                self._bind_target(elt, None, scope)
+            unpacks = isinstance(value, ast.expr) and not any(
+                isinstance(elt, ast.Starred) for elt in target.elts)
+            for i, elt in enumerate(target.elts):
+                if unpacks and isinstance(elt, ast.Name):
+                    # `a, b = f()` with `f() -> Tuple[A, B]`: a is an A, b a B.
+                    scope.bind(elt.id, ("item", value, scope, i))
+                else:
+                    self._bind_target(elt, None, scope)
         elif isinstance(target, ast.Starred):
             self._bind_target(target.value, None, scope)
         elif scope.kind == "function" and isinstance(target, ast.Attribute):
             if value is not None and not isinstance(value, tuple):
                 self._note_self_attr(target, ("expr", value, scope), scope)
+
+    def bind_loop_target(self, target: ast.AST, iterable: ast.AST, scope: _Scope,
+                         iter_scope: _Scope) -> None:
+        """`for x in xs` binds x to an element of xs; `for k, v in m.items()` binds v."""
+        if isinstance(target, ast.Name):
+            scope.bind(target.id, ("elem", iterable, iter_scope))
+            return
+        if (isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2
+                and isinstance(target.elts[1], ast.Name)):
+            self._bind_target(target.elts[0], None, scope)
+            scope.bind(target.elts[1].id, ("pair_value", iterable, iter_scope))
+            return
+        self._bind_target(target, None, scope)
 
     def _note_self_attr(self, target: ast.AST, source: tuple, scope: _Scope) -> None:
         """`self.x = value` in a method: remember x's value for the class's instances."""
@@ -220,6 +282,13 @@ class _Resolver:
                 if defs:
                     members[name] = defs[-1]
             self.class_members[d.node_id] = members
+            properties: dict[str, str] = {}
+            for name, sources in scope.bindings.items():
+                for source in sources:
+                    getter = self.defs.get(source[1]) if source[0] == "def" else None
+                    if getter is not None and _is_property(getter.tree):
+                        properties.setdefault(name, getter.node_id)
+            self.class_properties[d.node_id] = properties
             attrs = self.class_attr_sources.setdefault(d.node_id, {})
             for name, sources in scope.bindings.items():
                 if name not in members:
@@ -262,7 +331,7 @@ class _Resolver:
     def lookup(self, scope: _Scope, name: str, depth: int = 0) -> Value | None:
         """What `name` means when read inside `scope` (Python's LEGB, classes skipped)."""
         if depth > MAX_DEPTH:
-            return None
+            return self._cutoff()
         current: _Scope | None = scope
         first = True
         while current is not None:
@@ -293,15 +362,32 @@ class _Resolver:
         if name in scope.cache:
             return scope.cache[name]
         if key in self._resolving:
-            return None
+            return self._cutoff()
+        cutoffs = self._cutoffs
         self._resolving.add(key)
         try:
-            values = [self._source_value(s, depth + 1) for s in scope.bindings[name]]
+            value = self._sources_value(scope.bindings[name], depth + 1)
         finally:
             self._resolving.discard(key)
-        value = _merge(values)
-        scope.cache[name] = value
+        if self._cutoffs == cutoffs:
+            scope.cache[name] = value
         return value
+
+    def _sources_value(self, sources: list[tuple], depth: int) -> Value | None:
+        """The value of a name bound by `sources`: its declared class if annotated, else all."""
+        declared = _merge([self._source_value(s, depth) for s in sources if s[0] == "annot"])
+        if declared is not None and declared[0] in ("instance", "class"):
+            # `x: Base = Impl()`: a repository class in the annotation is what the code
+            # promises (as type checkers and jedi read it).
+            return declared
+        # A container annotation (`x: Mapping[str, V] = Cache()`) says less than the value.
+        assigned = _merge([self._source_value(s, depth) for s in sources if s[0] != "annot"])
+        return assigned if assigned is not None else declared
+
+    def _cutoff(self) -> None:
+        """A guard's answer: unknown, and remembered so that it is not cached."""
+        self._cutoffs += 1
+        return None
 
     def _source_value(self, source: tuple, depth: int) -> Value | None:
         kind = source[0]
@@ -321,35 +407,52 @@ class _Resolver:
             return value if value and value[0] == "instance" else None
         if kind == "annot":
             return self.annotation_type(source[1], source[2], depth)
-        if kind == "self":
+        if kind == "item":
+            expr, index = source[1], source[3]
+            if isinstance(expr, (ast.Tuple, ast.List)):
+                # `a, b = X(), f`: each name takes its own element.
+                elts = expr.elts
+                if index < len(elts) and not any(isinstance(e, ast.Starred) for e in elts):
+                    return self.infer(elts[index], source[2], depth)
+                return None
+            return _tuple_item(self.infer(expr, source[2], depth), index)
+        if kind in ("elem", "pair_value"):
+            value = self.infer(source[1], source[2], depth)
+            wanted = "iter" if kind == "elem" else "pairs"
+            return ("instance", value[1]) if value is not None and value[0] == wanted else None
+        if kind in ("self", "isinstance"):
             return ("instance", source[1])
         if kind == "cls":
             return ("class", source[1])
         return None
 
     def _has_module_prefix(self, module: str) -> bool:
-        return module in self.modules or any(m.startswith(module + ".") for m in self.modules)
+        return module in self._module_prefixes
 
     def module_attr(self, module: str, attr: str, depth: int = 0) -> Value | None:
         """`module.attr`: a submodule, or a name bound at the module's top level."""
         if depth > MAX_DEPTH:
-            return None
+            return self._cutoff()
         key = ("attr", module, attr)
+        if (module, attr) in self._attr_cache:
+            return self._attr_cache[(module, attr)]
         if key in self._resolving:
-            return None
+            return self._cutoff()
+        cutoffs = self._cutoffs
         self._resolving.add(key)
         try:
+            value = None
             scope = self._module_scope(module)
             if scope is not None and (attr in scope.bindings or "*" in scope.bindings):
                 value = self.lookup(scope, attr, depth + 1)
-                if value is not None:
-                    return value
             sub = f"{module}.{attr}" if module else attr
-            if self._has_module_prefix(sub):
-                return ("module", sub)
-            return None
+            if value is None and self._has_module_prefix(sub):
+                value = ("module", sub)
         finally:
             self._resolving.discard(key)
+        if self._cutoffs == cutoffs:
+            self._attr_cache[(module, attr)] = value
+        return value
 
     def member(self, value: Value, attr: str, depth: int = 0) -> Value | None:
         """`value.attr` for a module, class object or instance."""
@@ -366,34 +469,56 @@ class _Resolver:
         if mro is None:
             return None
         for cid in mro[1:] if skip_first else mro:
+            if cid == _EXTERNAL_BASE:
+                # Builtin and library bases define dunders (`Exception.__init__`): one
+                # earlier in the MRO than any repository definition wins. Plain names are
+                # assumed not to be shadowed, or nothing behind a mixin would resolve.
+                if attr.startswith("__") and attr.endswith("__"):
+                    return None
+                continue
             members = self.class_members.get(cid, {})
             if attr in members:
+                getter = self.class_properties.get(cid, {}).get(attr)
+                if getter is not None and instance:
+                    # An instance's property reads as what its getter returns, not the getter.
+                    return self.return_type(getter, depth + 1)
                 return self._source_value(("def", members[attr]), depth + 1)
             sources = self.class_attr_sources.get(cid, {}).get(attr)
             if sources:
-                values = [self._source_value(s, depth + 1) for s in sources]
-                merged = _merge(values)
-                if merged is None:
-                    return None
-                return merged
+                return self._sources_value(sources, depth + 1)
+        return None
+
+    def property_read(self, node: ast.Attribute, scope: _Scope) -> str | None:
+        """The getter that `instance.attr` runs when attr is a property, else None."""
+        base = self.infer(node.value, scope)
+        if base is None or base[0] != "instance":
+            return None
+        for cid in self.mro(base[1]) or ():
+            if cid == _EXTERNAL_BASE:
+                continue
+            if node.attr in self.class_members.get(cid, {}):
+                return self.class_properties.get(cid, {}).get(node.attr)
+            if node.attr in self.class_attr_sources.get(cid, {}):
+                return None
         return None
 
     def mro(self, class_id: str) -> list[str] | None:
-        """In-repository linearisation (depth-first, left to right); None if a base is unknown."""
+        """Linearisation (depth-first, left to right) of the repository's classes; the first
+        external base that precedes any of them is kept as `_EXTERNAL_BASE`."""
         if class_id in self._mro_cache:
             return self._mro_cache[class_id]
         if class_id in self._building:
-            return None
+            return self._cutoff()
+        cutoffs = self._cutoffs
         self._building.add(class_id)
         try:
-            # Unknown (external) bases are passed over: a member found on a known class
-            # still overrides or precedes whatever an external base defines.
             order = [class_id]
             for base in self.bases(class_id):
-                sub = self.mro(base) if base is not None else None
+                sub = self.mro(base) if base is not None else [_EXTERNAL_BASE]
                 if sub:
                     order.extend(c for c in sub if c not in order)
-            self._mro_cache[class_id] = order
+            if self._cutoffs == cutoffs:
+                self._mro_cache[class_id] = order
             return order
         finally:
             self._building.discard(class_id)
@@ -405,10 +530,10 @@ class _Resolver:
             return []
         out: list[str | None] = []
         for base in d.tree.bases:
-            value = self.infer(base, scope.parent, 0)
+            value = self.infer(_generic_origin(base), scope.parent, 0)
             if value is not None and value[0] == "class":
                 out.append(value[1])
-            elif not (isinstance(base, ast.Name) and base.id in ("object", "Generic", "Protocol")):
+            elif _annotation_name(_generic_origin(base)).rsplit(".", 1)[-1] not in _NEUTRAL_BASES:
                 out.append(None)
         return out
 
@@ -416,8 +541,10 @@ class _Resolver:
 
     def infer(self, expr: ast.AST, scope: _Scope, depth: int = 0) -> Value | None:
         """The value an expression evaluates to, when it can be named."""
-        if depth > MAX_DEPTH or expr is None:
+        if expr is None:
             return None
+        if depth > MAX_DEPTH:
+            return self._cutoff()
         if isinstance(expr, ast.Name):
             return self.lookup(scope, expr.id, depth + 1)
         if isinstance(expr, ast.Attribute):
@@ -428,17 +555,83 @@ class _Resolver:
                 return self.class_member(cls, expr.attr, instance=True, depth=depth + 1, skip_first=True)
             base = self.infer(expr.value, scope, depth + 1)
             return self.member(base, expr.attr, depth + 1) if base is not None else None
+        if isinstance(expr, ast.Subscript):
+            return self._subscript(expr, scope, depth + 1)
         if isinstance(expr, ast.Call):
             func = self.infer(expr.func, scope, depth + 1)
             if func is None:
-                return None
+                return (self._builtin_result(expr, scope, depth + 1)
+                        or self._container_method(expr, scope, depth + 1))
             if func[0] == "class":
                 return ("instance", func[1])
             if func[0] == "func":
                 return self.return_type(func[1], depth + 1)
             return None
+        if isinstance(expr, (ast.BoolOp, ast.IfExp)):
+            # `a or b`, `a if c else b`: one of the operands, merged as for a name bound
+            # several times (a literal None is no candidate: nothing can be called on it).
+            operands = expr.values if isinstance(expr, ast.BoolOp) else [expr.body, expr.orelse]
+            return _merge([self.infer(v, scope, depth + 1) for v in operands if not _is_none(v)])
         if isinstance(expr, ast.Await):
             return self.infer(expr.value, scope, depth + 1)
+        return None
+
+    def _subscript(self, expr: ast.Subscript, scope: _Scope, depth: int) -> Value | None:
+        """`xs[i]`, `m[k]` of typed containers, and `obj[k]` through a typed `__getitem__`."""
+        value = self.infer(expr.value, scope, depth + 1)
+        if value is None:
+            return None
+        if value[0] == "map" or (value[0] == "iter" and not isinstance(expr.slice, ast.Slice)):
+            return ("instance", value[1])
+        if value[0] == "tuple" and isinstance(expr.slice, ast.Constant):
+            return _tuple_item(value, expr.slice.value)
+        if value[0] == "instance":
+            getter = self.class_member(value[1], "__getitem__", instance=True, depth=depth + 1)
+            if getter is not None and getter[0] == "func":
+                return self.return_type(getter[1], depth + 1)
+        return None
+
+    def _builtin_result(self, call: ast.Call, scope: _Scope, depth: int) -> Value | None:
+        """`sorted(xs)`, `next(it)`, `enumerate(xs)`, `type(obj)`: types through builtins."""
+        func = call.func
+        if not (isinstance(func, ast.Name) and len(call.args) == 1):
+            return None
+        if self.lookup(scope, func.id, depth) is not None:
+            return None     # a repository definition shadows the builtin
+        value = self.infer(call.args[0], scope, depth + 1)
+        if value is None:
+            return None
+        if func.id == "type" and value[0] == "instance":
+            return ("class", value[1])
+        if value[0] == "iter":
+            if func.id in _ITERABLE_BUILTINS:
+                return value
+            if func.id == "next":
+                return ("instance", value[1])
+            if func.id == "enumerate":
+                return ("pairs", value[1])
+        return None
+
+    def _container_method(self, call: ast.Call, scope: _Scope, depth: int) -> Value | None:
+        """`m.get(k)`, `m.values()`, `m.items()`, `xs.pop()` on typed containers."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        value = self.infer(func.value, scope, depth + 1)
+        if value is None:
+            return None
+        kind, ref = value
+        if kind == "map":
+            if func.attr in ("get", "pop", "setdefault"):
+                return ("instance", ref)
+            if func.attr == "values":
+                return ("iter", ref)
+            if func.attr == "items":
+                return ("pairs", ref)
+        if kind == "iter" and func.attr == "pop":
+            return ("instance", ref)
+        if kind == "iter" and func.attr == "copy":
+            return value
         return None
 
     def return_type(self, func_id: str, depth: int) -> Value | None:
@@ -454,8 +647,10 @@ class _Resolver:
 
     def annotation_type(self, ann: ast.AST, scope: _Scope, depth: int = 0) -> Value | None:
         """The instance type an annotation names (`X`, `"X"`, `Optional[X]`, `X | None`)."""
-        if depth > MAX_DEPTH or ann is None:
+        if ann is None:
             return None
+        if depth > MAX_DEPTH:
+            return self._cutoff()
         if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
             try:
                 ann = ast.parse(ann.value, mode="eval").body
@@ -475,14 +670,36 @@ class _Resolver:
                 if len(elts) != 1:
                     return None
                 value = self.annotation_type(elts[0], scope, depth + 1)
-                if value and head in ("Type", "type"):
-                    return ("class", value[1])
+                if head in ("Type", "type"):
+                    # Declared types decide, as for methods: calling a `type[X]` calls X.
+                    return ("class", value[1]) if value and value[0] == "instance" else None
                 return value
-            return None
+            # `Box[int]`: an instance of a generic class of the repository.
+            value = self.infer(ann.value, scope, depth + 1)
+            if value is not None:
+                return ("instance", value[1]) if value[0] == "class" else None
+            return self._iterable_annotation(head, ann.slice, scope, depth + 1)
         value = self.infer(ann, scope, depth + 1)
         if value is not None and value[0] == "class":
             return ("instance", value[1])
         return None
+
+    def _iterable_annotation(self, head: str, args: ast.AST, scope: _Scope, depth: int) -> Value | None:
+        """`List[X]`, `Iterator[X]`, `tuple[X, ...]`, `Dict[K, X]`: containers of X instances."""
+        elts = args.elts if isinstance(args, ast.Tuple) else [args]
+        if head in _MAPPING_ANNOTATIONS:
+            value = self.annotation_type(elts[1], scope, depth + 1) if len(elts) == 2 else None
+            return ("map", value[1]) if value is not None and value[0] == "instance" else None
+        if head in ("Tuple", "tuple"):
+            homogeneous = len(elts) == 2 and isinstance(elts[1], ast.Constant) and elts[1].value is ...
+            if not homogeneous:
+                items = [self.annotation_type(elt, scope, depth + 1) for elt in elts]
+                ids = [v[1] if v is not None and v[0] == "instance" else "" for v in items]
+                return ("tuple", "\n".join(ids)) if any(ids) else None
+        elif head not in _ITERABLE_ANNOTATIONS:
+            return None
+        value = self.annotation_type(elts[0], scope, depth + 1)
+        return ("iter", value[1]) if value is not None and value[0] == "instance" else None
 
     # -- edges ------------------------------------------------------------------------------
 
@@ -519,6 +736,8 @@ class _Resolver:
                     if alias.name == "*":
                         continue
                     targets.append(self.module_attr(base, alias.name))
+            else:
+                continue
             # One count per import statement that reaches a file.
             dsts = {self._file_of_value(value) for value in targets}
             for dst in sorted(d for d in dsts if d is not None and d != file_id):
@@ -547,12 +766,52 @@ class _EdgeVisitor:
         return self.edges
 
     def _visit_block(self, stmts: Iterable[ast.AST], scope: _Scope) -> None:
-        for stmt in stmts:
+        stmts = list(stmts)
+        for i, stmt in enumerate(stmts):
             self._visit(stmt, scope)
+            # `assert isinstance(x, C)` and `if not isinstance(x, C): return` narrow x
+            # for the rest of the block.
+            test = None
+            if isinstance(stmt, ast.Assert):
+                test = stmt.test
+            elif (isinstance(stmt, ast.If) and not stmt.orelse and _exits(stmt.body)
+                  and isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)):
+                test = stmt.test.operand
+            if test is not None:
+                scope = self._narrowed(test, stmts[i + 1:], scope)
+
+    def _narrowed(self, test: ast.AST, body: list[ast.AST], scope: _Scope) -> _Scope:
+        """`scope` where `isinstance(x, C)` holds: x is a C in `body` unless body rebinds x."""
+        if scope.kind == "class":
+            return scope
+        checks = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        checks = [c for c in checks if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                  and c.func.id == "isinstance" and len(c.args) == 2
+                  and isinstance(c.args[0], ast.Name)]
+        if not checks or self.r.lookup(scope, "isinstance") is not None:
+            return scope     # a repository `isinstance` proves nothing
+        narrowed: _Scope | None = None
+        for check in checks:
+            name = check.args[0].id
+            cls = self.r.infer(check.args[1], scope)
+            if cls is None or cls[0] != "class" or _rebinds(body, name):
+                continue
+            known = self.r.lookup(scope, name)
+            if known is not None and known[0] == "instance" and cls[1] in (self.r.mro(known[1]) or ()):
+                continue     # already a subclass of C: keep the narrower type
+            if narrowed is None:
+                narrowed = _Scope("narrow", scope.module, scope.owner, scope, scope.defn)
+            narrowed.bind(name, ("isinstance", cls[1]))
+        return narrowed or scope
 
     def _visit(self, node: ast.AST, scope: _Scope) -> None:
         if isinstance(node, (*_FUNC_TYPES, ast.ClassDef)):
             self._visit_def(node, scope)
+            return
+        if isinstance(node, ast.If):
+            self._visit(node.test, scope)
+            self._visit_block(node.body, self._narrowed(node.test, node.body, scope))
+            self._visit_block(node.orelse, scope)
             return
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return
@@ -572,11 +831,10 @@ class _EdgeVisitor:
             return
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             inner = self._local_scope(scope)
-            for gen in node.generators:
+            for i, gen in enumerate(node.generators):
                 self._visit(gen.iter, inner)
-                for name in ast.walk(gen.target):
-                    if isinstance(name, ast.Name):
-                        inner.bind(name.id, ("opaque",))
+                # The first iterable is evaluated outside the comprehension, the rest inside.
+                self.r.bind_loop_target(gen.target, gen.iter, inner, inner if i else scope)
                 for cond in gen.ifs:
                     self._visit(cond, inner)
             for part in (("key", "value") if isinstance(node, ast.DictComp) else ("elt",)):
@@ -592,8 +850,15 @@ class _EdgeVisitor:
                 self._visit(node.value, scope)
             self._visit(node.target, scope)
             return
-        for child in ast.iter_child_nodes(node):
-            self._visit(child, scope)
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self._visit_block(value, scope)     # a block: narrowing flows through it
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self._visit(item, scope)
+            elif isinstance(value, ast.AST):
+                self._visit(value, scope)
 
     def _local_scope(self, scope: _Scope) -> _Scope:
         """A lambda or comprehension scope: its own names, edges still owned by `scope`."""
@@ -607,7 +872,7 @@ class _EdgeVisitor:
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 self._visit(base, scope)
-                value = self.r.infer(base, scope)
+                value = self.r.infer(_generic_origin(base), scope)
                 if by_tree and value and value[0] == "class":
                     self.edges.append((by_tree, value[1], "inherits"))
             for kw in node.keywords:
@@ -627,6 +892,8 @@ class _EdgeVisitor:
         self._visit_block(node.body, inner)
 
     def _def_for(self, node: ast.AST, scope: _Scope) -> str | None:
+        while scope.kind == "narrow" and scope.parent is not None:
+            scope = scope.parent     # definitions are bound in the real scope
         for source in scope.bindings.get(node.name, ()):
             if source[0] == "def":
                 d = self.r.defs.get(source[1])
@@ -640,6 +907,12 @@ class _EdgeVisitor:
             self.edges.append((scope.owner, target[1], "calls"))
         elif target is not None and target[0] == "funcs":
             self.edges.extend((scope.owner, t, "calls") for t in target[1].split("\n"))
+        elif isinstance(node.func, ast.Attribute):
+            # `g.nodes()` with a property `nodes` calls what the getter returns; the
+            # getter itself is read, not called (jedi, type checkers agree).
+            getter = self.r.property_read(node.func, scope)
+            if getter is not None and getter != scope.owner:
+                self.edges.append((scope.owner, getter, "references"))
         # Arguments, and the receiver of an attribute call, are visited for nested calls
         # and references; the callee expression itself is not a reference.
         func = node.func
@@ -654,8 +927,12 @@ class _EdgeVisitor:
 
     def _visit_receiver(self, node: ast.AST, scope: _Scope) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)):
-            # `mod.func(...)`, `Cls.method(...)`: the receiver is a route, not a use.
+            # `mod.func(...)`, `Cls.method(...)`: the receiver is a route, not a use,
+            # unless it reads a property (`self.options.update()` runs the getter).
             if isinstance(node, ast.Attribute):
+                getter = self.r.property_read(node, scope)
+                if getter is not None and getter != scope.owner:
+                    self.edges.append((scope.owner, getter, "references"))
                 self._visit_receiver(node.value, scope)
             return
         self._visit(node, scope)
@@ -664,8 +941,13 @@ class _EdgeVisitor:
         value = self.r.infer(node, scope)
         if value is not None and value[0] in ("func", "class") and value[1] != scope.owner:
             self.edges.append((scope.owner, value[1], "references"))
-            return
+        elif isinstance(node, ast.Attribute):
+            # Reading a property runs its getter: a use of that definition.
+            getter = self.r.property_read(node, scope)
+            if getter is not None and getter != scope.owner:
+                self.edges.append((scope.owner, getter, "references"))
         if isinstance(node, ast.Attribute):
+            # Resolved or not, the receiver may hold calls: `Engine(x).size`, `f().attr`.
             self._visit_receiver(node.value, scope)
 
     def _annotation(self, ann: ast.AST, scope: _Scope) -> None:
@@ -685,7 +967,14 @@ class _EdgeVisitor:
 
 def _merge(values: list[Value | None]) -> Value | None:
     """One value for a name bound several times: the single distinct one, or the last def."""
-    known = [v for v in values if v is not None]
+    known: list[Value] = []
+    for v in values:
+        if v is not None and v[0] == "funcs":
+            # Already several definitions: each joins the others (kind no longer matters,
+            # a set of targets is only ever called).
+            known.extend(("func", ref) for ref in v[1].split("\n"))
+        elif v is not None:
+            known.append(v)
     if not known:
         return None
     distinct = list(dict.fromkeys(known))
@@ -697,8 +986,34 @@ def _merge(values: list[Value | None]) -> Value | None:
             return distinct[-1]
         # Platform-conditional definitions (`if WIN: from ._win import f` / `else: def f`):
         # a call may reach any of them.
-        return ("funcs", "\n".join(v[1] for v in distinct))
+        return ("funcs", "\n".join(dict.fromkeys(v[1] for v in distinct)))
     return None
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """A block that never falls through to the statement after it."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _rebinds(body: list[ast.AST], name: str) -> bool:
+    """Whether `name` is assigned anywhere in `body` (nested scopes included, to be safe)."""
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                return True
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return True
+    return False
+
+
+def _tuple_item(value: Value | None, index: object) -> Value | None:
+    """Item `index` of a ("tuple", ...) value, as an instance, when its class is known."""
+    if value is None or value[0] != "tuple" or not isinstance(index, int) or isinstance(index, bool):
+        return None
+    ids = value[1].split("\n")
+    if not -len(ids) <= index < len(ids) or not ids[index]:
+        return None
+    return ("instance", ids[index])
 
 
 def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
@@ -725,12 +1040,22 @@ def _all_args(args: ast.arguments) -> list[ast.arg]:
     return args.posonlyargs + args.args + args.kwonlyargs + extra
 
 
+def _is_property(tree: ast.AST) -> bool:
+    return any(_annotation_name(d).rsplit(".", 1)[-1] in _PROPERTY_DECORATORS
+               for d in tree.decorator_list)
+
+
 def _is_static(tree: ast.AST) -> bool:
     return any(_annotation_name(d) in ("staticmethod",) for d in tree.decorator_list)
 
 
 def _is_classmethod(tree: ast.AST) -> bool:
     return any(_annotation_name(d) in ("classmethod",) for d in tree.decorator_list)
+
+
+def _generic_origin(base: ast.AST) -> ast.AST:
+    """`Base[T]` names the class `Base`; any other expression is itself."""
+    return base.value if isinstance(base, ast.Subscript) else base
 
 
 def _is_super_call(node: ast.AST) -> bool:

@@ -160,3 +160,200 @@ def test_module_names_follow_packages_from_the_topmost_package_folder():
     assert module_name_for("src/click/sub/x.py", pkgs) == "click.sub.x"
     assert module_name_for("tests/test_x.py", pkgs) == "test_x"
     assert module_name_for("setup.py", pkgs) == "setup"
+
+
+# --- regressions found by comparing with jedi (scripts/jedi_calls.py) -----------------------
+
+def calls_of(files: dict[str, str]) -> set[tuple[str, str]]:
+    return {(s, d) for s, d, t in edges_of(files) if t == "calls"}
+
+
+def test_calls_inside_a_resolved_attribute_receiver_are_kept():
+    # `Engine(x).size` resolves to the property; the Engine(x) call in it is still a call.
+    files = {"m.py": (
+        "class Engine:\n    @property\n    def size(self): return 1\n"
+        "    def diff(self, o) -> 'Engine': return self\n"
+        "    @property\n    def is_empty(self): return True\n"
+        "    def same(self, o):\n        return self.diff(o).is_empty\n"
+        "def f(x):\n    return Engine(x).size\n"
+    )}
+    got = calls_of(files)
+    assert ("m.py::f", "m.py::Engine") in got
+    assert ("m.py::Engine.same", "m.py::Engine.diff") in got
+
+
+def test_a_guard_cut_short_does_not_poison_the_cache():
+    # a.py reaches p's binding of `sub` first, through the import, while module_attr(p, sub)
+    # is in progress; the inner lookup must not be cached as unknown.
+    files = {
+        "a.py": "from p import sub\n",
+        "p/__init__.py": "from . import sub\ndef f():\n    return sub.work()\n",
+        "p/sub.py": "def work(): pass\n",
+    }
+    assert ("p/__init__.py::f", "p/sub.py::work") in calls_of(files)
+
+
+def test_generic_bases_and_annotations_name_the_repository_class():
+    files = {"m.py": (
+        "from typing import Generic, TypeVar\nT = TypeVar('T')\n"
+        "class Box(Generic[T]):\n    def get(self): pass\n"
+        "class IntBox(Box[int]):\n    def twice(self):\n        self.get()\n"
+        "def use(b: Box[int], c: 'Box[str] | None'):\n    b.get()\n    c.get()\n"
+    )}
+    got = edges_of(files)
+    assert ("m.py::IntBox", "m.py::Box", "inherits") in got
+    assert ("m.py::IntBox.twice", "m.py::Box.get", "calls") in got
+    assert ("m.py::use", "m.py::Box.get", "calls") in got
+
+
+def test_properties_read_as_their_getters_return_type():
+    files = {"m.py": (
+        "from functools import cached_property\n"
+        "class Options:\n    def update(self): pass\n"
+        "class Console:\n"
+        "    @property\n    def options(self) -> Options: return Options()\n"
+        "    @cached_property\n    def view(self): return None\n"
+        "    def print(self):\n        self.options.update()\n        self.view()\n"
+    )}
+    got = edges_of(files)
+    assert ("m.py::Console.print", "m.py::Options.update", "calls") in got
+    # Calling a property's value runs the getter without calling it: a read, not a call.
+    assert ("m.py::Console.print", "m.py::Console.view", "calls") not in got
+    assert ("m.py::Console.print", "m.py::Console.view", "references") in got
+    assert ("m.py::Console.print", "m.py::Console.options", "references") in got
+
+
+def test_or_and_conditional_expressions_merge_their_operands():
+    files = {"m.py": (
+        "class Console:\n    def print(self): pass\n"
+        "def get_console() -> Console: return Console()\n"
+        "def f(console=None, other=None):\n"
+        "    c = console or get_console()\n    c.print()\n"
+        "    d = Console() if other is None else other\n    d.print()\n"
+        "    e = None if other else Console()\n    e.print()\n"
+    )}
+    got = calls_of(files)
+    assert ("m.py::f", "m.py::Console.print") in got
+    assert ("m.py::f", "m.py::get_console") in got
+
+
+def test_typed_containers_type_loop_variables_subscripts_and_lookups():
+    files = {"m.py": (
+        "from typing import Dict, Iterator, List\n"
+        "class Item:\n    def run(self): pass\n"
+        "class Bag:\n    items: List[Item]\n    by_name: Dict[str, Item]\n"
+        "    def each(self) -> Iterator[Item]: ...\n"
+        "    def loops(self):\n        for it in self.items:\n            it.run()\n"
+        "    def enum(self):\n        for i, it in enumerate(self.items):\n            it.run()\n"
+        "    def pairs(self):\n        for k, v in self.by_name.items():\n            v.run()\n"
+        "    def index(self, k):\n        self.items[0].run()\n        self.by_name[k].run()\n"
+        "    def get(self, k):\n        self.by_name.get(k).run()\n"
+        "    def gen(self):\n        for it in sorted(self.each()):\n            it.run()\n"
+        "    def comp(self):\n        return [it.run() for it in self.items]\n"
+        "    def sliced(self):\n        self.items[1:].run()\n"
+    )}
+    got = calls_of(files)
+    for method in ("loops", "enum", "pairs", "index", "get", "gen", "comp"):
+        assert (f"m.py::Bag.{method}", "m.py::Item.run") in got, method
+    assert ("m.py::Bag.sliced", "m.py::Item.run") not in got      # a slice is a list
+
+
+def test_global_statement_rebinds_the_module_name():
+    files = {"m.py": (
+        "def fast(): pass\ndef slow(): pass\n"
+        "def impl():\n    global impl\n    impl = fast if True else slow\n    return impl()\n"
+        "def use():\n    impl()\n"
+    )}
+    got = calls_of(files)
+    assert {("m.py::use", "m.py::fast"), ("m.py::use", "m.py::slow")} <= got
+
+
+def test_a_repository_class_annotation_is_the_declared_type():
+    files = {"m.py": (
+        "from typing import Mapping\n"
+        "class Spinner:\n    def finish(self): pass\n"
+        "class Fancy(Spinner):\n    def finish(self): pass\n"
+        "class Plain(Spinner):\n    def finish(self): pass\n"
+        "class Cache:\n    def get(self, k): pass\n"
+        "def f(flag):\n    s: Spinner\n    if flag:\n        s = Fancy()\n    else:\n        s = Plain()\n"
+        "    s.finish()\n"
+        "    c: Mapping[str, Spinner] = Cache()\n    c.get('x')\n"
+    )}
+    got = calls_of(files)
+    assert ("m.py::f", "m.py::Spinner.finish") in got
+    assert ("m.py::f", "m.py::Fancy.finish") not in got
+    # A container annotation says less than the assigned repository class.
+    assert ("m.py::f", "m.py::Cache.get") in got
+
+
+def test_an_external_base_before_a_repository_base_owns_the_dunders():
+    files = {"m.py": (
+        "class Base(Exception):\n    def __init__(self, m): pass\n    def helper(self): pass\n"
+        "class Err(ValueError, Base):\n"
+        "    def __init__(self, m):\n        super().__init__(m)\n        super().helper()\n"
+    )}
+    got = calls_of(files)
+    assert ("m.py::Err.__init__", "m.py::Base.__init__") not in got   # ValueError.__init__
+    assert ("m.py::Err.__init__", "m.py::Base.helper") in got
+
+
+def test_type_of_an_instance_and_typed_getitem():
+    files = {"m.py": (
+        "class Layout:\n    def __getitem__(self, k) -> 'Layout': return self\n"
+        "    def split(self): pass\n"
+        "    def copy(self):\n        clone = type(self)()\n        clone.split()\n"
+        "def f(layout: Layout):\n    layout['main'].split()\n"
+    )}
+    got = calls_of(files)
+    assert ("m.py::Layout.copy", "m.py::Layout") in got
+    assert ("m.py::Layout.copy", "m.py::Layout.split") in got
+    assert ("m.py::f", "m.py::Layout.split") in got
+
+
+def test_tuple_unpacking_takes_the_annotated_item_types():
+    files = {"m.py": (
+        "from typing import Optional, Tuple\n"
+        "class Cmd:\n    def make(self): pass\n"
+        "class Ctx:\n    def exit(self): pass\n"
+        "def resolve() -> Tuple[Optional[str], Cmd, Ctx]: ...\n"
+        "def f():\n    name, cmd, ctx = resolve()\n    cmd.make()\n    ctx.exit()\n"
+        "    name.make()\n    resolve()[1].make()\n"
+        "def g():\n    a, b = Cmd(), Ctx()\n    a.make()\n    b.exit()\n"
+        "def h():\n    first, *rest = resolve()\n    first.make()\n"
+    )}
+    got = calls_of(files)
+    assert {("m.py::f", "m.py::Cmd.make"), ("m.py::f", "m.py::Ctx.exit")} <= got
+    assert {("m.py::g", "m.py::Cmd.make"), ("m.py::g", "m.py::Ctx.exit")} <= got
+    assert ("m.py::h", "m.py::Cmd.make") not in got      # starred targets are not guessed
+
+
+def test_isinstance_narrows_in_the_branch_after_assert_and_after_an_early_exit():
+    files = {"m.py": (
+        "class Node:\n    def as_const(self): pass\n"
+        "class Other:\n    def as_const(self): pass\n"
+        "def branch(x, y):\n    if isinstance(x, Node) and y:\n        x.as_const()\n"
+        "    else:\n        x.as_const()\n"
+        "def asserted(x):\n    assert isinstance(x, Node)\n    x.as_const()\n"
+        "def early(x):\n    if not isinstance(x, Node):\n        return None\n    return x.as_const()\n"
+        "def rebinds(x):\n    if isinstance(x, Node):\n        x = make()\n        x.as_const()\n"
+        "def nested(x):\n    if isinstance(x, Node):\n        def inner():\n            return 1\n"
+        "        inner()\n"
+    )}
+    got = calls_of(files)
+    assert ("m.py::branch", "m.py::Node.as_const") in got
+    assert ("m.py::asserted", "m.py::Node.as_const") in got
+    assert ("m.py::early", "m.py::Node.as_const") in got
+    assert ("m.py::rebinds", "m.py::Node.as_const") not in got    # x no longer the checked one
+    assert ("m.py::nested", "m.py::nested.inner") in got           # defs in a narrowed branch
+    assert not [e for e in got if e[1] == "m.py::Other.as_const"]
+
+
+def test_isinstance_with_a_base_keeps_the_narrower_known_type():
+    files = {"m.py": (
+        "class Base:\n    def go(self): pass\n"
+        "class Leaf(Base):\n    def go(self): pass\n"
+        "def f(x: Leaf):\n    if isinstance(x, Base):\n        x.go()\n"
+    )}
+    got = calls_of(files)
+    assert ("m.py::f", "m.py::Leaf.go") in got
+    assert ("m.py::f", "m.py::Base.go") not in got
