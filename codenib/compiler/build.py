@@ -105,7 +105,9 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     seconds["parse"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    edges = build_edges(parsed)
+    # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
+    root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
+    edges = build_edges(parsed, root_package)
     seconds["graph"] = time.perf_counter() - t0
 
     nodes = sorted((n for pf in parsed for n in pf.nodes), key=lambda n: n.node_id)
@@ -137,6 +139,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             edges_by_type[e.type] += 1
         manifest = artifact.write_manifest(staging, {
             "source_root_name": repo.resolve().name,
+            "root_package": root_package,
             "git_commit": artifact.git_commit(repo.resolve()),
             "tokenizer": options.tokenizer.to_dict(),
             "model": dense_info,

@@ -54,10 +54,18 @@ _NEUTRAL_BASES = frozenset({"object", "Generic", "Protocol", "ABC"})
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "abstractproperty"})
 
 
-def module_name_for(rel_path: str, package_dirs: set[str]) -> str:
+def package_dirs_of(rel_paths) -> set[str]:
+    """Folders that are packages (hold `__init__.py`); '' is the repository root itself."""
+    return {"" if p == "__init__.py" else p.rsplit("/", 1)[0] for p in rel_paths
+            if p == "__init__.py" or p.endswith("/__init__.py")}
+
+
+def module_name_for(rel_path: str, package_dirs: set[str], root_package: str | None = None) -> str:
     """Dotted module name of a file: its path from the top-most folder that is a package.
 
     `src/click/core.py` is `click.core` when `src/click/__init__.py` exists and `src/` has none.
+    When the indexed root is itself a package (`codenib/` with its `__init__.py`), its
+    name (`root_package`) heads the module path, as the code's own absolute imports spell it.
     """
     parts = rel_path.removesuffix(".py").split("/")
     if parts[-1] == "__init__":
@@ -65,12 +73,19 @@ def module_name_for(rel_path: str, package_dirs: set[str]) -> str:
     start = len(parts) - 1
     while start > 0 and "/".join(parts[:start]) in package_dirs:
         start -= 1
-    return ".".join(parts[max(start, 0):])
+    name = ".".join(parts[max(start, 0):])
+    if root_package and "" in package_dirs and start <= 0:
+        return f"{root_package}.{name}" if name else root_package
+    return name
 
 
-def build_edges(files: list[ParsedFile]) -> list[Edge]:
-    """Every contains/imports/calls/inherits/references edge, repeated edges collapsed."""
-    resolver = _Resolver(files)
+def build_edges(files: list[ParsedFile], root_package: str | None = None) -> list[Edge]:
+    """Every contains/imports/calls/inherits/references edge, repeated edges collapsed.
+
+    Args:
+        root_package: the root folder's name when the root itself is a package.
+    """
+    resolver = _Resolver(files, root_package)
     counts: Counter[tuple[str, str, str]] = Counter()
     for pf in files:
         for edge in resolver.file_edges(pf):
@@ -104,14 +119,13 @@ class _Scope:
 
 
 class _Resolver:
-    def __init__(self, files: list[ParsedFile]):
+    def __init__(self, files: list[ParsedFile], root_package: str | None = None):
         self.files = files
-        package_dirs = {pf.rel_path.rsplit("/", 1)[0] for pf in files
-                        if pf.rel_path.endswith("/__init__.py")}
+        package_dirs = package_dirs_of(pf.rel_path for pf in files)
         self.module_of_file: dict[str, str] = {}
         self.modules: dict[str, ParsedFile] = {}
         for pf in sorted(files, key=lambda f: (f.rel_path.count("/"), f.rel_path)):
-            name = module_name_for(pf.rel_path, package_dirs)
+            name = module_name_for(pf.rel_path, package_dirs, root_package)
             self.module_of_file[pf.rel_path] = name
             # First (shallowest) file wins a contested module name, e.g. two conftest.py.
             self.modules.setdefault(name, pf)

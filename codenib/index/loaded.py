@@ -110,7 +110,7 @@ class LoadedIndex:
         """Exact symbol look-up (built on first use from the node table)."""
         with self._lock:
             if self._symbols is None:
-                self._symbols = SymbolIndex.from_nodes(self.nodes)
+                self._symbols = SymbolIndex.from_nodes(self.nodes, self.manifest.get("root_package"))
             return self._symbols
 
     def texts(self) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codenib.compiler.resolve import module_name_for
+from codenib.compiler.resolve import module_name_for, package_dirs_of
 
 _SUFFIX = re.compile(r"#\d+$")
 _SEGMENT_SUFFIX = re.compile(r"#\d+(?=\.|$)")
@@ -30,9 +30,9 @@ class SymbolIndex:
     """
 
     def __init__(self, node_ids: list[str], kinds: list[str], files: list[str], qualnames: list[str],
-                 names: list[str]):
-        package_dirs = {f.rsplit("/", 1)[0] for f in set(files) if f.endswith("/__init__.py")}
-        module_of = {f: module_name_for(f, package_dirs) for f in set(files)}
+                 names: list[str], root_package: str | None = None):
+        package_dirs = package_dirs_of(set(files))
+        module_of = {f: module_name_for(f, package_dirs, root_package) for f in set(files)}
         self.by_path: dict[str, list[int]] = {}
         self.by_module_qual: dict[str, list[int]] = {}
         self.by_qual: dict[str, list[int]] = {}
@@ -57,9 +57,9 @@ class SymbolIndex:
                 self.qual_suffixes.setdefault(".".join(parts[i:]), []).append(row)
 
     @classmethod
-    def from_nodes(cls, nodes) -> "SymbolIndex":
+    def from_nodes(cls, nodes, root_package: str | None = None) -> "SymbolIndex":
         """Build from a `NodeTable` (columns node_id, kind, file, qualname, name)."""
-        return cls(nodes.node_id, nodes.kind, nodes.file, nodes.qualname, nodes.name)
+        return cls(nodes.node_id, nodes.kind, nodes.file, nodes.qualname, nodes.name, root_package)
 
     def lookup(self, symbol: str, limit: int | None = None) -> list[SymbolMatch]:
         """Rows named by `symbol`, all from the most specific level that matches, by row."""

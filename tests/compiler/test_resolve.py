@@ -357,3 +357,20 @@ def test_isinstance_with_a_base_keeps_the_narrower_known_type():
     got = calls_of(files)
     assert ("m.py::f", "m.py::Leaf.go") in got
     assert ("m.py::f", "m.py::Base.go") not in got
+
+
+def test_a_root_that_is_a_package_keeps_its_name_in_module_paths():
+    files = {
+        "__init__.py": "",
+        "core.py": "from mypkg.util import helper\ndef run():\n    helper()\n",
+        "util.py": "def helper(): pass\n",
+        "sub/__init__.py": "",
+        "sub/deep.py": "import mypkg.core\ndef go():\n    mypkg.core.run()\n",
+    }
+    parsed = [parse_source(rel, text.encode()) for rel, text in sorted(files.items())]
+    got = {(e.src, e.dst) for e in build_edges(parsed, root_package="mypkg") if e.type == "calls"}
+    assert got == {("core.py::run", "util.py::helper"), ("sub/deep.py::go", "core.py::run")}
+    pkgs = {"", "sub"}
+    assert module_name_for("sub/deep.py", pkgs, "mypkg") == "mypkg.sub.deep"
+    assert module_name_for("__init__.py", pkgs, "mypkg") == "mypkg"
+    assert module_name_for("scripts/x.py", pkgs, "mypkg") == "x"  # not inside the package
