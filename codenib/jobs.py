@@ -87,6 +87,32 @@ def run_options(spec: JobSpec | None, overrides: dict[str, Any]):
     return RunOptions(**merged)
 
 
+def rerank_options(spec: JobSpec | None, overrides: dict[str, Any]):
+    """`RerankOptions` from a spec's [rerank] (and [llm]) with command-line values on top."""
+    from codenib.batch.rerank import RerankOptions
+
+    valid = tuple(f.name for f in dataclasses.fields(RerankOptions)) + ("llm_config",)
+    merged: dict[str, Any] = dict(spec.rerank) if spec else {}
+    if spec:
+        _check_keys(merged, valid, "rerank", spec.path)
+        if spec.llm and "llm" not in merged:
+            merged["llm"] = spec.llm
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    if "llm_config" in merged:
+        merged["llm"] = read_config_file(merged.pop("llm_config"), section="llm")
+    missing = [k for k in ("results", "out") if not merged.get(k)]
+    if missing:
+        raise BadInputError(f"missing {', '.join('--' + m for m in missing)}",
+                            fix="pass --results RESULTS_DIR --out NEW_RESULTS_DIR (or a job spec with [rerank])")
+    for key in ("top_n", "shard_size", "workers"):
+        if merged.get(key) is not None and not isinstance(merged[key], int):
+            raise BadInputError(f"`{key}` must be an integer, got {merged[key]!r}", fix=f"write {key} = 50")
+    for key in ("results", "out", "queries", "index", "index_root"):
+        if merged.get(key) is not None:
+            merged[key] = str(merged[key])
+    return RerankOptions(**merged)
+
+
 def _run_keys() -> tuple[str, ...]:
     from codenib.batch.driver import RunOptions
 

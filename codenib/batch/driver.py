@@ -128,6 +128,7 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
     fingerprint = _fingerprint(options, query_set, indexes, run_tag)
     run_id = f"run-{fingerprint[:12]}"
     metadata = {"run_id": run_id, "codenib_version": __version__, "indexes": indexes,
+                "index_paths": {r.index: r.index_path for r in query_set.rows},
                 "job_spec": {**asdict(options), "llm": _public_llm(options.llm)}, "queries": str(options.queries),
                 "query_set_sha256": query_set.digest}
     sink = ParquetSink(options.out, fingerprint, metadata, len(shards))
@@ -158,11 +159,10 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
 def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions, sink: ParquetSink,
                 log: Logger, planned: Counter) -> None:
     import ray
-    from tqdm import tqdm
 
     from codenib.batch.actors import remote_classes
 
-    started = _start_ray(options, log)
+    started = start_ray(options.address, options.dashboard, log)
     actors: list[Any] = []
     try:
         resources = ray.cluster_resources()
@@ -189,43 +189,8 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
         actors = [a for a in (sparse, dense, rerank) if a is not None] + graphs
         log(f"ray: {len(graphs)} graph actors, 1 sparse{', 1 dense' if dense else ''}"
             f"{', 1 rerank' if rerank else ''} ({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
-        total = sum(len(s.rows) for s in todo)
-        bar = tqdm(total=total, unit="q", desc="queries", file=sys.stderr, disable=not options.progress,
-                   dynamic_ncols=True)
-        pending = list(todo)
-        inflight: dict[Any, tuple[Shard, int]] = {}
-        attempts: dict[int, int] = {}
-        errors = 0
-        t0 = time.perf_counter()
-        next_actor = 0
-        while pending or inflight:
-            while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(graphs):
-                shard = pending.pop(0)
-                ref = graphs[next_actor % len(graphs)].run_shard.remote(shard)
-                inflight[ref] = (shard, next_actor % len(graphs))
-                next_actor += 1
-            ready, _ = ray.wait(list(inflight), num_returns=1)
-            for ref in ready:
-                shard, _ = inflight.pop(ref)
-                try:
-                    results, plans = ray.get(ref)
-                except (ray.exceptions.RayError, BadInputError) as exc:
-                    attempts[shard.shard_id] = attempts.get(shard.shard_id, 0) + 1
-                    if attempts[shard.shard_id] <= SHARD_RETRIES:
-                        log(f"shard {shard.shard_id}: {type(exc).__name__}; retrying "
-                            f"({attempts[shard.shard_id]}/{SHARD_RETRIES})")
-                        pending.append(shard)
-                        continue
-                    log(f"shard {shard.shard_id}: failed after {SHARD_RETRIES} retries; its queries "
-                        f"are recorded as errors: {_first_line(exc)}")
-                    results, plans = failed_shard(shard, shard_opts, f"shard failed: {_first_line(exc)}")
-                sink.commit(shard.shard_id, results, plans)
-                errors += sum(1 for e in plans.column("error").to_pylist() if e)
-                bar.update(len(shard.rows))
-                elapsed = max(time.perf_counter() - t0, 1e-9)
-                bar.set_postfix(shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
-                                qps=f"{bar.n / elapsed:.1f}", errors=errors, refresh=False)
-        bar.close()
+        drive_shards(todo, graphs, lambda actor, shard: actor.run_shard.remote(shard),
+                     lambda shard, error: failed_shard(shard, shard_opts, error), sink, log, options.progress)
     finally:
         for actor in actors:
             ray.kill(actor, no_restart=True)
@@ -233,18 +198,67 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
             ray.shutdown()
 
 
-def _start_ray(options: RunOptions, log: Logger) -> bool:
+def drive_shards(todo: list, workers: list, submit: Callable[[Any, Any], Any],
+                 on_failure: Callable[[Any, str], tuple], sink: ParquetSink, log: Logger,
+                 progress: bool) -> None:
+    """Keep every worker actor busy with shards, commit each result as it arrives.
+
+    A shard whose call fails even after Ray's own actor restarts and task retries is
+    resubmitted up to SHARD_RETRIES times, then recorded through `on_failure` (error rows),
+    so a job always ends with every query accounted for.
+    """
+    import ray
+    from tqdm import tqdm
+
+    total = sum(len(s.rows) for s in todo)
+    bar = tqdm(total=total, unit="q", desc="queries", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    pending = list(todo)
+    inflight: dict[Any, Any] = {}
+    attempts: dict[int, int] = {}
+    errors = 0
+    t0 = time.perf_counter()
+    turn = 0
+    while pending or inflight:
+        while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
+            shard = pending.pop(0)
+            inflight[submit(workers[turn % len(workers)], shard)] = shard
+            turn += 1
+        ready, _ = ray.wait(list(inflight), num_returns=1)
+        for ref in ready:
+            shard = inflight.pop(ref)
+            try:
+                results, plans = ray.get(ref)
+            except (ray.exceptions.RayError, BadInputError) as exc:
+                attempts[shard.shard_id] = attempts.get(shard.shard_id, 0) + 1
+                if attempts[shard.shard_id] <= SHARD_RETRIES:
+                    log(f"shard {shard.shard_id}: {type(exc).__name__}; retrying "
+                        f"({attempts[shard.shard_id]}/{SHARD_RETRIES})")
+                    pending.append(shard)
+                    continue
+                log(f"shard {shard.shard_id}: failed after {SHARD_RETRIES} retries; its queries "
+                    f"are recorded as errors: {_first_line(exc)}")
+                results, plans = on_failure(shard, f"shard failed: {_first_line(exc)}")
+            sink.commit(shard.shard_id, results, plans)
+            errors += sum(1 for e in plans.column("error").to_pylist() if e)
+            bar.update(len(shard.rows))
+            elapsed = max(time.perf_counter() - t0, 1e-9)
+            bar.set_postfix(shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
+                            qps=f"{bar.n / elapsed:.1f}", errors=errors, refresh=False)
+    bar.close()
+
+
+def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
     """Join `--address`, or start an embedded local Ray (dashboard off or on 127.0.0.1)."""
     import ray
 
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "configure_logging": False}
-    if options.address:
-        log(f"ray: joining the cluster at {options.address}")
-        ray.init(address=options.address, **kwargs)
+    if address:
+        log(f"ray: joining the cluster at {address}")
+        ray.init(address=address, **kwargs)
     else:
-        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=options.dashboard,
+        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=dashboard,
                  dashboard_host="127.0.0.1", **kwargs)
     return True
 

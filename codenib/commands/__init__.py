@@ -17,13 +17,14 @@ class Command:
 
 
 def _registry() -> dict[str, Command]:
-    from codenib.commands import demo, eval, index, query, run
+    from codenib.commands import demo, eval, index, query, rerank, run
 
     return {
         "index": index.COMMAND,
         "query": query.COMMAND,
         "run": run.COMMAND,
         "eval": eval.COMMAND,
+        "rerank": rerank.COMMAND,
         "demo": demo.COMMAND,
     }
 

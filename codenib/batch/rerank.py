@@ -1,0 +1,343 @@
+"""The re-ranking job: an earlier results folder -> a new one, top N reordered per query.
+
+Used for nightly jobs that re-rank yesterday's results with a newer reranker. It writes
+through the same sharded, resumable `ParquetSink` as `codenib run`, and records lineage
+(source run, reranker and model, time) in the new folder's metadata. A query whose rerank
+fails keeps its original order, with the error in its plans row.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from codenib import __version__
+from codenib.batch.driver import JobSummary, Logger, drive_shards, start_ray
+from codenib.batch.sink import MANIFEST, PLANS, SUCCESS, ParquetSink
+from codenib.errors import BadInputError
+from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+
+RERANKERS = ("embedding", "llm")
+
+
+@dataclass(frozen=True)
+class RerankOptions:
+    """Every option of `codenib rerank` (a job spec's [rerank] section holds the same keys)."""
+
+    results: str
+    out: str
+    reranker: str = "embedding"
+    top_n: int = 50
+    queries: str | None = None        # default: the query set recorded by the source run
+    index: str | None = None          # default: the indexes recorded by the source run
+    index_root: str | None = None
+    llm: dict | None = None
+    address: str | None = None
+    shard_size: int = 256
+    workers: int | None = None
+    run_tag: str | None = None
+    device: str = "auto"
+    allow_partial: bool = False
+    progress: bool = True
+
+    def validate(self) -> None:
+        if self.reranker not in RERANKERS:
+            raise BadInputError(f"unknown reranker {self.reranker!r}", fix=f"use one of: {', '.join(RERANKERS)}")
+        if self.top_n < 1:
+            raise BadInputError(f"--top-n must be at least 1, got {self.top_n}", fix="pass --top-n 50")
+        if self.shard_size < 1:
+            raise BadInputError(f"--shard-size must be at least 1, got {self.shard_size}", fix="pass --shard-size 256")
+        if self.reranker == "llm":
+            if not self.llm:
+                raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
+            from codenib.ops.llm import LLMConfig
+
+            LLMConfig.from_dict(self.llm)
+        if self.index and self.index_root:
+            raise BadInputError("give at most one of --index and --index-root",
+                                fix="--index for one index, --index-root for the source run's index names")
+
+
+@dataclass(frozen=True, slots=True)
+class RerankItem:
+    """One ranked list to rerank: a (qid, plan) of the source run."""
+
+    qid: str
+    plan: str
+    index: str
+    query: str
+    node_ids: tuple[str, ...]
+    scores: tuple[float, ...]
+    run_tag: str
+    index_path: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RerankShard:
+    shard_id: int
+    index_path: str
+    rows: tuple[RerankItem, ...]
+
+
+def rerank_job(options: RerankOptions, log: Logger | None = None) -> JobSummary:
+    """Run (or resume) a re-ranking job."""
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    options.validate()
+    source = Path(options.results)
+    source_meta = _source_metadata(source, options.allow_partial)
+    queries = _query_texts(options, source_meta)
+    items = _items(source, queries, options, source_meta)
+    shards = _shards(items, options.shard_size)
+    lineage = {
+        "source_run_id": source_meta.get("run_id"),
+        "source_results": str(source.resolve()),
+        "reranker": options.reranker,
+        "model": _model_name(options, shards),
+        "top_n": options.top_n,
+    }
+    fingerprint = hashlib.sha256(json.dumps({
+        "codenib": __version__, "lineage": lineage, "shard_size": options.shard_size,
+        "run_tag": options.run_tag, "items": _digest(items),
+        "llm": {k: v for k, v in (options.llm or {}).items() if "key" not in k.lower()},
+    }, sort_keys=True).encode()).hexdigest()
+    run_id = f"rerank-{fingerprint[:12]}"
+    sink = ParquetSink(options.out, fingerprint, {
+        "run_id": run_id, "codenib_version": __version__, "lineage": lineage,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "job_spec": {**asdict(options), "llm": None}, "indexes": source_meta.get("indexes", {}),
+    }, len(shards))
+    done = sink.open()
+    todo = [s for s in shards if s.shard_id not in done]
+    t0 = time.perf_counter()
+    if todo:
+        _run(todo, options, sink, log)
+    if not sink.complete:
+        sink.finalize()
+    plans = pq.read_table(Path(options.out) / PLANS, columns=["plan", "error"]).to_pylist()
+    return JobSummary(str(options.out), run_id, len(items), len(shards), len(todo), len(done),
+                      dict(Counter(p["plan"] for p in plans)), sum(1 for p in plans if p["error"]),
+                      time.perf_counter() - t0)
+
+
+# --- Ray --------------------------------------------------------------------------------------
+
+class RerankWorker:
+    """Holds indexes (vectors, texts) and the reranker; reranks whole shards."""
+
+    def __init__(self, reranker: str, top_n: int, device: str, llm_config: dict | None, max_indexes: int = 2):
+        from codenib.batch.worker import IndexCache
+        from codenib.index.loaded import load_index
+
+        self.reranker, self.top_n = reranker, top_n
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
+                                max_indexes)
+        self.llm = None
+        if reranker == "llm":
+            from codenib.ops.llm import LLMConfig, LLMReranker
+
+            self.llm = LLMReranker(LLMConfig.from_dict(llm_config))
+
+    def run_shard(self, shard: RerankShard):
+        return rerank_shard(shard, self.cache.get(shard.index_path) if shard.index_path else None,
+                            self.reranker, self.top_n, self.llm)
+
+
+def rerank_shard(shard: RerankShard, index, reranker: str, top_n: int, llm=None) -> tuple[pa.Table, pa.Table]:
+    """Rerank every list of a shard; a failure keeps that list's order and records the error."""
+    from codenib.model.pipelines import rerank_context
+    from codenib.ops.rerank import EmbeddingRerankParams, embedding_rerank_batch
+    from codenib.ops.retrieve import QueriedNode, RetrieveContext
+
+    outputs: list[tuple[RerankItem, list[QueriedNode], str | None, float]] = []
+    live = [it for it in shard.rows if it.error is None and index is not None]
+    ctx = RetrieveContext(index) if index is not None else None
+    cand_lists = [[_candidate(ctx, nid, s) for nid, s in zip(it.node_ids, it.scores)] for it in live]
+    t0 = time.perf_counter()
+    new_lists: list[tuple[list[QueriedNode], str | None]] = []
+    try:
+        if reranker == "embedding":
+            reranked = embedding_rerank_batch([tuple(c) for c in cand_lists], [it.query for it in live],
+                                              EmbeddingRerankParams(top_n=top_n), rerank_context(index))
+            new_lists = [(list(r), None) for r in reranked]
+        else:
+            texts = index.texts()
+            heads = [tuple(c[:top_n]) for c in cand_lists]
+            text_lists = [[texts[ctx.row(c.node_id)] if ctx.row(c.node_id) is not None else c.name for c in h]
+                          for h in heads]
+            outs = llm.rerank_many([it.query for it in live], heads, text_lists)
+            for (head, errs), cands in zip(outs, cand_lists):
+                new_lists.append((list(head) + cands[top_n:], "; ".join(errs) if errs else None))
+    except Exception as exc:  # noqa: BLE001 - a failed batch keeps every list's order, recorded
+        new_lists = [(c, f"rerank failed: {type(exc).__name__}: {exc}") for c in cand_lists]
+    share = (time.perf_counter() - t0) * 1000 / max(len(live), 1)
+    for it, (cands, err) in zip(live, new_lists):
+        outputs.append((it, cands, err, share))
+    for it in shard.rows:
+        if it.error is not None or index is None:
+            keep = [QueriedNode(n, n.split("::")[0], "", "", 0, 0, s, "source") for n, s in zip(it.node_ids, it.scores)]
+            outputs.append((it, keep, it.error or "index not available", 0.0))
+    results = {name: [] for name in RESULTS_SCHEMA.names}
+    plans = {name: [] for name in PLANS_SCHEMA.names}
+    for it, cands, err, ms in sorted(outputs, key=lambda o: (o[0].qid, o[0].plan)):
+        # Scores are 1/position: the reranked head and the untouched tail stay one sorted list.
+        for rank, c in enumerate(cands, start=1):
+            for key, value in (("qid", it.qid), ("rank", rank), ("node_id", c.node_id), ("file", c.node_id.split("::")[0]),
+                               ("score", 1.0 / rank), ("plan", it.plan), ("index", it.index), ("run_tag", it.run_tag)):
+                results[key].append(value)
+        trace = {"rerank": {"reranker": reranker, "top_n": top_n, "candidates": len(cands)}}
+        for key, value in (("qid", it.qid), ("plan", it.plan), ("signals", "{}"), ("budget", ""),
+                           ("capabilities", "{}"), ("trace", json.dumps(trace, sort_keys=True)),
+                           ("latency_ms", ms), ("error", err), ("index", it.index), ("mode", "rerank")):
+            plans[key].append(value)
+    return pa.table(results, schema=RESULTS_SCHEMA), pa.table(plans, schema=PLANS_SCHEMA)
+
+
+def _candidate(ctx, node_id: str, score: float):
+    from codenib.ops.retrieve import QueriedNode
+
+    row = ctx.row(node_id)
+    if row is None:  # a node the index no longer has: kept, reranked by its name only
+        return QueriedNode(node_id, node_id.split("::")[0], "", node_id.rsplit(".", 1)[-1], 0, 0, score, "source")
+    return ctx.node(row, score, "source")
+
+
+def _run(todo: list[RerankShard], options: RerankOptions, sink: ParquetSink, log: Logger) -> None:
+    import ray
+
+    started = start_ray(options.address, False, log)
+    workers: list[Any] = []
+    try:
+        resources = ray.cluster_resources()
+        cpus, gpus = float(resources.get("CPU", 1.0)), float(resources.get("GPU", 0.0))
+        device = options.device if options.device != "auto" else ("cuda" if gpus > 0 else "cpu")
+        n = options.workers or max(1, min(4, int(cpus)))
+        cls = ray.remote(num_cpus=min(1.0, cpus / (n + 0.5)), num_gpus=(1.0 / n if gpus > 0 and device == "cuda" else 0),
+                         max_restarts=3, max_task_retries=3)(RerankWorker)
+        prefix = f"codenib-{sink.metadata['run_id']}-{uuid.uuid4().hex[:6]}"
+        workers = [cls.options(name=f"{prefix}-rerank-{i}").remote(options.reranker, options.top_n, device, options.llm)
+                   for i in range(n)]
+        log(f"ray: {n} rerank actors ({options.reranker}, top {options.top_n}; {cpus:g} CPUs, {gpus:g} GPUs)")
+        drive_shards(todo, workers, lambda w, shard: w.run_shard.remote(shard),
+                     lambda shard, error: rerank_shard(RerankShard(shard.shard_id, "", tuple(
+                         RerankItem(**{**asdict(it), "error": error}) for it in shard.rows)), None,
+                         options.reranker, options.top_n), sink, log, options.progress)
+    finally:
+        for w in workers:
+            ray.kill(w, no_restart=True)
+        if started:
+            ray.shutdown()
+
+
+# --- reading the source run -------------------------------------------------------------------
+
+def _source_metadata(source: Path, allow_partial: bool) -> dict[str, Any]:
+    manifest = source / MANIFEST
+    if not manifest.is_file():
+        raise BadInputError("not a CodeNib results folder (no _manifest.json)", path=str(source),
+                            fix="pass the --out folder of a `codenib run`")
+    if not (source / SUCCESS).is_file() and not allow_partial:
+        raise BadInputError("the source run is not complete (no _SUCCESS)", path=str(source),
+                            fix="finish it by re-running the same `codenib run`, or pass --allow-partial")
+    try:
+        return json.loads(manifest.read_text())
+    except ValueError as exc:
+        raise BadInputError(f"unreadable manifest: {exc}", path=str(manifest), fix="re-run the source job") from exc
+
+
+def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
+    from codenib.batch.queries import _read_table
+
+    path = options.queries or meta.get("queries")
+    if not path:
+        raise BadInputError("the source run does not record its query set", path=options.results,
+                            fix="pass --queries QUERIES.parquet")
+    if not Path(path).is_file():
+        raise BadInputError("the query set of the source run is not here", path=str(path),
+                            fix="pass --queries with the query set the source run used")
+    table = _read_table(Path(path))
+    if "qid" not in table.column_names or "query" not in table.column_names:
+        raise BadInputError("the query set lacks qid/query columns", path=str(path), fix="pass the right --queries")
+    return {str(q): t for q, t in zip(table.column("qid").to_pylist(), table.column("query").to_pylist())}
+
+
+def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: dict) -> list[RerankItem]:
+    from codenib.batch.sink import read_results
+
+    table = read_results(source)
+    index_paths: dict[str, str] = dict(meta.get("index_paths", {}))
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in table.to_pylist():
+        groups.setdefault((row["qid"], row["plan"]), []).append(row)
+    items = []
+    for (qid, plan), rows in sorted(groups.items()):
+        rows.sort(key=lambda r: r["rank"])
+        written = rows[0]["index"]
+        path = _resolve(written, options, index_paths)
+        error = None
+        if qid not in queries:
+            error = "query text not found in the query set"
+        elif not path:
+            error = f"index {written!r} not found (fix: pass --index or --index-root)"
+        items.append(RerankItem(qid, plan, written, queries.get(qid, ""), tuple(r["node_id"] for r in rows),
+                                tuple(float(r["score"]) for r in rows),
+                                options.run_tag or f"{rows[0]['run_tag']}+{options.reranker}", path, error))
+    return items
+
+
+def _resolve(written: str, options: RerankOptions, recorded: dict[str, str]) -> str:
+    candidates = []
+    if options.index:
+        candidates.append(Path(options.index))
+    elif options.index_root:
+        candidates += [Path(options.index_root) / written]
+    else:
+        if recorded.get(written):
+            candidates.append(Path(recorded[written]))
+        candidates.append(Path(written))
+    for c in candidates:
+        if (c / "manifest.json").is_file():
+            return str(c.resolve())
+    return ""
+
+
+def _shards(items: list[RerankItem], size: int) -> list[RerankShard]:
+    by_index: dict[str, list[RerankItem]] = {}
+    for it in items:
+        by_index.setdefault(it.index_path or f"missing:{it.index}", []).append(it)
+    shards: list[RerankShard] = []
+    for index in sorted(by_index):
+        group = by_index[index]
+        for start in range(0, len(group), size):
+            chunk = tuple(group[start:start + size])
+            path = next((it.index_path for it in chunk if it.error is None), "")
+            shards.append(RerankShard(len(shards), path, chunk))
+    return shards
+
+
+def _model_name(options: RerankOptions, shards: list[RerankShard]) -> str | None:
+    if options.reranker == "llm":
+        return (options.llm or {}).get("model")
+    for s in shards:
+        if s.index_path:
+            manifest = json.loads((Path(s.index_path) / "manifest.json").read_text())
+            return (manifest.get("model") or {}).get("name")
+    return None
+
+
+def _digest(items: list[RerankItem]) -> str:
+    h = hashlib.sha256()
+    for it in items:
+        h.update(json.dumps([it.qid, it.plan, it.index, it.query, it.node_ids, it.error]).encode())
+    return h.hexdigest()
