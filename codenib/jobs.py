@@ -6,7 +6,7 @@
 [eval]       # optional: evaluate the run's results afterwards (options of `codenib eval`)
 [rerank]     # optional: the options of `codenib rerank` (nightly re-ranking jobs)
 [llm]        # optional: LLM reranker settings (endpoint, model, ...); the key comes from the environment
-[submit]     # optional: Ray job submission (address, runtime_env, pip, entrypoint_num_cpus)
+[submit]     # optional: `codenib submit` settings (SUBMIT_KEYS: entrypoint, resources, pip, env_vars, ...)
 ```
 Relative paths are relative to the folder the command runs in (the repository root for
 the specs in jobs/).
@@ -24,6 +24,9 @@ from codenib.specs import read_config_file
 
 SECTIONS = ("run", "eval", "rerank", "llm", "submit")
 EVAL_KEYS = ("qrels", "queries", "out", "measures", "compare", "auto", "export_trec", "plan", "no_plots")
+# [submit] keys, read by codenib/submission.py (values are checked there).
+SUBMIT_KEYS = ("entrypoint", "entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_memory", "pip", "env_vars",
+               "excludes", "runtime_env", "address")
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ def load_job_spec(path: str | Path) -> JobSpec:
     spec = JobSpec(str(path), **{name: dict(data.get(name, {})) for name in SECTIONS})
     _check_keys(spec.run, _run_keys(), "run", path)
     _check_keys(spec.eval, EVAL_KEYS, "eval", path)
+    _check_keys(spec.submit, SUBMIT_KEYS, "submit", path)
     return spec
 
 

@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import ray
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
+    from codenib.batch.driver import start_ray
+
+    start_ray(None, False, lambda m: None)  # the embedded local Ray, as `codenib run` starts it
     workdir = Path(tempfile.mkdtemp(prefix="codenib-bench-"))
     rows = []
     try:

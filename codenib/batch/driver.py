@@ -248,19 +248,39 @@ def drive_shards(todo: list, workers: list, submit: Callable[[Any, Any], Any],
 
 
 def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
-    """Join `--address`, or start an embedded local Ray (dashboard off or on 127.0.0.1)."""
+    """Join `address` (or the cluster of a submitted job), else start an embedded local Ray
+    that listens on 127.0.0.1 only (dashboard off, or on 127.0.0.1). Returns whether this
+    call connected, so the caller knows to shut down."""
+    in_job = os.environ.get("RAY_ADDRESS")  # set by Ray inside a submitted job
+    if not address and not in_job:
+        # Without this Ray advertises the machine's network address and its servers listen
+        # on every interface; an embedded Ray serves this machine only.
+        os.environ.setdefault(_LOOPBACK_ENV, "0")
     import ray
 
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "configure_logging": False}
-    if address:
-        log(f"ray: joining the cluster at {address}")
-        ray.init(address=address, **kwargs)
+    if address or in_job:
+        log(f"ray: joining the cluster at {address or in_job}")
+        ray.init(address=address or "auto", **kwargs)
     else:
+        _force_loopback(ray)
         ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=dashboard,
-                 dashboard_host="127.0.0.1", **kwargs)
+                 dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
     return True
+
+
+#: Ray's switch for "multi-node clusters from this machine"; off means loopback addresses only.
+_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def _force_loopback(ray) -> None:
+    """Ray reads the switch when it is first imported; if that happened earlier in this
+    process, set the constant it was read into as well."""
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 # --- fingerprint and metadata ------------------------------------------------------------------

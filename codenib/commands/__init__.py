@@ -17,7 +17,7 @@ class Command:
 
 
 def _registry() -> dict[str, Command]:
-    from codenib.commands import demo, eval, index, query, rerank, run
+    from codenib.commands import demo, eval, index, query, rerank, run, submit
 
     return {
         "index": index.COMMAND,
@@ -25,6 +25,7 @@ def _registry() -> dict[str, Command]:
         "run": run.COMMAND,
         "eval": eval.COMMAND,
         "rerank": rerank.COMMAND,
+        "submit": submit.COMMAND,
         "demo": demo.COMMAND,
     }
 

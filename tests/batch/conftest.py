@@ -7,6 +7,7 @@ def ray_session():
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+             _node_ip_address="127.0.0.1",
              configure_logging=False)
     yield ray
     ray.shutdown()
