@@ -56,6 +56,28 @@ class SymbolIndex:
             for i in range(1, len(parts) - 1):
                 self.qual_suffixes.setdefault(".".join(parts[i:]), []).append(row)
 
+    def files_matching(self, path: str) -> list[str]:
+        """Indexed files a mentioned path can mean: the same file seen from any root.
+
+        `/venv/site-packages/jinja2/utils.py`, `jinja2/utils.py` and `utils.py` all match
+        `src/jinja2/utils.py`; the longest common tail of path components wins.
+        """
+        parts = [p for p in path.replace("\\", "/").split("/") if p and p != "."]
+        if not parts or not parts[-1].endswith(".py"):
+            return []
+        best: list[str] = []
+        best_len = 0
+        for f in self.by_path:
+            fp = f.split("/")
+            n = 0
+            while n < min(len(fp), len(parts)) and fp[-1 - n] == parts[-1 - n]:
+                n += 1
+            if n > best_len:
+                best, best_len = [f], n
+            elif n == best_len and n > 0:
+                best.append(f)
+        return sorted(best)
+
     @classmethod
     def from_nodes(cls, nodes, root_package: str | None = None) -> "SymbolIndex":
         """Build from a `NodeTable` (columns node_id, kind, file, qualname, name)."""

@@ -39,8 +39,13 @@ from codenib.ops.transform import QuerySignals, query_signals
 DENSE_HEAD_WORDS = 96
 #: Weight of the exact-symbol run when a hybrid query names identifiers.
 SYMBOL_RUN_WEIGHT = 0.5
-#: Long reports fuse with the sparse branch weighted up: BM25 uses every identifier and path.
-LONG_QUERY_WEIGHTS = (1.0, 0.5)
+#: Long reports: (sparse, dense) fusion weights. BM25 sees only the report's title and code
+#: keywords (prose and boilerplate would swamp it), so dense leads.
+LONG_QUERY_WEIGHTS = (0.5, 1.0)
+#: Weight of the "dense ranking within the files the report names" run.
+FILE_PRIOR_WEIGHT = 1.0
+#: Dense candidates fetched for a long report, so the file prior has nodes to filter.
+LONG_QUERY_DENSE_K = 400
 #: BM25 hits scanned for name-matched callers of a structural query's target.
 MENTION_CANDIDATES = 200
 _CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
@@ -157,7 +162,7 @@ class RetrieveRerankPipeline:
         k_fetch = {i: max(plans[i].k, k_out) for i in live}
         engine_ms: dict[int, float] = {i: 0.0 for i in live}
 
-        sparse_hits = self._sparse(queries, live, plans, k_fetch, engine_ms)
+        sparse_hits = self._sparse(queries, live, plans, signals, k_fetch, engine_ms)
         dense_hits = self._dense(queries, live, plans, signals, k_fetch, engine_ms)
         results: list[list[QueriedNode] | None] = [None] * n
         for i in live:
@@ -193,13 +198,13 @@ class RetrieveRerankPipeline:
 
     # -- engines (one batched call each) ---------------------------------------------------
 
-    def _sparse(self, queries, live, plans, k_fetch, engine_ms) -> dict[int, Candidates]:
+    def _sparse(self, queries, live, plans, signals, k_fetch, engine_ms) -> dict[int, Candidates]:
         want = [i for i in live if plans[i].sparse_weight > 0 or plans[i].graph is not None]
         if not want:
             return {}
         t0 = time.perf_counter()
         k = max(k_fetch[i] for i in want)
-        rows, scores = self.engines.sparse_search([queries[i] for i in want], k)
+        rows, scores = self.engines.sparse_search([_sparse_text(queries[i], signals[i]) for i in want], k)
         share = (time.perf_counter() - t0) * 1000 / len(want)
         out = {}
         for j, i in enumerate(want):
@@ -213,12 +218,14 @@ class RetrieveRerankPipeline:
             return {}
         t0 = time.perf_counter()
         texts = [_dense_text(queries[i], signals[i]) for i in want]
-        k = max(k_fetch[i] for i in want)
+        # A long report's file prior filters the dense ranking, so it reaches deeper.
+        depth = {i: max(k_fetch[i], LONG_QUERY_DENSE_K) if signals[i].long_text else k_fetch[i] for i in want}
+        k = max(depth.values())
         rows, scores = self.engines.dense_search(texts, k)
         share = (time.perf_counter() - t0) * 1000 / len(want)
         out = {}
         for j, i in enumerate(want):
-            out[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "dense", self.ctx)
+            out[i] = to_queried_nodes(rows[j][:depth[i]], scores[j][:depth[i]], "dense", self.ctx)
             engine_ms[i] += share
         return out
 
@@ -234,11 +241,18 @@ class RetrieveRerankPipeline:
             lifted = [c.with_score(top + len(symbols) - j) for j, c in enumerate(symbols)]
             return dedup(lifted + list(sparse))
         if plan.plan == "semantic":
-            return dense
+            return dense[: plan.k] if not s.long_text else dense
         if plan.plan == "hybrid_fusion":
             runs, weights = [sparse, dense], [plan.sparse_weight, plan.dense_weight]
             if s.long_text:
                 weights = list(LONG_QUERY_WEIGHTS)
+                files = self._mentioned_files(s)
+                detail["mentioned_files"] = sorted(files)[:20]
+                if files:
+                    # Bug reports name the files that fail (tracebacks, paths): the dense
+                    # ranking within those files is a run of its own.
+                    runs.append(tuple(c for c in dense if c.file in files))
+                    weights.append(FILE_PRIOR_WEIGHT)
             if plan.symbol_lookup:
                 symbols = self._symbol_hits(s, detail, all_keywords=True)
                 if symbols:
@@ -249,6 +263,12 @@ class RetrieveRerankPipeline:
         if plan.plan == "structural_graph":
             return self._structural(s, plan, sparse, detail)
         raise BadInputError(f"unknown plan {plan.plan!r}")
+
+    def _mentioned_files(self, s: QuerySignals) -> set[str]:
+        files: set[str] = set()
+        for path in s.keywords.paths:
+            files.update(self.index.symbols.files_matching(path))
+        return files
 
     def _symbol_hits(self, s: QuerySignals, detail: dict, all_keywords: bool = False) -> Candidates:
         names = list(s.keywords.symbols()) if all_keywords else ([s.target] if s.target else [])
@@ -408,6 +428,16 @@ def rerank_context(index: LoadedIndex) -> RerankContext:
         row_of=index.row_of,
         vectors=index.dense.vectors if index.dense is not None else None,
     )
+
+
+def _sparse_text(query: str, s: QuerySignals | None) -> str:
+    """A long report's BM25 query: its title line and its code keywords, not the prose."""
+    if s is None or not s.long_text:
+        return query
+    title = next((line for line in query.splitlines() if line.strip()), "")
+    title = " ".join(title.split()[:DENSE_HEAD_WORDS // 3])
+    stems = [p.rsplit("/", 1)[-1].removesuffix(".py") for p in s.keywords.paths]
+    return " ".join([title, *s.keywords.symbols(), *stems])
 
 
 def _dense_text(query: str, s: QuerySignals | None) -> str:

@@ -32,3 +32,11 @@ def test_levels():
     assert ids(idx, "CONTEXT") == [(2, "name_nocase")]
     assert ids(idx, "other.pkg.Context.invoke") == [(3, "qualname_suffix"), (4, "qualname_suffix")]
     assert idx.lookup("") == [] and idx.lookup("nothing_here") == []
+
+
+def test_files_matching_a_mentioned_path():
+    idx = make()
+    assert idx.files_matching("/venv/lib/python3.11/site-packages/src/click/core.py") == ["src/click/core.py"]
+    assert idx.files_matching("click/core.py") == ["src/click/core.py"]
+    assert idx.files_matching("__init__.py") == ["src/click/__init__.py"]
+    assert idx.files_matching("other/module.py") == [] and idx.files_matching("README.md") == []

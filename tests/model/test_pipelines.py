@@ -86,3 +86,15 @@ def test_dense_graph_expand_pipeline(fixture_index):
     assert "pkg/util.py::helper" in got  # the caller of slugify, one hop away
     scores = [c.score for c in out]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_long_report_uses_its_paths_and_keywords(fixture_index):
+    report = ("Store loses items after upgrade\n\n" + "We see this in production every night. " * 30
+              + '\nTraceback (most recent call last):\n  File "/venv/site-packages/pkg/core.py", line 19, in start\n'
+              '  File "/venv/site-packages/pkg/util.py", line 14, in put\nTypeError: bad item\n')
+    res = RetrieveRerankPipeline(fixture_index).run([report], k=10)[0]
+    assert res.plan == "hybrid_fusion"
+    detail = res.trace["detail"]
+    assert detail["mentioned_files"] == ["pkg/core.py", "pkg/util.py"]
+    assert len(detail["fusion_weights"]) == 4  # sparse, dense, file prior, symbols
+    assert "pkg/util.py::Store.put" in [c.node_id for c in res.candidates[:3]]
