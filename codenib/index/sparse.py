@@ -11,8 +11,6 @@ import numpy as np
 from codenib.errors import IndexFormatError
 from codenib.tokens import Tokenizer, TokenizerConfig
 
-#: Extra candidates fetched past k so that ties at the cut are broken by node id, not by heap order.
-TIE_SLACK = 16
 #: Batches at least this large use numba's parallel kernel (threads); smaller ones run serially.
 PARALLEL_MIN_BATCH = 256
 
@@ -43,7 +41,7 @@ class SparseIndex:
                                    fix="rebuild the index with `codenib index`") from exc
         index = cls(retriever, Tokenizer(tokenizer))
         if warmup and len(retriever.scores["indptr"]) > 1:
-            index._kernel_search([[0]], 1, parallel=False)  # loads (or compiles) the kernel
+            index.search_tokens([[next(iter(index._vocab))]], 1, n_threads=1)  # loads (or compiles) the kernel
         return index
 
     def tokenize(self, queries: Sequence[str]) -> list[list[str]]:
@@ -61,60 +59,28 @@ class SparseIndex:
         k = max(0, min(k, self.num_docs))
         if nq == 0 or k == 0:
             return np.zeros((nq, k), dtype=np.int64), np.zeros((nq, k), dtype=np.float32)
-        n_terms = len(self.retriever.scores["indptr"]) - 1
-        ids = [[i for i in (self._vocab.get(t) for t in toks) if i is not None and i < n_terms]
-               for toks in query_tokens]
-        rows = np.full((nq, k), -1, dtype=np.int64)
-        scores = np.zeros((nq, k), dtype=np.float32)
-        # A query with no indexed term matches nothing; the kernel never sees it.
-        live = [i for i, q in enumerate(ids) if q]
-        if live:
-            fetch = min(self.num_docs, k + TIE_SLACK)
-            parallel = (n_threads or 1) > 1 or (n_threads is None and len(live) >= PARALLEL_MIN_BATCH)
-            got_scores, got_rows = self._kernel_search([ids[i] for i in live], fetch, parallel)
-            rows[live], scores[live] = _order(got_rows, got_scores, k)
-        return rows, scores
-
-    def _kernel_search(self, ids: list[list[int]], k: int, parallel: bool):
         s = self.retriever.scores
-        int_dtype = np.dtype(self.retriever.int_dtype)
-        pointers = np.cumsum([0] + [len(q) for q in ids]).astype(int_dtype)
-        flat = np.concatenate([np.asarray(q, dtype=int_dtype) for q in ids])
-        return _kernel(parallel)(
-            query_tokens_ids_flat=flat, query_pointers=pointers, k=k, sorted=True,
-            dtype=np.dtype(self.retriever.dtype), int_dtype=int_dtype,
-            data=s["data"], indptr=s["indptr"], indices=s["indices"], num_docs=s["num_docs"],
-            nonoccurrence_array=None, weight_mask=None,
-        )
+        n_terms = len(s["indptr"]) - 1
+        vocab = self._vocab
+        ids = [[i for i in (vocab.get(t) for t in toks) if i is not None and i < n_terms]
+               for toks in query_tokens]
+        pointers = np.zeros(nq + 1, dtype=np.int64)
+        np.cumsum([len(q) for q in ids], out=pointers[1:])
+        flat = np.fromiter((t for q in ids for t in q), dtype=np.int64, count=int(pointers[-1]))
+        # A query with no indexed term has an empty slice: the kernel leaves its row at -1 / 0.
+        parallel = (n_threads or 1) > 1 or (n_threads is None and nq >= PARALLEL_MIN_BATCH)
+        return _kernel(parallel)(flat, pointers, k, s["data"], s["indptr"], s["indices"], int(s["num_docs"]))
 
 
 def _kernel(parallel: bool):
-    """bm25s's own retrieval kernel, compiled with numba's on-disk cache.
+    """CodeNib's batch top-k kernel (`_bm25_kernel`), imported on first use: numba is heavy.
 
-    bm25s compiles it without `cache=True`, which costs ~6 s in every new process (each
-    Ray actor, each CLI call); with the cache it loads in a fraction of a second.
+    It scores exactly as bm25s does, keeps the top k by (score desc, row asc) without extra
+    candidates or a re-sort, and is compiled with numba's on-disk cache.
     """
     with _KERNEL_LOCK:
         if parallel not in _KERNELS:
-            from numba import njit
-            from bm25s.numba import retrieve_utils
+            from codenib.index import _bm25_kernel
 
-            fn = retrieve_utils._retrieve_internal_jitted
-            _KERNELS[parallel] = (njit(parallel=True, cache=True)(fn) if parallel
-                                  else njit(nogil=True, cache=True)(fn))
+            _KERNELS[parallel] = _bm25_kernel.topk_parallel if parallel else _bm25_kernel.topk_serial
         return _KERNELS[parallel]
-
-
-def _order(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sort each row by score descending, then row index (= node id order); drop zero scores."""
-    rows = rows.astype(np.int64, copy=False)
-    out_rows = np.full((rows.shape[0], k), -1, dtype=np.int64)
-    out_scores = np.zeros((rows.shape[0], k), dtype=np.float32)
-    for i in range(rows.shape[0]):
-        order = np.lexsort((rows[i], -scores[i]))[:k]
-        r, sc = rows[i][order], scores[i][order]
-        keep = sc > 0
-        n = int(keep.sum())
-        out_rows[i, :n] = r[keep]
-        out_scores[i, :n] = sc[keep]
-    return out_rows, out_scores
