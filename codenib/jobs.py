@@ -69,6 +69,10 @@ def run_options(spec: JobSpec | None, overrides: dict[str, Any]):
     merged: dict[str, Any] = dict(spec.run) if spec else {}
     if spec and spec.llm and "llm" not in merged:
         merged["llm"] = spec.llm
+    if overrides.get("index") is not None or overrides.get("index_root") is not None:
+        # A command-line index choice replaces the spec's, whichever of the two it used.
+        merged.pop("index", None)
+        merged.pop("index_root", None)
     merged.update({k: v for k, v in overrides.items() if v is not None})
     if "llm_config" in merged:
         merged["llm"] = read_config_file(merged.pop("llm_config"), section="llm")

@@ -43,6 +43,7 @@ class DenseActor:
     def __init__(self, max_indexes: int = 2, device: str = "auto"):
         from codenib.index.loaded import load_index
 
+        use_all_cores(device)
         self.device = device
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
                                  max_indexes)
@@ -61,6 +62,7 @@ class RerankActor:
     def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config: dict | None = None):
         from codenib.index.loaded import load_index
 
+        use_all_cores(device)
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
                                  max_indexes)
         self.llm = None
@@ -99,6 +101,12 @@ class ActorEngines:
     def dense_search(self, texts, k):
         return ray.get(self.dense.search.remote(self.index_path, list(texts), k))
 
+    def branch_search(self, sparse_queries, sparse_k, dense_texts, dense_k):
+        # Both actors work at once: the round costs the slower branch, not the sum.
+        s = self.sparse.search.remote(self.index_path, list(sparse_queries), sparse_k) if sparse_queries else None
+        d = self.dense.search.remote(self.index_path, list(dense_texts), dense_k) if dense_texts else None
+        return (ray.get(s) if s is not None else None, ray.get(d) if d is not None else None)
+
     def rerank_embedding(self, cand_lists, queries, top_n):
         return ray.get(self.rerank.rerank_embedding.remote(self.index_path, list(cand_lists), list(queries), top_n))
 
@@ -129,6 +137,17 @@ class GraphActor:
 
     def ping(self) -> bool:
         return True
+
+
+def use_all_cores(device: str) -> None:
+    """Ray caps an actor with a fractional CPU request at one intra-op thread; the encoder
+    actors are where CPU time goes, so on the CPU they use every core of their node."""
+    if device == "cpu":
+        import os
+
+        import torch
+
+        torch.set_num_threads(os.cpu_count() or 1)
 
 
 def remote_classes(num_gpus_dense: float = 0.0) -> dict[str, Any]:

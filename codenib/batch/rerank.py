@@ -137,9 +137,11 @@ class RerankWorker:
     """Holds indexes (vectors, texts) and the reranker; reranks whole shards."""
 
     def __init__(self, reranker: str, top_n: int, device: str, llm_config: dict | None, max_indexes: int = 2):
+        from codenib.batch.actors import use_all_cores
         from codenib.batch.worker import IndexCache
         from codenib.index.loaded import load_index
 
+        use_all_cores(device)
         self.reranker, self.top_n = reranker, top_n
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
                                 max_indexes)

@@ -41,17 +41,9 @@ def run(args: argparse.Namespace) -> int:
         "budget": args.budget, "mode": args.mode, "k": args.k, "rerank": args.rerank,
         "llm_config": args.llm_config, "address": args.address, "shard_size": args.shard_size,
         "workers": args.workers, "run_tag": args.run_tag, "device": args.device, "dashboard": args.dashboard,
+        "progress": False if args.quiet or not sys.stderr.isatty() else None,
     }
-    if args.index or args.index_root:
-        # A command-line index choice replaces the spec's, whichever of the two it used.
-        overrides.setdefault("index", None)
-        if spec:
-            spec.run.pop("index", None)
-            spec.run.pop("index_root", None)
-    options = run_options(spec, overrides)
-    if args.quiet or not sys.stderr.isatty():
-        options = type(options)(**{**options.__dict__, "progress": not args.quiet and sys.stderr.isatty()})
-    summary = run_job(options)
+    summary = run_job(run_options(spec, overrides))
     print(summary.render(), file=sys.stderr)
     print(summary.out)
     if spec and spec.eval:

@@ -62,6 +62,11 @@ class Engines(Protocol):
 
     def dense_search(self, texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
+    def branch_search(self, sparse_queries: Sequence[str], sparse_k: int, dense_texts: Sequence[str],
+                      dense_k: int) -> tuple[tuple | None, tuple | None]:
+        """Both branches' batched calls; an implementation may run them concurrently."""
+        ...
+
     def rerank_embedding(self, cand_lists: Sequence[Candidates], queries: Sequence[str],
                          top_n: int) -> list[Candidates]: ...
 
@@ -86,6 +91,10 @@ class LocalEngines:
             raise BadInputError("the index has no dense vectors loaded", path=str(self.index.path),
                                 fix="rebuild without --no-dense")
         return self.index.dense.search(self.index.encode_queries(list(texts)), k)
+
+    def branch_search(self, sparse_queries, sparse_k, dense_texts, dense_k):
+        return (self.sparse_search(sparse_queries, sparse_k) if sparse_queries else None,
+                self.dense_search(dense_texts, dense_k) if dense_texts else None)
 
     def rerank_embedding(self, cand_lists, queries, top_n):
         return embedding_rerank_batch(cand_lists, list(queries), EmbeddingRerankParams(top_n=top_n),
@@ -162,14 +171,16 @@ class RetrieveRerankPipeline:
         k_fetch = {i: max(plans[i].k, k_out) for i in live}
         engine_ms: dict[int, float] = {i: 0.0 for i in live}
 
-        sparse_hits = self._sparse(queries, live, plans, signals, k_fetch, engine_ms)
-        dense_hits = self._dense(queries, live, plans, signals, k_fetch, engine_ms)
+        targets = {i: self._targets(signals[i]) for i in live if plans[i].graph is not None}
+        sparse_hits, dense_hits, mention_rows = self._branches(queries, live, plans, signals, k_fetch,
+                                                               targets, engine_ms)
         results: list[list[QueriedNode] | None] = [None] * n
         for i in live:
             t0 = time.perf_counter()
             try:
                 cands = self._assemble(queries[i], signals[i], plans[i], sparse_hits.get(i, ()),
-                                       dense_hits.get(i, ()), traces[i])
+                                       dense_hits.get(i, ()), traces[i], targets.get(i, []),
+                                       mention_rows.get(i))
                 if plans[i].prefer_library:
                     cands = demote_tests(cands)
                 results[i] = list(cands)
@@ -198,41 +209,45 @@ class RetrieveRerankPipeline:
 
     # -- engines (one batched call each) ---------------------------------------------------
 
-    def _sparse(self, queries, live, plans, signals, k_fetch, engine_ms) -> dict[int, Candidates]:
-        want = [i for i in live if plans[i].sparse_weight > 0 or plans[i].graph is not None]
-        if not want:
-            return {}
-        t0 = time.perf_counter()
-        k = max(k_fetch[i] for i in want)
-        rows, scores = self.engines.sparse_search([_sparse_text(queries[i], signals[i]) for i in want], k)
-        share = (time.perf_counter() - t0) * 1000 / len(want)
-        out = {}
-        for j, i in enumerate(want):
-            out[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "sparse", self.ctx)
-            engine_ms[i] += share
-        return out
-
-    def _dense(self, queries, live, plans, signals, k_fetch, engine_ms) -> dict[int, Candidates]:
-        want = [i for i in live if plans[i].dense_weight > 0]
-        if not want or not self.capabilities.dense:
-            return {}
-        t0 = time.perf_counter()
-        texts = [_dense_text(queries[i], signals[i]) for i in want]
+    def _branches(self, queries, live, plans, signals, k_fetch, targets, engine_ms):
+        """One batched engine round for the whole batch: BM25 for sparse and graph plans
+        (plus the name searches of call-graph queries), dense for dense plans."""
+        sparse_want = [i for i in live if plans[i].sparse_weight > 0 or plans[i].graph is not None]
+        dense_want = [i for i in live if plans[i].dense_weight > 0] if self.capabilities.dense else []
+        mention_want = [i for i in sorted(targets) if targets[i] and plans[i].graph.direction in ("callers", "both")]
+        sparse_texts = [_sparse_text(queries[i], signals[i]) for i in sparse_want]
+        sparse_texts += [" ".join(sorted({self.index.nodes.name[t] for t in targets[i]})) for i in mention_want]
         # A long report's file prior filters the dense ranking, so it reaches deeper.
-        depth = {i: max(k_fetch[i], LONG_QUERY_DENSE_K) if signals[i].long_text else k_fetch[i] for i in want}
-        k = max(depth.values())
-        rows, scores = self.engines.dense_search(texts, k)
-        share = (time.perf_counter() - t0) * 1000 / len(want)
-        out = {}
-        for j, i in enumerate(want):
-            out[i] = to_queried_nodes(rows[j][:depth[i]], scores[j][:depth[i]], "dense", self.ctx)
+        depth = {i: max(k_fetch[i], LONG_QUERY_DENSE_K) if signals[i].long_text else k_fetch[i] for i in dense_want}
+        sparse_k = max([k_fetch[i] for i in sparse_want] + [MENTION_CANDIDATES] * bool(mention_want), default=0)
+        t0 = time.perf_counter()
+        sparse_res, dense_res = self.engines.branch_search(
+            sparse_texts, sparse_k, [_dense_text(queries[i], signals[i]) for i in dense_want],
+            max(depth.values(), default=0))
+        users = set(sparse_want) | set(dense_want) | set(mention_want)
+        share = (time.perf_counter() - t0) * 1000 / max(len(users), 1)
+        for i in users:
             engine_ms[i] += share
-        return out
+        sparse_hits, dense_hits, mention_rows = {}, {}, {}
+        if sparse_res is not None:
+            rows, scores = sparse_res
+            for j, i in enumerate(sparse_want):
+                sparse_hits[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "sparse", self.ctx)
+            for j, i in enumerate(mention_want, start=len(sparse_want)):
+                mention_rows[i] = rows[j][:MENTION_CANDIDATES]
+        if dense_res is not None:
+            rows, scores = dense_res
+            for j, i in enumerate(dense_want):
+                dense_hits[i] = to_queried_nodes(rows[j][:depth[i]], scores[j][:depth[i]], "dense", self.ctx)
+        return sparse_hits, dense_hits, mention_rows
+
+    def _targets(self, s: QuerySignals) -> list[int]:
+        return [m.row for m in self.index.symbols.lookup(s.target)] if s.target else []
 
     # -- per-query assembly ----------------------------------------------------------------
 
     def _assemble(self, query: str, s: QuerySignals, plan: RetrievalPathPlan, sparse: Candidates,
-                  dense: Candidates, trace: dict) -> Candidates:
+                  dense: Candidates, trace: dict, targets: list[int], mention_rows) -> Candidates:
         detail = trace.setdefault("detail", {})
         if plan.plan == "fast_lexical":
             symbols = self._symbol_hits(s, detail)
@@ -261,7 +276,7 @@ class RetrieveRerankPipeline:
             detail["fusion_weights"] = weights
             return rrf_fuse(runs, weights)
         if plan.plan == "structural_graph":
-            return self._structural(s, plan, sparse, detail)
+            return self._structural(s, plan, sparse, detail, targets, mention_rows)
         raise BadInputError(f"unknown plan {plan.plan!r}")
 
     def _mentioned_files(self, s: QuerySignals) -> set[str]:
@@ -280,9 +295,9 @@ class RetrieveRerankPipeline:
         detail["symbol_hits"] = len(rows)
         return tuple(self.ctx.node(r, 1.0, "symbol") for r in rows)
 
-    def _structural(self, s: QuerySignals, plan: RetrievalPathPlan, sparse: Candidates, detail: dict) -> Candidates:
+    def _structural(self, s: QuerySignals, plan: RetrievalPathPlan, sparse: Candidates, detail: dict,
+                    targets: list[int], mention_rows) -> Candidates:
         g = plan.graph
-        targets = [m.row for m in self.index.symbols.lookup(s.target)] if s.target else []
         detail["targets"] = [self.index.nodes.node_id[r] for r in targets[:10]]
         if not targets:
             targets = [self.index.row_of[c.node_id] for c in sparse[: g.seeds]]
@@ -296,24 +311,27 @@ class RetrieveRerankPipeline:
             walked = [v for v, _, _ in bfs(graph, targets, spec, g.hops, g.per_seed, g.total)]
         detail["graph_nodes"] = len(walked)
         found = [self.ctx.node(v, 1.0, "graph") for v in walked]
-        mentions = self._mentions(s, targets, g.direction)
+        mentions = self._mentions(targets, g.direction, mention_rows)
         detail["name_matches"] = len(mentions)
         tail = [self.ctx.node(t, 0.5, "symbol") for t in targets]
         ranked = dedup(found + mentions + tail + list(sparse))
         return tuple(c.with_score(1.0 / (i + 1)) for i, c in enumerate(ranked))
 
-    def _mentions(self, s: QuerySignals, targets: list[int], direction: str) -> list[QueriedNode]:
-        """Name-matched neighbours the precise graph may have missed (untyped receivers)."""
+    def _mentions(self, targets: list[int], direction: str, mention_rows) -> list[QueriedNode]:
+        """Name-matched neighbours the precise graph may have missed (untyped receivers).
+
+        Callers: BM25 hits for the target's name (`mention_rows`, searched with the batch)
+        whose body calls that name. Callees: names the target's body calls, looked up.
+        """
         if not targets:
             return []
         texts = self.index.texts()
         names = {self.index.nodes.name[t] for t in targets}
         target_ids = set(targets)
         out: list[QueriedNode] = []
-        if direction in ("callers", "both"):
-            rows, _ = self.engines.sparse_search([" ".join(sorted(names))], MENTION_CANDIDATES)
+        if direction in ("callers", "both") and mention_rows is not None:
             pattern = re.compile(r"(?<![\w])(?:\.)?(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
-            for r in rows[0].tolist():
+            for r in mention_rows.tolist():
                 if r < 0 or r in target_ids or self.index.nodes.kind[r] == "file":
                     continue
                 body = texts[r].split("\n", 2)[-1]  # skip the header and the def line

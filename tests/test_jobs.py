@@ -1,0 +1,66 @@
+"""Job specs: every `codenib run` / `codenib rerank` option, overrides, and clear errors."""
+
+import pytest
+
+from codenib.errors import BadInputError
+from codenib.jobs import load_job_spec, rerank_options, run_options
+
+
+def write(tmp_path, text, name="job.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_run_section_maps_to_run_options_and_cli_overrides_win(tmp_path):
+    spec = load_job_spec(write(tmp_path, """
+[run]
+queries = "q.parquet"
+index_root = "indexes"
+out = "runs/a"
+budget = "thorough"
+mode = "all"
+k = 50
+shard_size = 64
+[llm]
+endpoint = "http://127.0.0.1:8000/v1"
+model = "m"
+"""))
+    opts = run_options(spec, {"budget": "fast", "k": None})
+    assert (opts.queries, opts.index_root, opts.out, opts.budget, opts.mode, opts.k, opts.shard_size) == (
+        "q.parquet", "indexes", "runs/a", "fast", "all", 50, 64)
+    assert opts.llm == {"endpoint": "http://127.0.0.1:8000/v1", "model": "m"}
+    # An --index on the command line replaces the spec's index_root.
+    opts = run_options(spec, {"index": "idx/one"})
+    assert (opts.index, opts.index_root) == ("idx/one", None)
+
+
+def test_every_shipped_spec_parses(tmp_path):
+    from pathlib import Path
+
+    for path in sorted(Path(__file__).resolve().parents[1].glob("jobs/*.toml")):
+        spec = load_job_spec(path)
+        if spec.run:
+            run_options(spec, {})
+        if spec.rerank:
+            rerank_options(spec, {})
+
+
+@pytest.mark.parametrize("text,match", [
+    ("[run]\nqueries = 'q'\nout = 'o'\nshardsize = 3\n", "unknown key.*shardsize.*valid keys"),
+    ("[runn]\n", "unknown section"),
+    ("[run]\nqueries = 'q'\n", "missing --out"),
+    ("[run]\nqueries = 'q'\nout = 'o'\nk = 'ten'\n", "`k` must be an integer"),
+    ("[run\n", "cannot parse"),
+])
+def test_bad_specs_name_the_problem(tmp_path, text, match):
+    with pytest.raises(BadInputError, match=match):
+        run_options(load_job_spec(write(tmp_path, text)), {})
+
+
+def test_rerank_section(tmp_path):
+    spec = load_job_spec(write(tmp_path, "[rerank]\nresults = 'runs/a'\nout = 'runs/b'\ntop_n = 20\n"))
+    opts = rerank_options(spec, {"reranker": "embedding"})
+    assert (opts.results, opts.out, opts.top_n, opts.reranker) == ("runs/a", "runs/b", 20, "embedding")
+    with pytest.raises(BadInputError, match="unknown key"):
+        rerank_options(load_job_spec(write(tmp_path, "[rerank]\nresult = 'x'\n", "b.toml")), {})
