@@ -172,7 +172,11 @@ def _remove_stale_staging(out: Path) -> None:
             continue
         if not _pid_alive(pid):
             shutil.rmtree(path, ignore_errors=True)
-    for path in out.parent.glob(f".{out.name}.old-*"):
+    olds = sorted(out.parent.glob(f".{out.name}.old-*"))
+    if not out.exists() and olds and is_index_dir(olds[-1]):
+        # A build died between its two renames: the previous index is still whole; restore it.
+        os.replace(olds.pop(), out)
+    for path in olds:
         shutil.rmtree(path, ignore_errors=True)
 
 

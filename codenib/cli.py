@@ -25,6 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     except CodeNibError as exc:
         print(f"codenib {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        # A path the user gave that cannot be read or written (a folder where a file was
+        # expected, no permission, a full disk): say which, not a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"codenib {args.command}: error: {where}{exc.strerror or exc} (fix: check the path "
+              "and its permissions)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"codenib {args.command}: interrupted; no half-written output was left behind",
               file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,6 +23,35 @@ ID_SEP = "::"
 def make_node_id(path: str, qualname: str | None = None) -> str:
     """Node id of `qualname` in the file `path` (posix, relative); the bare path for a file."""
     return path if not qualname else f"{path}{ID_SEP}{qualname}"
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_DUP_SUFFIX = re.compile(r"#\d+(?=\.|$)")
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """Lines as Python's tokenizer counts them (\\n, \\r\\n, \\r only).
+
+    `str.splitlines` also splits on form feeds and Unicode separators, which `ast` line
+    numbers do not count: spans would drift after a page break.
+    """
+    if not text:
+        return []
+    if not keepends:
+        parts = _LINE_BREAK.split(text)
+        return parts[:-1] if parts[-1] == "" else parts
+    out, start = [], 0
+    for m in _LINE_BREAK.finditer(text):
+        out.append(text[start:m.end()])
+        start = m.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def plain_qualname(qualname: str) -> str:
+    """A qualified name without its `#N` duplicate counters (`A.f#2.g` -> `A.f.g`)."""
+    return _DUP_SUFFIX.sub("", qualname)
 
 
 def file_of(node_id: str) -> str:

@@ -35,15 +35,21 @@ model = "m"
     assert (opts.index, opts.index_root) == ("idx/one", None)
 
 
-def test_every_shipped_spec_parses(tmp_path):
+def test_every_shipped_spec_parses_and_validates():
     from pathlib import Path
 
-    for path in sorted(Path(__file__).resolve().parents[1].glob("jobs/*.toml")):
+    paths = sorted(Path(__file__).resolve().parents[1].glob("jobs/*.toml"))
+    assert {p.name for p in paths} >= {"bulk_eval.toml", "nightly_rerank.toml", "demo.toml"}
+    checked = 0
+    for path in paths:
         spec = load_job_spec(path)
         if spec.run:
-            run_options(spec, {})
+            run_options(spec, {}).validate()
+            checked += 1
         if spec.rerank:
-            rerank_options(spec, {})
+            rerank_options(spec, {}).validate()
+            checked += 1
+    assert checked >= 2
 
 
 @pytest.mark.parametrize("text,match", [

@@ -30,11 +30,8 @@ class SparseActor:
 
         self.cache = IndexCache(lambda p: load_index(p, dense=False, graph=False, verify=False), max_indexes)
 
-    def search(self, index_path: str, queries: Sequence[str], k: int):
-        return self.cache.get(index_path).sparse.search(list(queries), k)
-
-    def ping(self) -> bool:
-        return True
+    def search(self, index_path: str, index_sha: str, queries: Sequence[str], k: int):
+        return self.cache.get(index_path, index_sha).sparse.search(list(queries), k)
 
 
 class DenseActor:
@@ -48,12 +45,9 @@ class DenseActor:
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
                                  max_indexes)
 
-    def search(self, index_path: str, texts: Sequence[str], k: int):
-        index = self.cache.get(index_path)
+    def search(self, index_path: str, index_sha: str, texts: Sequence[str], k: int):
+        index = self.cache.get(index_path, index_sha)
         return index.dense.search(index.encode_queries(list(texts)), k)
-
-    def ping(self) -> bool:
-        return True
 
 
 class RerankActor:
@@ -71,11 +65,11 @@ class RerankActor:
 
             self.llm = LLMReranker(LLMConfig.from_dict(llm_config))
 
-    def rerank_embedding(self, index_path: str, cand_lists, queries, top_n: int):
-        from codenib.ops.rerank import EmbeddingRerankParams, embedding_rerank_batch
+    def rerank_embedding(self, index_path: str, index_sha: str, cand_lists, queries, top_n: int):
         from codenib.model.pipelines import rerank_context
+        from codenib.ops.rerank import EmbeddingRerankParams, embedding_rerank_batch
 
-        index = self.cache.get(index_path)
+        index = self.cache.get(index_path, index_sha)
         return embedding_rerank_batch(cand_lists, list(queries), EmbeddingRerankParams(top_n=top_n),
                                       rerank_context(index))
 
@@ -84,31 +78,28 @@ class RerankActor:
             raise CodeNibError("no LLM reranker is configured on this job")
         return self.llm.rerank_many(list(queries), list(cand_lists), list(text_lists))
 
-    def ping(self) -> bool:
-        return True
-
 
 class ActorEngines:
     """`Engines` that route each batched engine call to the actor holding that resource."""
 
-    def __init__(self, index_path: str, sparse, dense, rerank):
-        self.index_path = index_path
+    def __init__(self, index_path: str, index_sha: str, sparse, dense, rerank):
+        self.index = (index_path, index_sha)
         self.sparse, self.dense, self.rerank = sparse, dense, rerank
 
     def sparse_search(self, queries, k):
-        return ray.get(self.sparse.search.remote(self.index_path, list(queries), k))
+        return ray.get(self.sparse.search.remote(*self.index, list(queries), k))
 
     def dense_search(self, texts, k):
-        return ray.get(self.dense.search.remote(self.index_path, list(texts), k))
+        return ray.get(self.dense.search.remote(*self.index, list(texts), k))
 
     def branch_search(self, sparse_queries, sparse_k, dense_texts, dense_k):
         # Both actors work at once: the round costs the slower branch, not the sum.
-        s = self.sparse.search.remote(self.index_path, list(sparse_queries), sparse_k) if sparse_queries else None
-        d = self.dense.search.remote(self.index_path, list(dense_texts), dense_k) if dense_texts else None
+        s = self.sparse.search.remote(*self.index, list(sparse_queries), sparse_k) if sparse_queries else None
+        d = self.dense.search.remote(*self.index, list(dense_texts), dense_k) if dense_texts else None
         return (ray.get(s) if s is not None else None, ray.get(d) if d is not None else None)
 
     def rerank_embedding(self, cand_lists, queries, top_n):
-        return ray.get(self.rerank.rerank_embedding.remote(self.index_path, list(cand_lists), list(queries), top_n))
+        return ray.get(self.rerank.rerank_embedding.remote(*self.index, list(cand_lists), list(queries), top_n))
 
     def rerank_llm(self, queries, cand_lists, text_lists):
         return ray.get(self.rerank.rerank_llm.remote(list(queries), list(cand_lists), list(text_lists)))
@@ -126,17 +117,13 @@ class GraphActor:
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False, verify=False), max_indexes)
 
     def run_shard(self, shard: Shard):
-        if not shard.index_path:
+        if not shard.index_path:  # every query already carries its own error
             return failed_shard(shard, self.options, "index not found")
-        try:
-            index = self.cache.get(shard.index_path)
-        except CodeNibError as exc:
-            return failed_shard(shard, self.options, f"cannot load index: {exc}")
-        engines = ActorEngines(shard.index_path, self.sparse, self.dense, self.rerank)
+        # A load failure raises: the driver retries the shard, and records it as failed
+        # (retried on resume) if it keeps failing.
+        index = self.cache.get(shard.index_path, shard.index_sha)
+        engines = ActorEngines(shard.index_path, shard.index_sha, self.sparse, self.dense, self.rerank)
         return process_shard(shard, index, engines, self.options)
-
-    def ping(self) -> bool:
-        return True
 
 
 def use_all_cores(device: str) -> None:

@@ -3,6 +3,7 @@ loaded indexes, and write results to a resumable Parquet folder."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -81,7 +82,7 @@ class RunOptions:
     def result_fields(self) -> dict[str, Any]:
         """The options that decide the rows written (resume requires them unchanged)."""
         return {k: v for k, v in asdict(self).items()
-                if k in ("budget", "mode", "k", "rerank", "llm", "shard_size", "run_tag")}
+                if k in ("budget", "mode", "k", "rerank", "llm", "shard_size", "run_tag", "device")}
 
 
 @dataclass
@@ -97,6 +98,7 @@ class JobSummary:
     plans: dict[str, int] = field(default_factory=dict)
     errors: int = 0
     seconds: float = 0.0
+    failed_shards: int = 0
 
     def render(self) -> str:
         qps = self.queries / self.seconds if self.seconds > 0 else 0.0
@@ -108,7 +110,8 @@ class JobSummary:
             f"  plans      {plans or '-'}",
             f"  errors     {self.errors}" + ("  (see the `error` column of plans.parquet)" if self.errors else ""),
             f"  time       {self.seconds:.1f}s  ({qps:.1f} queries/s)",
-        ])
+        ] + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
+              "re-run the same command to retry them (no _SUCCESS until then)"] if self.failed_shards else []))
 
 
 Logger = Callable[[str], None]
@@ -121,13 +124,15 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
     query_set = read_query_set(options.queries, options.index, options.index_root)
     for w in query_set.warnings:
         log(f"warning: {w}")
-    shards = query_set.shards(options.shard_size)
-    indexes = _index_metadata(query_set)
-    planned = _planned(query_set, options)
+    query_set, indexes = _check_indexes(query_set, options, log)
+    shards = [dataclasses.replace(s, index_sha=indexes.get(s.index_path, {}).get("manifest_sha256", ""))
+              for s in query_set.shards(options.shard_size)]
+    planned = _planned(query_set, options, indexes)
     run_tag = options.run_tag or f"codenib-{options.mode}-{options.budget}"
     fingerprint = _fingerprint(options, query_set, indexes, run_tag)
     run_id = f"run-{fingerprint[:12]}"
-    metadata = {"run_id": run_id, "codenib_version": __version__, "indexes": indexes,
+    metadata = {"run_id": run_id, "codenib_version": __version__,
+                "indexes": {p: {k: v for k, v in m.items() if k != "capabilities"} for p, m in indexes.items()},
                 "index_paths": {r.index: r.index_path for r in query_set.rows},
                 "job_spec": {**asdict(options), "llm": _public_llm(options.llm)}, "queries": str(options.queries),
                 "query_set_sha256": query_set.digest}
@@ -142,16 +147,20 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
             log(f"resuming {run_id}: {len(done)} of {len(shards)} shards already committed")
         shard_opts = ShardOptions(options.budget, options.mode, options.k, options.rerank, run_tag,
                                   llm_configured=bool(options.llm))
-        _run_on_ray(todo, shard_opts, options, sink, log, planned)
+        try:
+            _run_on_ray(todo, shard_opts, options, sink, log, planned)
+        except BaseException:
+            sink.close()
+            raise
     if not sink.complete:
         sink.finalize()
+    sink.close()
     seconds = time.perf_counter() - t0
     plans = pq.read_table(Path(options.out) / PLANS, columns=["plan", "error", "mode"]).to_pylist()
     counted = [p for p in plans if p["mode"] != "auto" or options.mode != "all"]
-    summary = JobSummary(str(options.out), run_id, len(query_set.rows), len(shards), len(todo), len(done),
-                         dict(Counter(p["plan"] for p in counted)),
-                         sum(1 for p in counted if p["error"]), seconds)
-    return summary
+    return JobSummary(str(options.out), run_id, len(query_set.rows), len(shards), len(todo), len(done),
+                      dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
+                      len(sink.failed_shards))
 
 
 # --- Ray ---------------------------------------------------------------------------------------
@@ -236,8 +245,12 @@ def drive_shards(todo: list, workers: list, submit: Callable[[Any, Any], Any],
                     pending.append(shard)
                     continue
                 log(f"shard {shard.shard_id}: failed after {SHARD_RETRIES} retries; its queries "
-                    f"are recorded as errors: {_first_line(exc)}")
+                    f"are recorded as errors and a re-run retries it: {_first_line(exc)}")
                 results, plans = on_failure(shard, f"shard failed: {_first_line(exc)}")
+                sink.commit(shard.shard_id, results, plans, failed=True)
+                errors += plans.num_rows
+                bar.update(len(shard.rows))
+                continue
             sink.commit(shard.shard_id, results, plans)
             errors += sum(1 for e in plans.column("error").to_pylist() if e)
             bar.update(len(shard.rows))
@@ -285,17 +298,13 @@ def _force_loopback(ray) -> None:
 
 # --- fingerprint and metadata ------------------------------------------------------------------
 
-def _planned(query_set: QuerySet, options: RunOptions) -> Counter:
+def _planned(query_set: QuerySet, options: RunOptions, indexes: dict[str, dict[str, Any]]) -> Counter:
     """The planner's choice for every query (as the actors will make it): which engines the
     job needs, so unneeded actors are not started."""
-    from codenib.artifact import read_manifest
-    from codenib.index.loaded import capabilities_of
     from codenib.model.planner import RetrievalPlanner
     from codenib.ops.transform import query_signals
 
     planner = RetrievalPlanner()
-    caps = {p: capabilities_of(read_manifest(p, verify=True), bool(options.llm))
-            for p in {r.index_path for r in query_set.rows if r.index_path}}
     out: Counter = Counter()
     for row in query_set.rows:
         if row.error or not row.index_path:
@@ -303,25 +312,46 @@ def _planned(query_set: QuerySet, options: RunOptions) -> Counter:
         mode = row.mode or options.mode
         modes = ("sparse", "dense", "hybrid", "graph") if mode == "all" else (mode,)
         for m in modes:
-            plan, _ = planner.plan(query_signals(row.query), row.budget or options.budget, caps[row.index_path],
-                                   m, options.rerank)
+            plan, _ = planner.plan(query_signals(row.query), row.budget or options.budget,
+                                   indexes[row.index_path]["capabilities"], m, options.rerank)
             out[plan.plan] += 1
             out["dense"] += plan.dense_weight > 0
             out["rerank"] += plan.rerank != "none"
     return out
 
 
-def _index_metadata(query_set: QuerySet) -> dict[str, dict[str, Any]]:
-    out = {}
+def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger) -> tuple[QuerySet, dict]:
+    """Verify every index once (checksums), here in the driver, so actors need not.
+
+    An unusable index given with --index is bad input (exit 2); one of many under
+    --index-root turns its queries into error rows while the rest of the job runs.
+    """
+    from codenib.artifact import read_manifest
+    from codenib.errors import IndexFormatError
+    from codenib.index.loaded import capabilities_of
+
+    meta: dict[str, dict[str, Any]] = {}
+    broken: dict[str, str] = {}
     for path in sorted({r.index_path for r in query_set.rows if r.index_path}):
-        manifest_path = Path(path) / "manifest.json"
-        manifest = json.loads(manifest_path.read_text())
-        out[path] = {"manifest_sha256": sha256_file(manifest_path),
-                     "format_version": manifest.get("format_version"),
-                     "codenib_version": manifest.get("codenib_version"),
-                     "source_root_name": manifest.get("source_root_name"),
-                     "git_commit": manifest.get("git_commit")}
-    return out
+        try:
+            manifest = read_manifest(path, verify=True)
+        except IndexFormatError as exc:
+            if options.index is not None:
+                raise
+            broken[path] = str(exc)
+            log(f"warning: {exc}; its queries become error rows")
+            continue
+        meta[path] = {"manifest_sha256": sha256_file(Path(path) / "manifest.json"),
+                      "format_version": manifest.get("format_version"),
+                      "codenib_version": manifest.get("codenib_version"),
+                      "source_root_name": manifest.get("source_root_name"),
+                      "git_commit": manifest.get("git_commit"),
+                      "capabilities": capabilities_of(manifest, bool(options.llm))}
+    if broken:
+        rows = tuple(dataclasses.replace(r, error=f"index unusable: {broken[r.index_path]}")
+                     if r.index_path in broken and r.error is None else r for r in query_set.rows)
+        query_set = dataclasses.replace(query_set, rows=rows)
+    return query_set, meta
 
 
 def _fingerprint(options: RunOptions, query_set: QuerySet, indexes: dict, run_tag: str) -> str:
@@ -332,9 +362,13 @@ def _fingerprint(options: RunOptions, query_set: QuerySet, indexes: dict, run_ta
 
 
 def _public_llm(llm: dict | None) -> dict | None:
+    """The LLM settings as recorded (validated; `LLMConfig` holds no secret: the key comes
+    from the environment)."""
     if not llm:
         return None
-    return {k: v for k, v in llm.items() if "key" not in k.lower() and "token" not in k.lower()}
+    from codenib.ops.llm import LLMConfig
+
+    return LLMConfig.from_dict(llm).to_dict()
 
 
 def _first_line(exc: BaseException) -> str:

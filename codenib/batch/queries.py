@@ -39,6 +39,7 @@ class Shard:
     index: str
     index_path: str
     rows: tuple[QueryRow, ...]
+    index_sha: str = ""    # sha256 of the index's manifest when the job started
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     if (index is None) == (index_root is None):
         raise BadInputError("give exactly one of --index and --index-root",
                             fix="--index DIR for one index, or --index-root DIR with an `index` column")
+    if index is not None and not _resolve_index(str(index), None):
+        raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
+                            fix=f"build it with `codenib index REPO --out {index}`")
     table = _read_table(path)
     names = set(table.column_names)
     missing = [c for c in ("qid", "query") if c not in names]

@@ -121,14 +121,17 @@ def rerank_job(options: RerankOptions, log: Logger | None = None) -> JobSummary:
     done = sink.open()
     todo = [s for s in shards if s.shard_id not in done]
     t0 = time.perf_counter()
-    if todo:
-        _run(todo, options, sink, log)
-    if not sink.complete:
-        sink.finalize()
+    try:
+        if todo:
+            _run(todo, options, sink, log)
+        if not sink.complete:
+            sink.finalize()
+    finally:
+        sink.close()
     plans = pq.read_table(Path(options.out) / PLANS, columns=["plan", "error"]).to_pylist()
     return JobSummary(str(options.out), run_id, len(items), len(shards), len(todo), len(done),
                       dict(Counter(p["plan"] for p in plans)), sum(1 for p in plans if p["error"]),
-                      time.perf_counter() - t0)
+                      time.perf_counter() - t0, len(sink.failed_shards))
 
 
 # --- Ray --------------------------------------------------------------------------------------

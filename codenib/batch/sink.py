@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ RESULTS_FORMAT = "codenib-results"
 MANIFEST = "_manifest.json"
 SUCCESS = "_SUCCESS"
 PLANS = "plans.parquet"
+LOCK = "_LOCK"
 METADATA_KEY = b"codenib"
 
 
@@ -70,19 +72,29 @@ class ParquetSink:
             self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
                               "total_shards": self.total_shards, "shards": {}, **self.metadata}
             self._write_manifest()
+        self._lock()
         (out / "_plans").mkdir(exist_ok=True)
         staging = out / "_staging"
         if staging.exists():
             shutil.rmtree(staging)  # leftovers of an interrupted shard: it was never committed
         staging.mkdir()
-        return {int(k) for k in self._manifest.get("shards", {})}
+        # A shard recorded as failed (infrastructure, not a query's own error) runs again.
+        return {int(k) for k, v in self._manifest.get("shards", {}).items() if not v.get("failed")}
 
     @property
     def complete(self) -> bool:
         return (self.out / SUCCESS).is_file()
 
-    def commit(self, shard_id: int, results: pa.Table, plans: pa.Table) -> None:
-        """Write a shard's result and plan rows, then record it as committed."""
+    @property
+    def failed_shards(self) -> list[int]:
+        return sorted(int(k) for k, v in self._manifest.get("shards", {}).items() if v.get("failed"))
+
+    def commit(self, shard_id: int, results: pa.Table, plans: pa.Table, failed: bool = False) -> None:
+        """Write a shard's result and plan rows, then record it as committed.
+
+        `failed` marks a shard whose queries could not run at all (an actor or index
+        failure after retries): its error rows are kept, and a re-run retries it.
+        """
         name = f"part-{shard_id:05d}.parquet"
         staging = self.out / "_staging"
         meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
@@ -93,7 +105,7 @@ class ParquetSink:
         os.replace(staging / f"plans-{name}", self.out / "_plans" / name)
         os.replace(staging / name, self.out / name)
         self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
-                                                       "queries": plans.num_rows}
+                                                       "queries": plans.num_rows, "failed": failed}
         self._write_manifest()
 
     def finalize(self) -> Path:
@@ -109,14 +121,53 @@ class ParquetSink:
         pq.write_table(plans.replace_schema_metadata(meta), tmp)
         os.replace(tmp, self.out / PLANS)
         shutil.rmtree(self.out / "_staging", ignore_errors=True)
+        if self.failed_shards:
+            return self.out  # no _SUCCESS until a re-run has retried the failed shards
         (self.out / SUCCESS).write_text(json.dumps({"run_id": self.metadata.get("run_id"),
                                                     "shards": len(done)}) + "\n")
         return self.out
+
+    def close(self) -> None:
+        """Release the folder (the lock file); safe to call more than once."""
+        lock = self.out / LOCK
+        try:
+            if json.loads(lock.read_text()).get("pid") == os.getpid():
+                lock.unlink()
+        except (OSError, ValueError):
+            pass
+
+    def _lock(self) -> None:
+        """One writer per folder: a second job would delete the first one's staging files
+        and overwrite its manifest. A lock left by a dead process on this host is taken over."""
+        lock = self.out / LOCK
+        me = {"pid": os.getpid(), "host": socket.gethostname()}
+        try:
+            held = json.loads(lock.read_text())
+        except (OSError, ValueError):
+            held = None
+        if held and held.get("pid") != me["pid"]:
+            if held.get("host") != me["host"] or _alive(held.get("pid")):
+                raise BadInputError(f"another job (pid {held.get('pid')} on {held.get('host')}) is writing to "
+                                    "this results folder", path=str(self.out),
+                                    fix=f"wait for it to finish, or remove {lock} if no job is running")
+        tmp = self.out / (LOCK + ".tmp")
+        tmp.write_text(json.dumps(me))
+        os.replace(tmp, lock)
 
     def _write_manifest(self) -> None:
         tmp = self.out / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True))
         os.replace(tmp, self.out / MANIFEST)
+
+
+def _alive(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, TypeError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_results(out: str | Path) -> pa.Table:

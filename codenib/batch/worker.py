@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
 
 from codenib.batch.queries import QueryRow, Shard
-from codenib.errors import CodeNibError
 from codenib.model.pipelines import QueryResult, RetrieveRerankPipeline
 from codenib.model.planner import MODE_PLANS
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
@@ -35,19 +35,35 @@ class ShardOptions:
 
 
 class IndexCache:
-    """A bounded LRU of loaded indexes (or index parts), keyed by folder."""
+    """A bounded LRU of loaded indexes (or index parts), keyed by folder and manifest sha256.
+
+    Every actor of a job must see the same index: sparse and dense actors return row
+    numbers that the graph actor turns into node ids. Asking for the sha the driver
+    recorded makes an index rebuilt mid-job (or a different copy on another node) an
+    error instead of silently wrong ids.
+    """
 
     def __init__(self, loader: Callable[[str], Any], max_items: int = 4):
         self.loader = loader
         self.max_items = max(1, max_items)
-        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
-    def get(self, path: str):
-        if path in self._items:
-            self._items.move_to_end(path)
-            return self._items[path]
+    def get(self, path: str, sha: str = ""):
+        key = (path, sha)
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        if sha:
+            from codenib.artifact import MANIFEST, sha256_file
+            from codenib.errors import IndexFormatError
+
+            found = sha256_file(Path(path) / MANIFEST)
+            if found != sha:
+                raise IndexFormatError("the index changed since the job started (manifest sha256 "
+                                       f"{found[:12]}, expected {sha[:12]})", path=path,
+                                       fix="re-run the job on an index that stays put, or pass a new --out")
         item = self.loader(path)
-        self._items[path] = item
+        self._items[key] = item
         while len(self._items) > self.max_items:
             self._items.popitem(last=False)
         return item
@@ -73,8 +89,14 @@ def process_shard(shard: Shard, index, engines, options: ShardOptions, llm=None)
             by_mode = {m: _pipeline(index, engines, m, budget, options, llm).run(texts, options.k) for m in ALL_MODES}
             auto_pipe = _pipeline(index, engines, "auto", budget, options, llm)
             for j, row in enumerate(rows):
+                written: set[str] = set()
                 for m in ALL_MODES:
                     res = by_mode[m][j]
+                    # A mode that degraded to a plan already written (no dense vectors, a
+                    # budget without graph) would repeat that plan's ranking: rows are per plan.
+                    if res.plan in written:
+                        continue
+                    written.add(res.plan)
                     _result_rows(results_cols, row, res, options)
                     _plan_row(plans_cols, row, res, options, res.error, m)
                 chosen, trace = _auto_choice(auto_pipe, row.query, budget)

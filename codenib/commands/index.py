@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}", fix="pass --batch-size 32")
+    if args.max_seq_length is not None and args.max_seq_length < 1:
+        raise BadInputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}",
+                            fix="leave it out to use the model's own limit")
     options = BuildOptions(
         model=args.model,
         dense=not args.no_dense,

@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     summary = rerank_job(rerank_options(spec, overrides))
     print(summary.render(), file=sys.stderr)
     print(summary.out)
+    if summary.failed_shards:
+        return 1
     return 0
 
 

@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     summary = run_job(run_options(spec, overrides))
     print(summary.render(), file=sys.stderr)
     print(summary.out)
+    if summary.failed_shards:
+        return 1
     if spec and spec.eval:
         _evaluate(spec, summary.out)
     return 0

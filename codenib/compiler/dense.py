@@ -14,7 +14,7 @@ from codenib import artifact
 from codenib.compiler.embed import Encoder, ModelSpec
 from codenib.errors import BadInputError
 from codenib.tokens import split_identifier
-from codenib.types import Node
+from codenib.types import Node, plain_qualname
 
 ANN_KINDS = ("flat", "hnsw")
 #: HNSW graph degree: 32 is faiss's usual recall/memory balance for 384-d vectors.
@@ -78,12 +78,8 @@ def name_text(node: Node) -> str:
     """
     if node.kind == "file":
         return node.file
-    words = " ".join(p.lower() for p in split_identifier(_plain_qualname(node.qualname).replace(".", "_")))
+    words = " ".join(p.lower() for p in split_identifier(plain_qualname(node.qualname).replace(".", "_")))
     return f"{words} {node.signature}".strip()
-
-
-def _plain_qualname(qualname: str) -> str:
-    return ".".join(part.split("#")[0] for part in qualname.split("."))
 
 
 def _encode_field(encoder: Encoder, fingerprint: str, texts: Sequence[str], old: dict[str, np.ndarray],

@@ -149,11 +149,12 @@ def model_path(name: str) -> str:
     return name
 
 
-_MODEL_CACHE: dict[tuple[str, str], Any] = {}
+_MODEL_CACHE: dict[tuple[str, str, int | None], Any] = {}
 
 
 def _load(spec: ModelSpec, device: str):
-    key = (spec.name, device)
+    # Truncation is set on the model object, so indexes that differ in it need their own.
+    key = (spec.name, device, spec.max_seq_length)
     if key in _MODEL_CACHE:
         return _MODEL_CACHE[key]
     try:

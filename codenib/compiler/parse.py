@@ -10,7 +10,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from codenib.compiler.walk import SourceFile
-from codenib.types import Node, make_node_id
+from codenib.types import Node, make_node_id, plain_qualname, source_lines
 
 #: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
 MAX_TEXT_CHARS = 16_000
@@ -49,7 +49,7 @@ class ParsedFile:
 def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
     """Parse the bytes of one file into nodes; errors become the file node's `parse_error`."""
     text, error = _decode(raw)
-    lines = text.splitlines()
+    lines = source_lines(text)
     tree = None
     if error is None:
         try:
@@ -119,7 +119,7 @@ def _collect(parsed: ParsedFile, tree: ast.Module, lines: list[str]) -> None:
     def visit(node: ast.AST, parent: Definition | None) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, _DEF_TYPES):
-                plain_parent = _plain(parent.qualname) if parent else ""
+                plain_parent = plain_qualname(parent.qualname) if parent else ""
                 qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
                 seen[qual] = seen.get(qual, 0) + 1
                 unique = qual if seen[qual] == 1 else f"{qual}#{seen[qual]}"
@@ -139,11 +139,6 @@ def _collect(parsed: ParsedFile, tree: ast.Module, lines: list[str]) -> None:
     visit(tree, None)
 
 
-def _plain(qualname: str) -> str:
-    """Qualified name without `#N` suffixes: nested ids continue the plain dotted path."""
-    return ".".join(part.split("#")[0] for part in qualname.split("."))
-
-
 def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
     tree = d.tree
     start = min([tree.lineno] + [dec.lineno for dec in tree.decorator_list])
@@ -155,7 +150,7 @@ def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
         body = _class_outline(tree, lines)
     else:
         body = segment
-    header = f"{rel_path} {_plain(d.qualname)}"
+    header = f"{rel_path} {plain_qualname(d.qualname)}"
     return Node(
         node_id=d.node_id,
         kind=d.kind,

@@ -69,12 +69,24 @@ def walk_repository(root: str | os.PathLike) -> tuple[list[SourceFile], list[Ski
             path = here / name
             rel = (rel_dir / name).as_posix()
             reason = _skip_file(path, root_real)
+            if reason is None and not _utf8(rel):
+                # Node ids are UTF-8 strings in Parquet; an undecodable name cannot be one.
+                rel, reason = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), \
+                    "file name is not valid UTF-8"
             if reason:
                 skipped.append(SkippedFile(rel, reason))
             else:
                 files.append(SourceFile(rel, path))
     files.sort(key=lambda f: f.rel_path)
     return files, skipped
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _skip_dir(path: Path, name: str, top: bool) -> bool:

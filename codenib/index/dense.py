@@ -21,6 +21,8 @@ QUERY_BLOCK = 128
 #: faiss runs a slow non-BLAS scan when queries x dim < its distance_compute_blas_threshold
 #: (128,000) and allocates a 4096 x 1024 buffer per call, so it gets whole batches instead.
 UNBLOCKED_BACKENDS = ("faiss", "hnsw")
+#: Extra candidates torch.topk returns so that ties at the cut can be ordered by row.
+TORCH_TIE_MARGIN = 64
 #: Blocks per row per result in the numpy top-k prefilter: more blocks, fewer candidates.
 TOP_K_BLOCKS_PER_K = 4
 
@@ -89,11 +91,12 @@ class DenseIndex:
         if backend != "auto":
             if backend == "hnsw" and self.hnsw is None:
                 raise BadInputError("the hnsw backend needs an index built with --ann hnsw",
-                                    fix="rebuild with `codenib index ... --ann hnsw` or use --dense-backend numpy")
+                                    fix="rebuild with `codenib index ... --ann hnsw`, or use the numpy backend")
             return backend
         if device == "cuda":
             return "torch"
-        return "numpy"
+        # An index built with --ann hnsw asked for approximate search on large corpora.
+        return "hnsw" if self.hnsw is not None else "numpy"
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and inner-product scores per query vector (ties: lower row first)."""
@@ -148,8 +151,17 @@ class DenseIndex:
             dev = "cuda" if torch.cuda.is_available() else "cpu"
             self._torch = torch.from_numpy(self.matrix).to(dev)
         t = torch.from_numpy(q).to(self._torch.device)
-        scores, rows = torch.topk((t @ self._torch.T)[:valid], k, dim=1)
-        return _sort_rows(rows.cpu().numpy().astype(np.int64), scores.cpu().numpy())
+        sims = (t @ self._torch.T)[:valid]
+        n = sims.shape[1]
+        # torch.topk breaks ties arbitrarily: fetch a margin, order it by (score, row), and
+        # redo on the CPU the rare rows whose tie runs past the margin.
+        fetch = min(n, k + TORCH_TIE_MARGIN)
+        scores, rows = torch.topk(sims, fetch, dim=1)
+        rows, scores = _sort_rows(rows.cpu().numpy().astype(np.int64), scores.cpu().numpy())
+        if fetch < n:
+            for i in np.nonzero(scores[:, k - 1] == scores[:, fetch - 1])[0]:
+                rows[i, :k], scores[i, :k] = (a[0] for a in _top_k(sims[i:i + 1].cpu().numpy(), k))
+        return rows[:, :k], scores[:, :k]
 
     def _hnsw_search(self, q: np.ndarray, k: int):
         scores, rows = self.hnsw.search(q, k)

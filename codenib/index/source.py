@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 from codenib.errors import BadInputError
+from codenib.types import source_lines
 
 #: Files kept in memory per reader: spans of one query usually share a handful of files.
 CACHE_FILES = 256
@@ -37,7 +38,7 @@ class SourceReader:
         lines = None
         if path.is_relative_to(self.root) and path.is_file():
             try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+                lines = source_lines(path.read_text(encoding="utf-8", errors="replace"), keepends=True)
             except OSError:
                 lines = None
         with self._lock:

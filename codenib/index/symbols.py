@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from codenib.compiler.resolve import module_name_for, package_dirs_of
+from codenib.types import plain_qualname
 
-_SUFFIX = re.compile(r"#\d+$")
-_SEGMENT_SUFFIX = re.compile(r"#\d+(?=\.|$)")
 
 #: Match levels, most specific first: a look-up returns every row of the best level that hits.
 LEVELS = ("path", "module_qualname", "qualname", "qualname_suffix", "name", "name_nocase")
@@ -46,7 +44,7 @@ class SymbolIndex:
                 if module:
                     self.by_module_qual.setdefault(module, []).append(row)
                 continue
-            plain = _SEGMENT_SUFFIX.sub("", q)
+            plain = plain_qualname(q)
             self.by_qual.setdefault(plain, []).append(row)
             if module:
                 self.by_module_qual.setdefault(f"{module}.{plain}", []).append(row)
@@ -88,7 +86,7 @@ class SymbolIndex:
         s = symbol.strip().strip("`'\"").removesuffix("()").strip()
         if not s:
             return []
-        s = _SUFFIX.sub("", s)
+        s = plain_qualname(s)
         if "." in s or "/" in s:
             tables = (
                 ("path", self.by_path, s.lstrip("./")),

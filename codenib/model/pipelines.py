@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 import numpy as np
-import numpy as np
 
 from codenib.errors import BadInputError, CodeNibError
 from codenib.index.loaded import LoadedIndex
@@ -149,7 +148,6 @@ class RetrieveRerankPipeline:
 
     def run(self, queries: Sequence[str], k: int | None = None) -> list[QueryResult]:
         """Retrieve for a batch of queries; a failing query becomes an error result."""
-        t_start = time.perf_counter()
         n = len(queries)
         k_out = k or BUDGETS[self.budget].k
         signals: list[QuerySignals | None] = [None] * n
@@ -200,7 +198,6 @@ class RetrieveRerankPipeline:
         if out:
             self.last_selected_plan = out[-1].plan
             self.last_planner_trace = out[-1].trace
-        self.last_batch_ms = (time.perf_counter() - t_start) * 1000
         return out
 
     def search(self, query: str, k: int | None = None) -> QueryResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
@@ -55,15 +55,10 @@ class RetrieveDefaults:
 
 @dataclass(frozen=True)
 class RetrieveContext:
-    """Resources an op may read: the loaded index (nodes, sparse, dense, graph) and defaults.
-
-    `repo_root` is where span content may be read from (`ops.expand.load_span_content`);
-    None means only the indexed text stored in the index is available.
-    """
+    """Resources an op may read: the loaded index (nodes, sparse, dense, graph) and defaults."""
 
     index: "LoadedIndex"
     defaults: RetrieveDefaults = field(default_factory=RetrieveDefaults)
-    repo_root: str | None = None
 
     def node(self, row: int, score: float, source: str) -> QueriedNode:
         """The candidate for nodes row `row`."""
@@ -219,11 +214,3 @@ def _weights(runs: Sequence, weights: Sequence[float] | None) -> list[float]:
     if any(w < 0 for w in weights):
         raise BadInputError(f"negative fusion weight in {list(weights)}", fix="use weights >= 0")
     return [float(w) for w in weights]
-
-
-def mapping_scores(cands: Sequence[QueriedNode]) -> Mapping[str, float]:
-    """node id -> score of a candidate list (first copy wins)."""
-    out: dict[str, float] = {}
-    for c in cands:
-        out.setdefault(c.node_id, c.score)
-    return out

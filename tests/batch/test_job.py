@@ -196,3 +196,15 @@ def test_mode_all_writes_every_plan_and_the_auto_choice(ray_session, queries_pat
     results = read_results(out).to_pylist()
     assert {r["plan"] for r in results if r["qid"] == "q2"} == {"fast_lexical", "semantic", "hybrid_fusion",
                                                                  "structural_graph"}
+
+
+def test_mode_all_writes_each_plan_once_when_modes_degrade(ray_session, queries_path, sparse_only_index_dir,
+                                                           tmp_path):
+    out = tmp_path / "degraded"
+    run_job(RunOptions(queries=str(queries_path), index=str(sparse_only_index_dir), out=str(out), mode="all",
+                       budget="fast", progress=False), log=lambda m: None)
+    rows = read_results(out).to_pylist()
+    keys = [(r["qid"], r["plan"], r["rank"]) for r in rows]
+    assert len(keys) == len(set(keys))  # no (qid, plan, rank) twice
+    # Without dense vectors and at budget fast every mode runs as fast_lexical.
+    assert {r["plan"] for r in rows} == {"fast_lexical"}

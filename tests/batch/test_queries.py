@@ -64,6 +64,8 @@ def test_cli_bad_inputs_exit_2_naming_file_and_fix(tmp_path, sparse_only_index_d
                  "--out", str(out)]) == 2
     assert "does not exist" in capsys.readouterr().err
     good = write_queries(tmp_path / "q.parquet", QUERIES)
+    assert main(["run", "--queries", str(good), "--index", str(tmp_path / "typo"), "--out", str(out)]) == 2
+    assert "holds no manifest.json" in capsys.readouterr().err
     assert main(["run", "--queries", str(good), "--out", str(out)]) == 2
     assert "exactly one of --index and --index-root" in capsys.readouterr().err
     assert main(["run", "--queries", str(good), "--index", str(sparse_only_index_dir), "--out", str(out),

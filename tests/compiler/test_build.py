@@ -1,7 +1,6 @@
 """`codenib index`: artifacts, atomicity, bad input and the closing summary."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

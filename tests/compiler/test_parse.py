@@ -114,6 +114,13 @@ def test_nul_byte_is_a_parse_error():
     assert len(parsed.nodes) == 1
 
 
+def test_form_feeds_and_unicode_separators_do_not_shift_spans():
+    src = "x = 1\n# page\x0c break\ns = 'a\u2028b'\ndef f():\n    return 2\n"
+    node = {n.node_id: n for n in parse_source("a.py", src.encode()).nodes}["a.py::f"]
+    assert (node.start_line, node.end_line) == (4, 5)
+    assert node.text == "a.py f\ndef f():\n    return 2"
+
+
 def test_empty_file_is_one_line_file_node():
     parsed = parse_source("pkg/__init__.py", b"")
     assert [(n.node_id, n.start_line, n.end_line) for n in parsed.nodes] == [("pkg/__init__.py", 1, 1)]

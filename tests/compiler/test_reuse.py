@@ -21,7 +21,7 @@ def test_reuse_equals_a_full_build(fixture_repo, fixture_index_dir, tmp_path):
     logs: list[str] = []
     reused = build_index(repo2, tmp_path / "reused", BuildOptions(progress=False, device="cpu",
                                                                   reuse=fixture_index_dir), log=logs.append)
-    full = build_index(repo2, tmp_path / "full", OPTS)
+    build_index(repo2, tmp_path / "full", OPTS)
 
     # Changed: slugify (its body), the util.py file node (its text holds the def signatures
     # only, so unchanged), and the new file and function.

@@ -1,7 +1,5 @@
 """Dense search equals brute force; bad artifacts and models are named."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -30,10 +28,15 @@ def test_search_equals_brute_force(backend):
         np.testing.assert_allclose(scores[i], brute[i][expected], rtol=1e-5, atol=1e-6)
 
 
-def test_ties_break_by_row():
-    vecs = np.array([[1, 0], [1, 0], [0, 1]], dtype=np.float32)
-    rows, _ = DenseIndex(vecs).search(np.array([[1, 0]], dtype=np.float32), k=3)
-    assert rows[0].tolist() == [0, 1, 2]
+@pytest.mark.parametrize("backend", ["numpy", "faiss", "torch"])
+def test_ties_at_the_cut_break_by_row(backend):
+    vecs = np.zeros((300, 4), dtype=np.float32)
+    vecs[:, 0] = 1.0                     # 300 identical vectors: every score ties
+    vecs[7] = [0.0, 1.0, 0.0, 0.0]       # one that scores lower
+    rows, scores = DenseIndex(vecs, backend=backend).search(np.array([[1, 0, 0, 0]], dtype=np.float32), k=5)
+    assert rows[0].tolist() == [0, 1, 2, 3, 4]
+    rows, _ = DenseIndex(vecs, backend=backend).search(np.array([[1, 0, 0, 0]], dtype=np.float32), k=300)
+    assert rows[0].tolist()[-1] == 7 and rows[0].tolist()[:8] == [0, 1, 2, 3, 4, 5, 6, 8]
 
 
 def test_default_model_loads_offline(monkeypatch):

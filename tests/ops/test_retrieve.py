@@ -1,7 +1,5 @@
 """Normalization, dedup and weighted RRF (node and file level)."""
 
-import random
-
 from hypothesis import given, settings, strategies as st
 from ranx import Run, fuse
 
