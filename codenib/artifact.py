@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from codenib import __version__
-from codenib.errors import BadInputError, IndexFormatError
+from codenib.errors import BadInputError, CodeNibError, IndexFormatError
 from codenib.types import FORMAT_VERSION
 
 MANIFEST = "manifest.json"
@@ -145,13 +145,22 @@ def atomic_index_dir(out: str | os.PathLike) -> Iterator[Path]:
     check_output_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_staging(out)
+    with atomic_dir(out, MANIFEST) as staging:
+        yield staging
+
+
+@contextlib.contextmanager
+def atomic_dir(out: str | os.PathLike, last_file: str) -> Iterator[Path]:
+    """Yield a staging folder beside `out`; when the block succeeds and `last_file` (written
+    last) exists in it, it replaces `out` by renames; on any failure it is removed."""
+    out = Path(out).absolute()
+    out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
     try:
         yield staging
-        if not (staging / MANIFEST).is_file():
-            raise IndexFormatError("internal: the build finished without writing a manifest",
-                                   path=str(staging))
+        if not (staging / last_file).is_file():
+            raise CodeNibError(f"internal: the folder was finished without {last_file}", path=str(staging))
         old = None
         if out.exists():
             old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"

@@ -27,3 +27,26 @@ def read_config_file(path: str | Path, section: str | None = None) -> dict[str, 
     if section is not None and isinstance(data.get(section), dict):
         return data[section]
     return data
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """One JSON object per line (blank lines skipped); a bad line names its number."""
+    path = Path(path)
+    rows: list[dict[str, Any]] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise BadInputError(f"line {n} is not valid JSON: {exc}", path=str(path),
+                                        fix="write one JSON object per line") from None
+                if not isinstance(row, dict):
+                    raise BadInputError(f"line {n} is not a JSON object", path=str(path),
+                                        fix='write one object per line, like {"qid": "q1", "query": "..."}')
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"not UTF-8 text: {exc}", path=str(path), fix="save the file as UTF-8") from None
+    return rows

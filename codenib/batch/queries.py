@@ -6,13 +6,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.errors import BadInputError
 from codenib.model.planner import BUDGETS, MODES
+from codenib.specs import read_jsonl
 
 #: Row numbers listed in an error message before "and N more".
 MAX_LISTED = 10
@@ -158,20 +158,7 @@ def _read_table(path: Path) -> pa.Table:
 
 
 def _read_jsonl(path: Path) -> pa.Table:
-    records: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise BadInputError(f"line {n} is not valid JSON: {exc}", path=str(path),
-                                    fix="write one JSON object per line") from exc
-            if not isinstance(rec, dict):
-                raise BadInputError(f"line {n} is not a JSON object", path=str(path),
-                                    fix='write objects like {"qid": "q1", "query": "..."}')
-            records.append(rec)
+    records = read_jsonl(path)
     if not records:
         raise BadInputError("the query set is empty", path=str(path), fix="add at least one query")
     keys = sorted({k for r in records for k in r})

@@ -75,17 +75,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show_examples(results_dir: Path) -> None:
-    import json
-
     import pyarrow.parquet as pq
 
     from codenib.batch.sink import read_results
+    from codenib.specs import read_jsonl
 
-    queries = {}
-    for line in data_file("demo_queries.jsonl").read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            queries[rec["qid"]] = rec["query"]
+    queries = {rec["qid"]: rec["query"] for rec in read_jsonl(data_file("demo_queries.jsonl"))}
     plans = {p["qid"]: p["plan"] for p in pq.read_table(results_dir / "plans.parquet").to_pylist()}
     top: dict[str, list[str]] = {}
     for r in read_results(results_dir).to_pylist():

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.errors import BadInputError
+from codenib.specs import read_jsonl
 from codenib.types import file_of
 
 Warn = Callable[[str], None]
@@ -241,7 +242,7 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
         raise BadInputError("no such query set", path=str(p),
                             fix="pass the --queries file of `codenib run` (Parquet or JSONL)")
     if p.suffix in (".jsonl", ".json"):
-        rows = _read_jsonl(p)
+        rows = read_jsonl(p)
         table = pa.Table.from_pylist(rows) if rows else pa.table({"qid": pa.array([], pa.string())})
     else:
         table = _read_parquet(p, "query set")
@@ -510,24 +511,6 @@ def _string_column(table: pa.Table, name: str, path: Path, what: str) -> list[st
                             path=str(path), fix=f"give every row a {name}")
     # Numeric qids are common in TREC-style files; compare them as strings like the results do.
     return [str(v) for v in col.to_pylist()]
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise BadInputError(f"{path}, line {n}: not JSON ({exc})", path=str(path),
-                                    fix="write one JSON object per line") from None
-            if not isinstance(row, dict):
-                raise BadInputError(f"{path}, line {n}: not a JSON object", path=str(path),
-                                    fix="write one JSON object per line")
-            rows.append(row)
-    return rows
 
 
 def _read_trec_qrels(path: Path) -> JudgedQrels:

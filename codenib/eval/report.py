@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import sys
-import uuid
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from codenib.artifact import atomic_dir
 from codenib.errors import BadInputError
 from codenib.eval import metrics
 from codenib.eval.io import JudgedQrels, QuerySet, Results, Warn, chosen_plans
@@ -239,24 +238,11 @@ def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool 
     """Write metrics.json, per_query.parquet, report.md and PNG plots into `out` (atomically)."""
     out = Path(out).absolute()
     _check_report_dir(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
-    try:
+    with atomic_dir(out, "report.md") as staging:
         figures = _write_plots(evaluation, staging) if plots else []
         (staging / "metrics.json").write_text(json.dumps(_jsonable(evaluation.summary), indent=2) + "\n")
         _write_per_query(evaluation, staging / "per_query.parquet")
         (staging / "report.md").write_text(render_markdown(evaluation, figures))
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(out, old)
-        os.replace(staging, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out
 
 

@@ -5,16 +5,15 @@ cache, so a new process (a Ray actor, a CLI call) loads it in well under a secon
 
 Unlike bm25s's own top-k heap, which evicts an arbitrary member of a tie group, this one
 orders hits by (score descending, row ascending), so the k kept rows are exactly the
-contract's, with no extra candidates and no re-sort in Python.
+contract's, with no extra candidates and no re-sort in Python. It also visits only the
+documents a query's terms touch, with per-thread scratch arrays, instead of clearing and
+scanning a corpus-sized score array per query.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
-
-#: Rows per block of the block-maximum prefilter: two AVX-512 registers of float32.
-BLOCK = 32
+from numba import get_thread_id, njit, prange
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -40,78 +39,91 @@ def _sift_down(hs, hr, pos, n):
     hs[pos], hr[pos] = s, r
 
 
-@njit(nogil=True, cache=True, fastmath=True)
-def _block_maxima(scores, nb):
-    """Maximum of each BLOCK-row block (scores are >= 0 and never NaN, so fastmath is exact)."""
-    out = np.empty(nb, np.float32)
-    for b in range(nb):
-        m = np.float32(0.0)
-        base = b * BLOCK
-        for j in range(BLOCK):
-            x = scores[base + j]
-            m = x if x > m else m
-        out[b] = m
-    return out
-
-
 @njit(nogil=True, cache=True)
-def _one_query(terms, k, data, indptr, indices, num_docs, out_rows, out_scores):
-    """Top-k rows of one query into out_rows / out_scores, best first; zero scores are left out."""
-    nb = (num_docs + BLOCK - 1) // BLOCK
-    scores = np.zeros(nb * BLOCK, np.float32)  # padded so that every block is full
+def _one_query_touched(terms, k, data, indptr, indices, acc, mark, out_rows, out_scores):
+    """Top-k of one query over the documents its terms touch only.
+
+    `acc` and `mark` are this thread's scratch arrays (all zero / False on entry and on
+    return), so the cost is the query's postings, not the corpus size.
+    """
+    total = 0
+    for t in terms:
+        total += indptr[t + 1] - indptr[t]
+    touched = np.empty(total, np.int64)
+    n_touched = 0
     for t in terms:  # the same summation order as bm25s: identical float32 scores
         for j in range(indptr[t], indptr[t + 1]):
-            scores[indices[j]] += data[j]
-    bmax = _block_maxima(scores, nb)
-    live = 0
-    for b in range(nb):
-        if bmax[b] > 0:
-            live += 1
-    # k blocks reach their k-th largest maximum, so every top-k hit scores at least that.
+            d = indices[j]
+            if not mark[d]:
+                mark[d] = True
+                touched[n_touched] = d
+                n_touched += 1
+            acc[d] += data[j]
+    # The k-th largest score is a floor: only hits at or above it (k plus ties) enter the heap.
     floor = np.float32(0.0)
-    if live > k:
-        floor = np.partition(bmax, nb - k)[nb - k]
+    if n_touched > k:
+        vals = np.empty(n_touched, np.float32)
+        for i in range(n_touched):
+            vals[i] = acc[touched[i]]
+        floor = np.partition(vals, n_touched - k)[n_touched - k]
     hs = np.empty(k, np.float32)
     hr = np.empty(k, np.int64)
     n = 0
-    # Rows arrive in ascending order, so an equal score never displaces a kept row, and the
-    # root (lowest score, highest row among equals) is the right one to evict.
-    for b in range(nb):
-        if bmax[b] <= 0 or bmax[b] < floor:
+    for i in range(n_touched):
+        d = touched[i]
+        s = acc[d]
+        acc[d] = 0.0
+        mark[d] = False
+        if s <= 0 or s < floor:
             continue
-        for d in range(b * BLOCK, b * BLOCK + BLOCK):
-            s = scores[d]
-            if s <= 0 or s < floor:
-                continue
-            if n < k:
-                pos = n
-                n += 1
-                while pos > 0:
-                    parent = (pos - 1) // 2
-                    if not _worse(s, d, hs[parent], hr[parent]):
-                        break
-                    hs[pos], hr[pos] = hs[parent], hr[parent]
-                    pos = parent
-                hs[pos], hr[pos] = s, d
-            elif s > hs[0]:
-                hs[0], hr[0] = s, d
-                _sift_down(hs, hr, 0, n)
+        if n < k:
+            pos = n
+            n += 1
+            while pos > 0:
+                parent = (pos - 1) // 2
+                if not _worse(s, d, hs[parent], hr[parent]):
+                    break
+                hs[pos], hr[pos] = hs[parent], hr[parent]
+                pos = parent
+            hs[pos], hr[pos] = s, d
+        elif _worse(hs[0], hr[0], s, d):  # arrival order is arbitrary: compare rows too
+            hs[0], hr[0] = s, d
+            _sift_down(hs, hr, 0, n)
     for m in range(n - 1, -1, -1):  # pop the worst into the last free slot: best first
         out_scores[m], out_rows[m] = hs[0], hr[0]
         hs[0], hr[0] = hs[m], hr[m]
         _sift_down(hs, hr, 0, m)
 
 
-def _topk(flat, pointers, k, data, indptr, indices, num_docs):
+def _topk_threads(flat, pointers, k, data, indptr, indices, num_docs, threads):
     nq = len(pointers) - 1
     rows = np.full((nq, k), -1, np.int64)
     scores = np.zeros((nq, k), np.float32)
+    # One scratch pair per thread, reused across its queries: no per-query allocation or
+    # clearing of corpus-sized arrays.
+    acc = np.zeros((threads, num_docs), np.float32)
+    mark = np.zeros((threads, num_docs), np.bool_)
     for q in prange(nq):
-        _one_query(flat[pointers[q]:pointers[q + 1]], k, data, indptr, indices, num_docs, rows[q], scores[q])
+        t = get_thread_id()
+        _one_query_touched(flat[pointers[q]:pointers[q + 1]], k, data, indptr, indices, acc[t], mark[t],
+                           rows[q], scores[q])
     return rows, scores
 
 
-#: Batch top-k: (flat term ids, per-query pointers, k, CSC data/indptr/indices, num_docs)
-#: -> (rows int64 [nq, k], scores float32 [nq, k]); -1 / 0 pad queries with fewer hits.
-topk_parallel = njit(parallel=True, cache=True)(_topk)
-topk_serial = njit(nogil=True, cache=True)(_topk)
+def _topk_one_thread(flat, pointers, k, data, indptr, indices, num_docs, threads):
+    nq = len(pointers) - 1
+    rows = np.full((nq, k), -1, np.int64)
+    scores = np.zeros((nq, k), np.float32)
+    acc = np.zeros(num_docs, np.float32)
+    mark = np.zeros(num_docs, np.bool_)
+    for q in range(nq):
+        _one_query_touched(flat[pointers[q]:pointers[q + 1]], k, data, indptr, indices, acc, mark,
+                           rows[q], scores[q])
+    return rows, scores
+
+
+#: Batch top-k: (flat term ids, per-query pointers, k, CSC data/indptr/indices, num_docs,
+#: threads = numba's thread count) -> (rows int64 [nq, k], scores float32 [nq, k]); -1 / 0
+#: pad queries with fewer hits. The parallel kernel indexes its scratch by numba's thread id.
+topk_parallel = njit(parallel=True, cache=True)(_topk_threads)
+topk_serial = njit(nogil=True, cache=True)(_topk_one_thread)

@@ -15,14 +15,15 @@ from codenib.errors import BadInputError, IndexFormatError
 BACKENDS = ("auto", "numpy", "faiss", "torch", "hnsw")
 #: Query rows scored per matrix product (padded to exactly this many): bounds the score
 #: matrix's memory and fixes the BLAS shape, so results do not depend on batch composition.
-#: Each product streams the whole node matrix, so a block costs about the same at 32 rows as
-#: at 128 (0.18 vs 0.22 s at 39,380 x 768 on 2 cores): 128 triples throughput at ~equal latency.
-QUERY_BLOCK = 128
+#: Each product streams the whole node matrix, so bigger blocks raise throughput (at 39,380
+#: x 768 on 2 cores faiss reached ~0.83x of raw faiss at 128 rows, ~0.9x at 256, ~0.94x at
+#: 512) while a lone query pays for the whole block (~0.2 s at 256): 256 balances the two.
+QUERY_BLOCK = 256
 #: faiss runs a slow non-BLAS scan when queries x dim < its distance_compute_blas_threshold
 #: (128,000) and allocates a 4096 x 1024 buffer per call, so it gets whole batches instead.
-UNBLOCKED_BACKENDS = ("faiss", "hnsw")
-#: Extra candidates torch.topk returns so that ties at the cut can be ordered by row.
-TORCH_TIE_MARGIN = 64
+UNBLOCKED_BACKENDS = ("hnsw",)
+#: Extra candidates torch and faiss return so that ties at the cut can be ordered by row.
+TIE_MARGIN = 64
 #: Blocks per row per result in the numpy top-k prefilter: more blocks, fewer candidates.
 TOP_K_BLOCKS_PER_K = 4
 
@@ -96,7 +97,9 @@ class DenseIndex:
         if device == "cuda":
             return "torch"
         # An index built with --ann hnsw asked for approximate search on large corpora.
-        return "hnsw" if self.hnsw is not None else "numpy"
+        # Otherwise faiss: its BLAS and top-k beat numpy's matrix product on the CPU
+        # (scripts/bench_index.py), and with fixed blocks its results are as reproducible.
+        return "hnsw" if self.hnsw is not None else "faiss"
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and inner-product scores per query vector (ties: lower row first)."""
@@ -132,17 +135,23 @@ class DenseIndex:
         # top-k of the real rows only: a zero padding row ties everywhere
         return _top_k((q @ self.matrix.T)[:valid], k)
 
-    def _faiss_search(self, q: np.ndarray, k: int):
+    def _faiss_search(self, q: np.ndarray, k: int, valid: int):
         if self._faiss is None:
             import faiss
 
+            # Always the BLAS path: faiss otherwise switches to a scalar scan for small
+            # batches (queries x dim below this threshold), so results would depend on the block.
+            faiss.cvar.distance_compute_blas_threshold = 0
             index = faiss.IndexFlatIP(self.matrix.shape[1])
             index.add(self.matrix)
             if _faiss_has_gpu(faiss):
                 index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
             self._faiss = index
-        scores, rows = self._faiss.search(q, k)
-        return _sort_rows(rows.astype(np.int64), scores)
+        n = self.matrix.shape[0]
+        fetch = min(n, k + TIE_MARGIN)
+        scores, rows = self._faiss.search(q, fetch)
+        rows, scores = _sort_rows(rows[:valid].astype(np.int64), scores[:valid])
+        return _cut_ties(rows, scores, k, fetch < n, lambda i: q[i:i + 1] @ self.matrix.T)
 
     def _torch_search(self, q: np.ndarray, k: int, valid: int):
         import torch
@@ -155,17 +164,25 @@ class DenseIndex:
         n = sims.shape[1]
         # torch.topk breaks ties arbitrarily: fetch a margin, order it by (score, row), and
         # redo on the CPU the rare rows whose tie runs past the margin.
-        fetch = min(n, k + TORCH_TIE_MARGIN)
+        fetch = min(n, k + TIE_MARGIN)
         scores, rows = torch.topk(sims, fetch, dim=1)
         rows, scores = _sort_rows(rows.cpu().numpy().astype(np.int64), scores.cpu().numpy())
-        if fetch < n:
-            for i in np.nonzero(scores[:, k - 1] == scores[:, fetch - 1])[0]:
-                rows[i, :k], scores[i, :k] = (a[0] for a in _top_k(sims[i:i + 1].cpu().numpy(), k))
-        return rows[:, :k], scores[:, :k]
+        return _cut_ties(rows, scores, k, fetch < n, lambda i: sims[i:i + 1].cpu().numpy())
 
     def _hnsw_search(self, q: np.ndarray, k: int):
         scores, rows = self.hnsw.search(q, k)
         return _sort_rows(rows.astype(np.int64), scores)
+
+
+def _cut_ties(rows: np.ndarray, scores: np.ndarray, k: int, partial: bool, full_row) -> tuple[np.ndarray, np.ndarray]:
+    """The first k of (score, row)-sorted candidates. Engines break ties arbitrarily, so a
+    query whose tie runs to the end of the fetched margin is recomputed from `full_row(i)`."""
+    out_rows, out_scores = rows[:, :k].copy(), scores[:, :k].copy()
+    if partial:
+        for i in np.nonzero(scores[:, k - 1] == scores[:, -1])[0]:
+            r, s = _top_k(np.asarray(full_row(i), dtype=np.float32), k)
+            out_rows[i], out_scores[i] = r[0], s[0]
+    return out_rows, out_scores
 
 
 def _top_k(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -69,7 +69,16 @@ class SparseIndex:
         flat = np.fromiter((t for q in ids for t in q), dtype=np.int64, count=int(pointers[-1]))
         # A query with no indexed term has an empty slice: the kernel leaves its row at -1 / 0.
         parallel = (n_threads or 1) > 1 or (n_threads is None and nq >= PARALLEL_MIN_BATCH)
-        return _kernel(parallel)(flat, pointers, k, s["data"], s["indptr"], s["indices"], int(s["num_docs"]))
+        return _kernel(parallel)(flat, pointers, k, s["data"], s["indptr"], s["indices"], int(s["num_docs"]),
+                                 _threads() if parallel else 1)
+
+
+def _threads() -> int:
+    """Scratch rows for the parallel kernel: numba's thread ids run up to its pool size
+    (NUMBA_NUM_THREADS), whatever set_num_threads currently masks."""
+    from numba import config
+
+    return int(config.NUMBA_NUM_THREADS)
 
 
 def _kernel(parallel: bool):
