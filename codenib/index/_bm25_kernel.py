@@ -15,6 +15,10 @@ from __future__ import annotations
 import numpy as np
 from numba import get_thread_id, njit, prange
 
+#: A query whose postings exceed 1/DENSE_FRACTION of the corpus scans the whole score
+#: array (streaming) instead of tracking the documents it touched.
+DENSE_FRACTION = 8
+
 
 @njit(nogil=True, cache=True, inline="always")
 def _worse(s1: float, r1: int, s2: float, r2: int) -> bool:
@@ -40,6 +44,53 @@ def _sift_down(hs, hr, pos, n):
 
 
 @njit(nogil=True, cache=True)
+def _push(hs, hr, n, k, s, d):
+    """Offer hit (s, d) to the min-heap of the k best; returns the new size."""
+    if n < k:
+        pos = n
+        while pos > 0:
+            parent = (pos - 1) // 2
+            if not _worse(s, d, hs[parent], hr[parent]):
+                break
+            hs[pos], hr[pos] = hs[parent], hr[parent]
+            pos = parent
+        hs[pos], hr[pos] = s, d
+        return n + 1
+    if _worse(hs[0], hr[0], s, d):  # arrival order is arbitrary: compare rows too
+        hs[0], hr[0] = s, d
+        _sift_down(hs, hr, 0, n)
+    return n
+
+
+@njit(nogil=True, cache=True)
+def _pop_all(hs, hr, n, out_rows, out_scores):
+    for m in range(n - 1, -1, -1):  # pop the worst into the last free slot: best first
+        out_scores[m], out_rows[m] = hs[0], hr[0]
+        hs[0], hr[0] = hs[m], hr[m]
+        _sift_down(hs, hr, 0, m)
+
+
+@njit(nogil=True, cache=True)
+def _one_query_dense(terms, k, data, indptr, indices, acc, out_rows, out_scores):
+    """Top-k of a query whose postings cover much of the corpus: accumulate into the whole
+    scratch array and scan it (streaming beats tracking touched documents here)."""
+    num_docs = acc.shape[0]
+    for t in terms:  # the same summation order as bm25s: identical float32 scores
+        for j in range(indptr[t], indptr[t + 1]):
+            acc[indices[j]] += data[j]
+    hs = np.empty(k, np.float32)
+    hr = np.empty(k, np.int64)
+    n = 0
+    for d in range(num_docs):
+        s = acc[d]
+        # Rows arrive in ascending order, so an equal score never beats the heap's root.
+        if s > 0 and (n < k or s > hs[0]):
+            n = _push(hs, hr, n, k, s, d)
+    acc[:] = 0.0
+    _pop_all(hs, hr, n, out_rows, out_scores)
+
+
+@njit(nogil=True, cache=True)
 def _one_query_touched(terms, k, data, indptr, indices, acc, mark, out_rows, out_scores):
     """Top-k of one query over the documents its terms touch only.
 
@@ -49,6 +100,9 @@ def _one_query_touched(terms, k, data, indptr, indices, acc, mark, out_rows, out
     total = 0
     for t in terms:
         total += indptr[t + 1] - indptr[t]
+    if total * DENSE_FRACTION > acc.shape[0]:
+        _one_query_dense(terms, k, data, indptr, indices, acc, out_rows, out_scores)
+        return
     touched = np.empty(total, np.int64)
     n_touched = 0
     for t in terms:  # the same summation order as bm25s: identical float32 scores
@@ -59,13 +113,6 @@ def _one_query_touched(terms, k, data, indptr, indices, acc, mark, out_rows, out
                 touched[n_touched] = d
                 n_touched += 1
             acc[d] += data[j]
-    # The k-th largest score is a floor: only hits at or above it (k plus ties) enter the heap.
-    floor = np.float32(0.0)
-    if n_touched > k:
-        vals = np.empty(n_touched, np.float32)
-        for i in range(n_touched):
-            vals[i] = acc[touched[i]]
-        floor = np.partition(vals, n_touched - k)[n_touched - k]
     hs = np.empty(k, np.float32)
     hr = np.empty(k, np.int64)
     n = 0
@@ -74,25 +121,9 @@ def _one_query_touched(terms, k, data, indptr, indices, acc, mark, out_rows, out
         s = acc[d]
         acc[d] = 0.0
         mark[d] = False
-        if s <= 0 or s < floor:
-            continue
-        if n < k:
-            pos = n
-            n += 1
-            while pos > 0:
-                parent = (pos - 1) // 2
-                if not _worse(s, d, hs[parent], hr[parent]):
-                    break
-                hs[pos], hr[pos] = hs[parent], hr[parent]
-                pos = parent
-            hs[pos], hr[pos] = s, d
-        elif _worse(hs[0], hr[0], s, d):  # arrival order is arbitrary: compare rows too
-            hs[0], hr[0] = s, d
-            _sift_down(hs, hr, 0, n)
-    for m in range(n - 1, -1, -1):  # pop the worst into the last free slot: best first
-        out_scores[m], out_rows[m] = hs[0], hr[0]
-        hs[0], hr[0] = hs[m], hr[m]
-        _sift_down(hs, hr, 0, m)
+        if s > 0:
+            n = _push(hs, hr, n, k, s, d)
+    _pop_all(hs, hr, n, out_rows, out_scores)
 
 
 def _topk_threads(flat, pointers, k, data, indptr, indices, num_docs, threads):
