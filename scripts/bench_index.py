@@ -204,7 +204,9 @@ def topk_agreement(rows_a: np.ndarray, scores_a: np.ndarray, rows_b: np.ndarray,
     """Queries whose top-k lists agree up to ties, and the largest score difference.
 
     Two lists agree when their scores match within TIE_ATOL position by position and every
-    row scoring clearly above the k-th score (so not tied at the cut) appears in both.
+    row scoring clearly above the k-th score (so not tied at the cut) in one list appears in
+    the other. (Comparing the two above-cut sets instead miscounts a row whose score lands
+    on either side of the cut by a last-bit difference.)
     """
     same = 0
     worst = 0.0
@@ -221,7 +223,7 @@ def topk_agreement(rows_a: np.ndarray, scores_a: np.ndarray, rows_b: np.ndarray,
             same += 1
             continue
         cut = min(sa[-1], sb[-1]) + TIE_ATOL
-        if set(ra[sa > cut].tolist()) == set(rb[sb > cut].tolist()):
+        if set(ra[sa > cut].tolist()) <= set(rb.tolist()) and set(rb[sb > cut].tolist()) <= set(ra.tolist()):
             same += 1
     return same, worst
 
@@ -770,9 +772,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--strict", action="store_true", help="exit with status 1 when a target is missed")
     args = p.parse_args(argv)
     if args.batch_size is None:
-        from codenib.compiler.embed import DEFAULT_BATCH_SIZE
+        from codenib.compiler.embed import default_batch_size, resolve_device
 
-        args.batch_size = DEFAULT_BATCH_SIZE
+        args.batch_size = default_batch_size(resolve_device(args.device))
     return args
 
 

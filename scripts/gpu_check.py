@@ -40,6 +40,10 @@ GPU_TEXTS, GPU_QUERIES = 512, 2_000
 CPU_TEXTS, CPU_QUERIES = 48, 500
 #: Timed rounds per search backend; the best counts.
 REPEATS = 3
+#: Encoder batch sizes swept on CUDA (picks codenib.compiler.embed.CUDA_BATCH_SIZE).
+SWEEP_BATCHES = (32, 64, 128, 256, 512)
+#: Texts per sweep point: enough batches of 512 to fill the GPU several times.
+SWEEP_TEXTS = 8192
 
 
 def say(msg: str = "") -> None:
@@ -59,13 +63,15 @@ def best_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
 
 def topk_match(rows_a: np.ndarray, scores_a: np.ndarray, rows_b: np.ndarray, scores_b: np.ndarray
                ) -> tuple[int, float]:
-    """Queries whose top-k agree up to ties (scores within TIE_ATOL, same rows above the cut)."""
+    """Queries whose top-k agree up to ties: scores within TIE_ATOL position by position, and
+    each row clearly above the cut in one list is in the other."""
     same, worst = 0, 0.0
     for ra, sa, rb, sb in zip(rows_a, scores_a, rows_b, scores_b):
         diff = float(np.max(np.abs(sa - sb))) if len(sa) else 0.0
         worst = max(worst, diff)
         cut = min(sa[-1], sb[-1]) + TIE_ATOL if len(sa) else 0.0
-        if diff <= TIE_ATOL and set(ra[sa > cut].tolist()) == set(rb[sb > cut].tolist()):
+        if (diff <= TIE_ATOL and set(ra[sa > cut].tolist()) <= set(rb.tolist())
+                and set(rb[sb > cut].tolist()) <= set(ra.tolist())):
             same += 1
     return same, worst
 
@@ -147,7 +153,29 @@ def check_encoder(texts: Sequence[str], cuda: bool) -> list[Check]:
     rb, _ = DenseIndex(b, backend="numpy").search(b[: min(100, len(b))], k)
     overlap = np.mean([len(set(x.tolist()) & set(y.tolist())) / k for x, y in zip(ra, rb)])
     rows.append((f"node search top-{k} overlap, cpu vs cuda vectors", f"{overlap:.1%}", None))
+    rows += sweep_batches(texts)
     return rows
+
+
+def sweep_batches(texts: Sequence[str]) -> list[Check]:
+    """CUDA encode speed per batch size over SWEEP_TEXTS node texts (repeated as needed)."""
+    from codenib.compiler.embed import CUDA_BATCH_SIZE, Encoder, ModelSpec
+
+    pool = (list(texts) * (SWEEP_TEXTS // max(1, len(texts)) + 1))[:SWEEP_TEXTS]
+    enc = Encoder(ModelSpec.for_model(None), "cuda")
+    speeds: dict[int, float] = {}
+    for bs in SWEEP_BATCHES:
+        enc.batch_size = bs
+        enc.encode_documents(pool[: 2 * bs])  # warm-up at this shape
+        t0 = time.perf_counter()
+        enc.encode_documents(pool)
+        speeds[bs] = len(pool) / (time.perf_counter() - t0)
+        say(f"cuda encode batch {bs}: {speeds[bs]:,.0f} texts/s")
+    best = max(speeds, key=speeds.__getitem__)
+    return [(f"cuda encode texts/s by batch ({len(pool)} texts)",
+             ", ".join(f"{bs}: {v:,.0f}" for bs, v in speeds.items()), None),
+            (f"default CUDA batch {CUDA_BATCH_SIZE} within 15% of best ({best})",
+             f"{speeds[CUDA_BATCH_SIZE] / speeds[best]:.0%}", speeds[CUDA_BATCH_SIZE] >= 0.85 * speeds[best])]
 
 
 def check_search(n: int, nq: int, cuda: bool, faiss_gpu: bool) -> list[Check]:

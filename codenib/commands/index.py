@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="reuse the vectors of unchanged nodes from an earlier index of this repository")
     p.add_argument("--ann", choices=["flat", "hnsw"], default="flat",
                    help="flat: exact search; hnsw: also build an approximate index (prints its recall@100)")
-    p.add_argument("--batch-size", type=int, default=32, help="encoder batch size")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="encoder batch size (default: 32 on the CPU, 256 on CUDA)")
     p.add_argument("--max-seq-length", type=int, default=None,
                    help="encoder truncation in tokens (default: the model's own)")
     p.add_argument("--no-stem", action="store_true", help="BM25 without Snowball stemming")
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from codenib.errors import BadInputError
     from codenib.tokens import TokenizerConfig
 
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}", fix="pass --batch-size 32")
     if args.max_seq_length is not None and args.max_seq_length < 1:
         raise BadInputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}",

@@ -30,7 +30,7 @@ class BuildOptions:
     reuse: Path | None = None           # a previous index whose vectors may be reused
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     ann: str = "flat"                   # flat (exact) | hnsw
-    batch_size: int = 32
+    batch_size: int | None = None     # None: 32 on the CPU, 256 on CUDA
     max_seq_length: int | None = None
     progress: bool = True
 

@@ -16,6 +16,8 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 #: Batch 32 beat 64 and 128 for MiniLM on 2 CPU cores (measured, see issue 3).
 DEFAULT_BATCH_SIZE = 32
+#: On a GPU larger batches keep the device busy (swept on an H200 by scripts/gpu_check.py).
+CUDA_BATCH_SIZE = 256
 
 #: Queries are padded to a multiple of this many tokens (see Encoder.encode_queries).
 QUERY_PAD_BUCKET = 16
@@ -64,13 +66,18 @@ def resolve_device(device: str = "auto") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def default_batch_size(device: str) -> int:
+    """The encoder batch size for a resolved device (`cpu` or `cuda`)."""
+    return CUDA_BATCH_SIZE if device == "cuda" else DEFAULT_BATCH_SIZE
+
+
 class Encoder:
     """Encodes queries and documents into L2-normalised float32 vectors."""
 
-    def __init__(self, spec: ModelSpec, device: str = "auto", batch_size: int = DEFAULT_BATCH_SIZE):
+    def __init__(self, spec: ModelSpec, device: str = "auto", batch_size: int | None = None):
         self.spec = spec
         self.device = resolve_device(device)
-        self.batch_size = batch_size
+        self.batch_size = batch_size or default_batch_size(self.device)
         self.model = _load(spec, self.device)
         if spec.max_seq_length:
             self.model.max_seq_length = spec.max_seq_length
@@ -90,7 +97,8 @@ class Encoder:
 
         Dynamic padding pads a batch to its longest member, which changes a query's vector
         in the last bits; each query is padded to its own length bucket instead, so a
-        query's vector (and thus its ranking) is the same in every shard.
+        query's vector (and thus its ranking) is the same in every shard. On CUDA each batch
+        is also filled to `batch_size` rows, since cuBLAS picks its kernels by batch shape.
         """
         prompted = [self.spec.query_prompt + t for t in texts]
         try:
@@ -129,9 +137,12 @@ class Encoder:
                 chunk = rows[start:start + self.batch_size]
                 features = tok([texts[i] for i in chunk], padding="max_length", max_length=length,
                                truncation=True, return_tensors="pt")
+                if device.type == "cuda" and len(chunk) < self.batch_size:
+                    fill = self.batch_size - len(chunk)  # repeats of row 0, dropped below
+                    features = {k: torch.cat([v, v[:1].expand(fill, *v.shape[1:])]) for k, v in features.items()}
                 features = {k: v.to(device) for k, v in features.items()}
                 with torch.inference_mode():
-                    emb = self.model(features)["sentence_embedding"]
+                    emb = self.model(features)["sentence_embedding"][: len(chunk)]
                 emb = torch.nn.functional.normalize(emb.float(), p=2, dim=1)
                 out[chunk] = emb.cpu().numpy()
         return out

@@ -30,7 +30,9 @@ class SparseIndex:
     @classmethod
     def load(cls, folder: str | Path, tokenizer: TokenizerConfig, warmup: bool = True) -> "SparseIndex":
         """Load `folder` (bm25s arrays + vocabulary) with `allow_pickle=False`."""
-        import bm25s
+        from codenib.compiler.sparse import import_bm25s
+
+        bm25s = import_bm25s()
 
         folder = Path(folder)
         try:
