@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import fnmatch
 import hashlib
 import os
 import re
@@ -23,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, TextIO
+from typing import Any, Iterator, Mapping, Sequence, TextIO
 from urllib.parse import urlsplit
 
 from codenib import __version__
@@ -41,6 +42,7 @@ RUNTIME_ENV_FILE = "cluster/runtime_env.yaml"  # the team's runtime_env defaults
 RUNTIME_ENV_KEYS = ("excludes", "env_vars", "pip")  # what a runtime_env YAML may set (the root is the working_dir)
 ID_HASH_CHARS = 12  # 48 bits of the spec's sha256: unique among a team's specs, short enough to read
 CONNECT_TIMEOUT_S = 5.0  # fail fast on an unreachable address instead of the OS's minutes-long TCP timeout
+LARGEST_FILES_SHOWN = 5  # named in the error when the upload is too large: enough to spot the culprit
 POLL_INTERVAL_S = 2.0  # status polling when logs cannot be streamed
 TOKEN_ENV, TOKEN_PATH_ENV, AUTH_MODE_ENV = "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"  # Ray's names
 DEFAULT_TOKEN_FILE = Path("~/.ray/auth_token")  # Ray's default token file (used when RAY_AUTH_MODE=token)
@@ -215,6 +217,12 @@ def submit(sub: Submission, address: str, token: AuthToken | None, *, wait: bool
             raise BadInputError(f"the cluster refused the runtime environment: {exc}", path=sub.spec_path,
                                 fix="add [submit] excludes for large files, or fix [submit] pip/env_vars") from exc
         except RuntimeError as exc:
+            if _is_too_large(exc):
+                raise BadInputError(
+                    f"the cluster refused the upload of {sub.root} (the job's working_dir): {_first_line(exc)}",
+                    path=sub.spec_path,
+                    fix="add [submit] excludes for large files; the largest not excluded: "
+                        + _largest_files(Path(sub.root), sub.runtime_env.get("excludes", []))) from exc
             if "already exists" not in str(exc):
                 raise CodeNibError(f"submitting {sub.submission_id} to {address} failed: {_first_line(exc)}") from exc
             existing = _find_job(client, sub.submission_id)  # another submit of this spec won the race
@@ -441,6 +449,41 @@ def _wait_terminal(client, submission_id: str) -> str:
         if str(status) in ("SUCCEEDED", "FAILED", "STOPPED"):
             return str(status)
         time.sleep(POLL_INTERVAL_S)
+
+
+def _is_too_large(exc: BaseException) -> bool:
+    """Ray's job API answers an upload over its body limit with HTTP 413."""
+    text = str(exc)
+    return "413" in text or "request body size" in text.lower()
+
+
+def _largest_files(root: Path, excludes: Sequence[str], n: int = LARGEST_FILES_SHOWN) -> str:
+    """The `n` largest files under `root` that no exclude matches, for an upload-size error.
+
+    Excludes are matched per path component with fnmatch, a close stand-in for the
+    .gitignore patterns Ray applies; the list is a hint, not Ray's exact upload.
+    """
+    anchored = [e.strip("/") for e in excludes if e.startswith("/")]
+    floating = [e.strip("/") for e in excludes if not e.startswith("/")]
+
+    def excluded(rel: Path) -> bool:
+        parts = rel.parts
+        return (any(fnmatch.fnmatch("/".join(parts[:i + 1]), e) for e in anchored for i in range(len(parts)))
+                or any(fnmatch.fnmatch(part, e) for e in floating for part in parts))
+
+    sizes: list[tuple[int, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath).relative_to(root)
+        dirnames[:] = [d for d in dirnames if not excluded(here / d)]
+        for name in filenames:
+            rel = here / name
+            if not excluded(rel):
+                try:
+                    sizes.append((os.lstat(root / rel).st_size, rel.as_posix()))
+                except OSError:
+                    continue
+    biggest = sorted(sizes, key=lambda x: (-x[0], x[1]))[:n]
+    return ", ".join(f"{rel} ({size / 2**20:.1f} MiB)" for size, rel in biggest) or "(none found)"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -479,3 +479,15 @@ def test_demo_job_runs_once_per_day_on_a_real_head(head, monkeypatch, capsys):
     client = JobSubmissionClient(head.address, headers=AuthToken(head.token_file.read_text().strip(),
                                                                    "test").headers())
     assert [j.submission_id for j in client.list_jobs() if j.submission_id == sid] == [sid]
+
+
+def test_an_upload_over_the_heads_limit_exits_2_naming_the_largest_files(head, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(head.token_file))
+    spec = write_repo(tmp_path, RUN_SPEC)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "big.bin").write_bytes(os.urandom(110 * 2**20))  # over Ray's 100 MiB request body
+    (tmp_path / "data" / "small.txt").write_text("x")
+    assert main(["submit", str(spec), "--address", head.address]) == 2
+    err = capsys.readouterr().err
+    assert "refused the upload" in err and str(spec) in err
+    assert "data/big.bin (110.0 MiB)" in err and "[submit] excludes" in err
