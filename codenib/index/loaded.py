@@ -167,9 +167,11 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
             raise IndexFormatError(f"the BM25 index holds {sparse_index.num_docs} documents, nodes.parquet "
                                    f"{len(nodes)}", path=str(path / artifact.SPARSE_DIR),
                                    fix=f"rebuild with `codenib index REPO --out {path}`")
-    device = resolve_device(device)
     dense_index = None
     model = manifest.get("model")
+    # Resolving `auto` imports torch (~1.6 s): sparse and graph workers leave it to the encoder.
+    if (dense and model) or device != "auto":
+        device = resolve_device(device)
     if dense and model:
         dense_index = DenseIndex.load(path / artifact.DENSE_DIR, len(nodes), model.get("dimension"),
                                       backend=dense_backend, device=device,
@@ -179,18 +181,23 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
 
 
 def _read(path: Path, columns: list[str]):
+    """The named columns of one Parquet file (ParquetFile: pq.read_table would import
+    pyarrow.dataset, ~0.4 s in every worker)."""
     try:
-        return pq.read_table(path, columns=columns)
+        with pq.ParquetFile(path) as fh:
+            present = set(fh.schema_arrow.names)
+            missing = sorted(set(columns) - present)
+            table = None if missing else fh.read(columns=columns)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
         raise IndexFormatError(f"cannot read {path.name}: {exc}", path=str(path),
                                fix="rebuild the index with `codenib index`") from exc
+    if missing:
+        raise IndexFormatError(f"{path.name} lacks columns {missing}", path=str(path),
+                               fix="rebuild the index with this version of codenib")
+    return table
 
 
 def _read_nodes(path: Path) -> NodeTable:
     cols = [c for c in NodeTable.__dataclass_fields__]
     table = _read(path, cols)
-    missing = set(cols) - set(table.column_names)
-    if missing:
-        raise IndexFormatError(f"nodes.parquet lacks columns {sorted(missing)}", path=str(path),
-                               fix="rebuild the index with this version of codenib")
     return NodeTable(**{c: table.column(c).to_pylist() for c in cols})

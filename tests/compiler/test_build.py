@@ -54,6 +54,19 @@ def test_loaded_graph_answers_typed_neighbour_queries(sparse_index):
     assert (caps.dense, caps.sparse, caps.graph) == (False, True, True)
 
 
+def test_igraph_view_holds_every_edge_with_its_type_and_count(sparse_index):
+    g = load_index(sparse_index).graph
+    view = g.graph
+    assert (view.vcount(), view.ecount()) == (g.num_nodes, g.num_edges)
+    assert view.is_directed()
+    by_type = {t: sum(1 for e in view.es if e["type"] == t) for t in g.edge_counts()}
+    assert by_type == g.edge_counts()
+    start, prepare = g.index_of["pkg/core.py::Engine.start"], g.index_of["pkg/core.py::Engine.prepare"]
+    (edge,) = [e for e in view.es.select(_source=start, _target=prepare) if e["type"] == "calls"]
+    assert edge["count"] >= 1
+    assert view.neighbors(prepare, mode="in") and start in view.neighbors(prepare, mode="in")
+
+
 def test_rebuild_replaces_an_existing_index(fixture_repo, sparse_index):
     before = json.loads((sparse_index / "manifest.json").read_text())["created"]
     build_index(fixture_repo, sparse_index, NO_DENSE)
