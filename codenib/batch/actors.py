@@ -109,10 +109,17 @@ class GraphActor:
     """Holds nodes and code graph; runs the planner and assembles each query's results,
     calling the sparse, dense and rerank actors for their batched engine calls."""
 
-    def __init__(self, sparse, dense, rerank, options: ShardOptions, max_indexes: int = 4):
+    def __init__(self, engine_names: tuple[str | None, str | None, str | None], options: ShardOptions,
+                 max_indexes: int = 4):
+        """`engine_names`: the named sparse, dense and rerank actors (None: not started).
+
+        Names, not handles: Ray cannot restart an actor whose constructor arguments hold
+        handles (it logs an error for each), and a name finds a restarted actor too.
+        """
         from codenib.index.loaded import load_index
 
-        self.sparse, self.dense, self.rerank = sparse, dense, rerank
+        self.engine_names = engine_names
+        self._handles: tuple | None = None
         self.options = options
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False, verify=False), max_indexes)
 
@@ -122,7 +129,9 @@ class GraphActor:
         # A load failure raises: the driver retries the shard, and records it as failed
         # (retried on resume) if it keeps failing.
         index = self.cache.get(shard.index_path, shard.index_sha)
-        engines = ActorEngines(shard.index_path, shard.index_sha, self.sparse, self.dense, self.rerank)
+        if self._handles is None:
+            self._handles = tuple(ray.get_actor(n) if n else None for n in self.engine_names)
+        engines = ActorEngines(shard.index_path, shard.index_sha, *self._handles)
         return process_shard(shard, index, engines, self.options)
 
 

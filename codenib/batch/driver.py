@@ -193,8 +193,9 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
             min(2, options.max_indexes), device) if want_dense else None
         rerank = classes["rerank"].options(num_cpus=share, name=f"{prefix}-rerank").remote(
             min(2, options.max_indexes), device, options.llm) if want_rerank else None
+        names = (f"{prefix}-sparse", f"{prefix}-dense" if dense else None, f"{prefix}-rerank" if rerank else None)
         graphs = [classes["graph"].options(num_cpus=share, name=f"{prefix}-graph-{i}").remote(
-            sparse, dense, rerank, shard_opts, options.max_indexes) for i in range(n_graph)]
+            names, shard_opts, options.max_indexes) for i in range(n_graph)]
         actors = [a for a in (sparse, dense, rerank) if a is not None] + graphs
         log(f"ray: {len(graphs)} graph actors, 1 sparse{', 1 dense' if dense else ''}"
             f"{', 1 rerank' if rerank else ''} ({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
