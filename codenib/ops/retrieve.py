@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -45,20 +45,11 @@ class QueriedNode:
 Candidates = tuple[QueriedNode, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class RetrieveDefaults:
-    """Per-context defaults for ops that take no explicit value."""
-
-    k: int = 100
-    rrf_k: int = RRF_K
-
-
 @dataclass(frozen=True)
 class RetrieveContext:
-    """Resources an op may read: the loaded index (nodes, sparse, dense, graph) and defaults."""
+    """Resources an op may read: the loaded index (nodes, sparse, dense, graph)."""
 
     index: "LoadedIndex"
-    defaults: RetrieveDefaults = field(default_factory=RetrieveDefaults)
 
     def node(self, row: int, score: float, source: str) -> QueriedNode:
         """The candidate for nodes row `row`."""
