@@ -453,8 +453,8 @@ def _wait_terminal(client, submission_id: str) -> str:
 
 def _is_too_large(exc: BaseException) -> bool:
     """Ray's job API answers an upload over its body limit with HTTP 413."""
-    text = str(exc)
-    return "413" in text or "request body size" in text.lower()
+    text = str(exc).lower()
+    return "status code 413" in text or "request body size" in text
 
 
 def _largest_files(root: Path, excludes: Sequence[str], n: int = LARGEST_FILES_SHOWN) -> str:
