@@ -81,11 +81,23 @@ def _one_query_dense(terms, k, data, indptr, indices, acc, out_rows, out_scores)
     hs = np.empty(k, np.float32)
     hr = np.empty(k, np.int64)
     n = 0
-    for d in range(num_docs):
+    d = 0
+    while d < num_docs and n < k:  # fill the heap with the first k scoring documents
         s = acc[d]
-        # Rows arrive in ascending order, so an equal score never beats the heap's root.
-        if s > 0 and (n < k or s > hs[0]):
+        if s > 0:
             n = _push(hs, hr, n, k, s, d)
+        d += 1
+    if n == k:
+        # The root is positive now, so one well-predicted compare also skips unscored
+        # documents (testing s > 0 first mispredicts on about a third of them: 0.76x -> 1.03x
+        # of bm25s's kernel on sympy). Rows arrive in ascending order, so an equal score
+        # never beats the root.
+        root = hs[0]
+        for e in range(d, num_docs):
+            s = acc[e]
+            if s > root:
+                _push(hs, hr, n, k, s, e)
+                root = hs[0]
     acc[:] = 0.0
     _pop_all(hs, hr, n, out_rows, out_scores)
 

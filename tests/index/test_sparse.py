@@ -3,6 +3,8 @@
 import bm25s
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codenib.index.sparse import SparseIndex
 from codenib.tokens import Tokenizer, TokenizerConfig
@@ -73,3 +75,39 @@ def test_k_larger_than_corpus_is_clamped(built):
     folder, cfg = built
     rows, scores = SparseIndex.load(folder, cfg).search(["command"], k=1000)
     assert rows.shape == (1, len(DOCS))
+
+
+# Zipf-like vocabulary: common words take the dense-scan path of the kernel (postings over
+# 1/8 of the corpus), rare ones the touched-documents path; short documents give many ties.
+WORDS = [f"w{i}" for i in range(40)]
+
+
+@pytest.fixture(scope="module")
+def tied(tmp_path_factory):
+    from codenib.compiler.sparse import build_sparse
+
+    rng = np.random.default_rng(7)
+    weights = 1.0 / np.arange(1, len(WORDS) + 1)
+    docs = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 5)), p=weights / weights.sum()))
+            for _ in range(300)]
+    folder = tmp_path_factory.mktemp("sparse_tied")
+    cfg = TokenizerConfig(stemmer=None)
+    build_sparse(docs, cfg, folder)
+    return SparseIndex.load(folder, cfg), docs
+
+
+@settings(max_examples=60, deadline=None)
+@given(terms=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), k=st.integers(1, 40))
+def test_top_k_is_the_full_sort_by_score_then_row(tied, terms, k):
+    index, _ = tied
+    tokens = [index.tokenize([" ".join(terms)])[0]]
+    ids = [index._vocab[t] for t in tokens[0] if t in index._vocab]
+    full = np.asarray(index.retriever.get_scores_from_ids(ids), dtype=np.float32) if ids \
+        else np.zeros(index.num_docs, np.float32)
+    order = [i for i in np.lexsort((np.arange(len(full)), -full)) if full[i] > 0][:k]
+    for threads in (1, 2):
+        rows, scores = index.search_tokens(tokens * 3, k, n_threads=threads)
+        for r, s in zip(rows, scores):
+            got = [x for x in r.tolist() if x >= 0]
+            assert got == order
+            np.testing.assert_array_equal(s[: len(got)], full[order])
