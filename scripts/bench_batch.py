@@ -8,6 +8,10 @@ shard function (`process_shard`) with local engines, shard by shard; the Ray job
 loading the index (the Ray actors load it in their constructors). Target: Ray >= 0.8x the
 in-process loop on 2 cores, and > 1x where there is parallelism to use.
 
+By default the in-process loop runs warm, in this process, after the earlier modes have
+imported torch and numba; the Ray job's actors are fresh processes that pay those imports,
+which dominates at 1,000 queries. `--cold` runs each in-process loop in a fresh process.
+
 Usage:
     python scripts/bench_batch.py --index ~/.cache/codenib-dev/idx/click \\
         --queries ../shared/eval/dev/click/queries.parquet [--sizes 1000 10000] [--modes auto sparse]
@@ -58,6 +62,18 @@ def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> flo
     return n / (time.perf_counter() - t0)
 
 
+def in_fresh_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> float:
+    """`in_process` in a new Python process, timed from outside: it pays the imports (torch,
+    numba, the model) that the Ray job's fresh actors pay, and that a warm loop has done."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        t0 = time.perf_counter()
+        pool.apply(in_process, (index_dir, queries, mode, shard_size))
+        seconds = time.perf_counter() - t0
+    return pq.ParquetFile(queries).metadata.num_rows / seconds
+
+
 def on_ray(index_dir: str, queries: Path, mode: str, shard_size: int, workdir: Path) -> float:
     from codenib.batch.driver import RunOptions, run_job
 
@@ -76,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--shard-size", type=int, default=256)
+    ap.add_argument("--cold", action="store_true",
+                    help="run each in-process loop in a fresh Python process (it pays its imports "
+                         "and model load, as the Ray job's fresh actors do); default: in this process")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -90,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         for size in args.sizes:
             qpath = make_queries(Path(args.queries), size, workdir / f"q{size}.parquet")
             for mode in args.modes:
-                local = in_process(args.index, qpath, mode, args.shard_size)
+                local = (in_fresh_process if args.cold else in_process)(args.index, qpath, mode, args.shard_size)
                 remote = on_ray(args.index, qpath, mode, args.shard_size, workdir)
                 rows.append((size, mode, local, remote))
                 print(f"{size:>6} {mode:<7} in-process {local:8.1f} q/s   ray {remote:8.1f} q/s   "
@@ -98,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ray.shutdown()
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\ncores: {os.cpu_count()}   index: {args.index}   shard size: {args.shard_size}")
+    print(f"\ncores: {os.cpu_count()}   index: {args.index}   shard size: {args.shard_size}   "
+          f"in-process loop: {'a fresh process each (--cold)' if args.cold else 'warm, in this process'}")
     print("| queries | plan (mode) | in-process q/s | Ray job q/s | ratio | target |")
     print("|---|---|---|---|---|---|")
     for size, mode, local, remote in rows:

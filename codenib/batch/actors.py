@@ -33,6 +33,10 @@ class SparseActor:
     def search(self, index_path: str, index_sha: str, queries: Sequence[str], k: int):
         return self.cache.get(index_path, index_sha).sparse.search(list(queries), k)
 
+    def warm(self, index_path: str, index_sha: str) -> str | None:
+        """Load an index before its first search; see `warm_up`."""
+        return warm_up(lambda: self.cache.get(index_path, index_sha))
+
 
 class DenseActor:
     """Query encoding and dense search (on the GPU when the actor was given one)."""
@@ -48,6 +52,10 @@ class DenseActor:
     def search(self, index_path: str, index_sha: str, texts: Sequence[str], k: int):
         index = self.cache.get(index_path, index_sha)
         return index.dense.search(index.encode_queries(list(texts)), k)
+
+    def warm(self, index_path: str, index_sha: str) -> str | None:
+        """Load an index and its query encoder before the first search; see `warm_up`."""
+        return warm_up(lambda: self.cache.get(index_path, index_sha).encoder)
 
 
 class RerankActor:
@@ -133,6 +141,18 @@ class GraphActor:
             self._handles = tuple(ray.get_actor(n) if n else None for n in self.engine_names)
         engines = ActorEngines(shard.index_path, shard.index_sha, *self._handles)
         return process_shard(shard, index, engines, self.options)
+
+
+def warm_up(load) -> str | None:
+    """Run `load` now, so that it overlaps with the other actors' start-up instead of
+    delaying the first shard (the query encoder alone takes ~3 s to load on 2 cores).
+    Returns the error instead of raising: nobody waits for a warm-up, and the search that
+    needs the index raises the same error where the driver handles it."""
+    try:
+        load()
+    except Exception as exc:  # noqa: BLE001 - reported by the search that needs it
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def use_all_cores(device: str) -> None:

@@ -189,14 +189,20 @@ def _run_on_ray(todo: list[Shard], shard_opts: ShardOptions, options: RunOptions
         # Named per job (run id + a nonce), so operators can find them in `ray list actors`.
         prefix = f"codenib-{sink.metadata['run_id']}-{uuid.uuid4().hex[:6]}"
         sparse = classes["sparse"].options(num_cpus=share, name=f"{prefix}-sparse").remote(options.max_indexes)
+        dense_slots = min(2, options.max_indexes)  # loaded models and vectors are large
         dense = classes["dense"].options(num_cpus=share, name=f"{prefix}-dense").remote(
-            min(2, options.max_indexes), device) if want_dense else None
+            dense_slots, device) if want_dense else None
         rerank = classes["rerank"].options(num_cpus=share, name=f"{prefix}-rerank").remote(
             min(2, options.max_indexes), device, options.llm) if want_rerank else None
         names = (f"{prefix}-sparse", f"{prefix}-dense" if dense else None, f"{prefix}-rerank" if rerank else None)
         graphs = [classes["graph"].options(num_cpus=share, name=f"{prefix}-graph-{i}").remote(
             names, shard_opts, options.max_indexes) for i in range(n_graph)]
         actors = [a for a in (sparse, dense, rerank) if a is not None] + graphs
+        # The engine actors load the first indexes while the graph actors start.
+        first = list(dict.fromkeys((s.index_path, s.index_sha) for s in todo if s.index_path))
+        for engine, slots in ((sparse, options.max_indexes), (dense, dense_slots)):
+            for path, sha in first[:slots] if engine is not None else ():
+                engine.warm.remote(path, sha)
         log(f"ray: {len(graphs)} graph actors, 1 sparse{', 1 dense' if dense else ''}"
             f"{', 1 rerank' if rerank else ''} ({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
         drive_shards(todo, graphs, lambda actor, shard: actor.run_shard.remote(shard),
