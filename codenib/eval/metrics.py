@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from codenib.errors import BadInputError
-from codenib.types import file_of
+from codenib.types import ID_SEP, file_of
 
 Run = Mapping[str, Sequence[str]]
 Qrels = Mapping[str, Mapping[str, int]]
@@ -123,6 +123,30 @@ def to_file_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
     return out
 
 
+def to_function_run(run: Run) -> dict[str, list[str]]:
+    """Node rankings -> symbol rankings as localization benchmarks score them: file nodes
+    dropped, `#N` duplicate suffixes stripped, first occurrence kept."""
+    return {qid: _dedupe(plain_node_id(d) for d in ranking if ID_SEP in d) for qid, ranking in run.items()}
+
+
+def to_function_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
+    """Node judgments -> symbol judgments: file nodes dropped, `#N` stripped (highest grade kept)."""
+    out: dict[str, dict[str, int]] = {}
+    for qid, rels in qrels.items():
+        funcs: dict[str, int] = {}
+        for doc, rel in rels.items():
+            if ID_SEP in doc:
+                d = plain_node_id(doc)
+                funcs[d] = max(rel, funcs.get(d, rel))
+        out[qid] = funcs
+    return out
+
+
+def plain_node_id(node_id: str) -> str:
+    """`a.py::C.f#2` -> `a.py::C.f`: duplicate definitions are one symbol to a benchmark."""
+    return _DUP.sub("", node_id)
+
+
 def recall_curve(run: Run, qrels: Qrels, ks: Sequence[int],
                  qids: Iterable[str] | None = None) -> list[float]:
     """Mean R@k for each k in `ks` over `qids` (default: judged qids); missing queries score 0."""
@@ -146,6 +170,7 @@ def recall_curve(run: Run, qrels: Qrels, ks: Sequence[int],
 # --- private helpers --------------------------------------------------------------------
 
 _MEASURE_RE = re.compile(r"([A-Za-z]+)(?:@(\d+))?")
+_DUP = re.compile(r"#\d+(?=\.|$)")
 
 
 def _dedupe(ranking: Iterable[str]) -> list[str]:

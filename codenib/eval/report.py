@@ -25,7 +25,9 @@ from codenib.eval import metrics
 from codenib.eval.io import JudgedQrels, QuerySet, Results, Warn, chosen_plans
 
 REPORT_FORMAT = "codenib-eval/1"
-LEVELS = ("node", "file")
+#: node: rankings as written; file: a file ranks at its first node; function: symbol nodes only,
+#: `#N` stripped (the localization benchmarks' function level).
+LEVELS = ("node", "file", "function")
 #: Measures whose planner regret is reported (the issue asks for these two).
 REGRET_MEASURES: tuple[str, ...] = ("RR@10", "R@10")
 CURVE_KS: tuple[int, ...] = tuple(range(1, 101))
@@ -105,7 +107,7 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
         if compare.qids != results.qids:
             note(f"--compare results cover {len(compare.qids)} queries and --results "
                  f"{len(results.qids)}; queries missing from one side count as zero there")
-    level_qrels = {"node": qrels.nodes, "file": qrels.files}
+    level_qrels = {"node": qrels.nodes, "file": qrels.files, "function": _function_qrels(qrels)}
     per_query: dict = {}
     curves: dict = {}
     for name, run in systems.items():
@@ -114,7 +116,7 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
             judged = level_qrels[level]
             if judged is None:
                 continue
-            level_run = run if level == "node" else metrics.to_file_run(run)
+            level_run = _LEVEL_RUN[level](run)
             per_query[name][level] = metrics.evaluate(level_run, judged, options.measures, qids[level])
             curves[name][level] = metrics.recall_curve(level_run, judged, options.curve_ks, qids[level])
     summary = {
@@ -296,10 +298,10 @@ def render_summary(evaluation: Evaluation) -> str:
     width = max([len(n) for n in s["systems"]] + [6])
     lines = [f"evaluated {_fmt_counts(s['queries']['evaluated'])} against {s['inputs']['qrels']}"
              f" ({s['queries']['judged_without_results']} without results, scored 0)"]
-    lines.append(f"  {'system':<{width}}  level " + " ".join(f"{m:>8}" for m in heads))
+    lines.append(f"  {'system':<{width}}  level    " + " ".join(f"{m:>8}" for m in heads))
     for name, levels in s["systems"].items():
         for lv, vals in levels.items():
-            lines.append(f"  {name:<{width}}  {lv:<5} " + " ".join(f"{vals[m]:>8.4f}" for m in heads))
+            lines.append(f"  {name:<{width}}  {lv:<8} " + " ".join(f"{vals[m]:>8.4f}" for m in heads))
     if s["regret"]:
         for lv, by_m in s["regret"]["levels"].items():
             for m, r in by_m.items():
@@ -322,6 +324,13 @@ def _stderr(message: str) -> None:
     print(f"codenib eval: warning: {message}", file=sys.stderr)
 
 
+_LEVEL_RUN = {"node": lambda run: run, "file": metrics.to_file_run, "function": metrics.to_function_run}
+
+
+def _function_qrels(qrels: JudgedQrels):
+    return metrics.to_function_qrels(qrels.nodes) if qrels.nodes is not None else None
+
+
 def _evaluation_qids(results: Results, qrels: JudgedQrels, queries: QuerySet | None,
                      note: Callable[[str], None]) -> dict[str, list[str]]:
     """Qids each level averages over: judged with a relevant item (and in the query set)."""
@@ -335,7 +344,7 @@ def _evaluation_qids(results: Results, qrels: JudgedQrels, queries: QuerySet | N
                 fix="pass the query set these qrels were made for, or drop those qids from the qrels")
     allowed = set(queries.qids) if queries is not None else None
     out = {}
-    for level, judged in (("node", qrels.nodes), ("file", qrels.files)):
+    for level, judged in (("node", qrels.nodes), ("file", qrels.files), ("function", _function_qrels(qrels))):
         if judged is None:
             continue
         qs = metrics.judged_qids(judged)

@@ -25,7 +25,8 @@ def test_eval_writes_the_report_folder(small_case, capsys):
     md = (out / "report.md").read_text()
     assert "## By kind" in md and "| run | node |" in md
     per_query = pq.read_table(out / "per_query.parquet")
-    assert per_query.num_rows == 2 * 3 * len(summary["measures"])  # levels x queries x measures
+    assert summary["levels"] == ["node", "file", "function"]
+    assert per_query.num_rows == 3 * 3 * len(summary["measures"])  # levels x queries x measures
     assert "R@10" in capsys.readouterr().err
 
 

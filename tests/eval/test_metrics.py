@@ -146,3 +146,23 @@ def _ir_run(run):
 
 def _ir_qrels(qrels):
     return [ir_measures.Qrel(q, d, r) for q, rels in qrels.items() for d, r in rels.items()]
+
+
+def test_function_level_drops_file_nodes_and_duplicate_suffixes():
+    # Localization benchmarks' function level: file nodes out, `#2` folded into its symbol.
+    run = {"q": ["a.py", "a.py::f#2", "b.py::C.m", "a.py::f", "c.py::g"]}
+    qrels = {"q": {"a.py::f": 1, "b.py::C.m": 1, "a.py": 1}}
+    frun = metrics.to_function_run(run)
+    fqrels = metrics.to_function_qrels(qrels)
+    assert frun == {"q": ["a.py::f", "b.py::C.m", "c.py::g"]}
+    assert fqrels == {"q": {"a.py::f": 1, "b.py::C.m": 1}}
+    acc = metrics.evaluate(frun, fqrels, ["Acc@1", "Acc@2"])
+    assert acc["Acc@1"]["q"] == 0.0 and acc["Acc@2"]["q"] == 1.0
+
+
+def test_file_level_accuracy_is_strict():
+    run = {"q": ["a.py::f", "a.py::g", "b.py::h", "c.py"]}
+    files = metrics.to_file_run(run)
+    assert files == {"q": ["a.py", "b.py", "c.py"]}
+    acc = metrics.evaluate(files, {"q": {"a.py": 1, "c.py": 1}}, ["Acc@2", "Acc@3"])
+    assert acc["Acc@2"]["q"] == 0.0 and acc["Acc@3"]["q"] == 1.0

@@ -109,7 +109,7 @@ def test_comparison_and_breakdowns_in_the_summary(small_case, tmp_path):
                                  queries=io.read_queries(small_case["queries"]),
                                  compare=io.read_results(worse), warn=lambda m: None)
     s = ev.summary
-    assert s["queries"]["evaluated"] == {"node": 3, "file": 3}
+    assert s["queries"]["evaluated"] == {"node": 3, "file": 3, "function": 3}
     assert s["queries"]["judged_without_results"] == 1 and s["queries"]["results_not_judged"] == 1
     assert s["systems"]["run"]["node"]["RR@10"] == pytest.approx((1 / 2 + 1 / 3 + 0) / 3)
     # Files: q1 gold a.py ranks 1; q2 gold b.py, d.py: b.py ranks 1 -> R@10 = 1/2.
