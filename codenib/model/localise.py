@@ -1,0 +1,307 @@
+"""Files-first bug-report localisation: score files from several signals, then nodes inside them.
+
+Inputs arrive already computed (BM25 runs of the report and its parts, the dense run,
+mention priors, the code graph); `features` and `rank` only score. A node's
+score is its file's score plus its own features, each a weighted, named feature, so the trace
+shows every signal's contribution. The weights are data (`codenib/data/localise_weights.json`,
+fitted on the SWE-bench dev set by `scripts/swebench_dev.py --fit`, cross-validated by
+repository) and scoring is one matrix product: deterministic and cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from codenib.model.report import BugReport, Prior, about_tests, read_report, resolve_mentions
+
+#: Runs a report is searched with: node-level BM25 of the whole text, of its title and of its
+#: prose (code blocks and logs removed), and dense.
+RUNS = ("bm25", "title", "prose", "dense")
+#: File features: broadcast to every node of the file.
+FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_mention",
+                 "f_graph", "f_test", "f_nonlib")
+#: Node features: the node's own evidence.
+NODE_FEATURES = ("n_bm25", "n_title", "n_prose", "n_dense", "n_mention", "n_graph", "n_is_file",
+                 "n_named", "n_parent_named", "n_class", "n_length")
+FEATURES = FILE_FEATURES + NODE_FEATURES
+#: BM25 depth per run: deep enough that files with several matching nodes show.
+SPARSE_DEPTH = {"bm25": 1000, "title": 200, "prose": 1000}
+#: Dense depth, and how much of the report the dense query sees (the encoder reads ~256
+#: word pieces: the title and the opening prose carry the intent).
+DENSE_DEPTH = 1000
+DENSE_CHARS = 1500
+#: Edge types that connect the code around a mention (LocAgent: the fix is usually within
+#: two hops of what the issue names).
+GRAPH_EDGES = ("calls", "references", "inherits", "imports")
+#: Neighbours kept per seed node, by edge count: hubs would flood the list otherwise.
+GRAPH_PER_SEED = 30
+#: Paths that hold documentation, examples or benchmarks rather than the library.
+_NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extra)/")
+_TEST = re.compile(r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$|(^|/)conftest\.py$")
+
+#: Hand-set weights, used when the packaged fitted weights are missing.
+_HAND_WEIGHTS = {"f_bm25": 1.0, "f_bm25_top3": 0.5, "f_title": 0.5, "f_prose": 0.5,
+                 "f_dense": 0.5, "f_mention": 1.0, "f_graph": 0.3, "f_test": -1.0, "f_nonlib": -0.5,
+                 "n_bm25": 0.5, "n_title": 0.25, "n_prose": 0.25, "n_dense": 0.3, "n_mention": 0.5,
+                 "n_graph": 0.1, "n_is_file": 0.0}
+
+
+@dataclass(frozen=True)
+class LocaliseWeights:
+    """One weight per feature (`FEATURES`); a missing feature weighs 0."""
+
+    values: Mapping[str, float] = field(default_factory=lambda: dict(_HAND_WEIGHTS))
+
+    def vector(self) -> np.ndarray:
+        return np.array([float(self.values.get(f, 0.0)) for f in FEATURES], dtype=np.float64)
+
+    def with_value(self, feature: str, value: float) -> "LocaliseWeights":
+        if feature not in FEATURES:
+            raise KeyError(f"unknown feature {feature!r}; valid: {', '.join(FEATURES)}")
+        return LocaliseWeights({**self.values, feature: float(value)})
+
+    def to_dict(self) -> dict[str, float]:
+        return {f: float(self.values.get(f, 0.0)) for f in FEATURES}
+
+
+def default_weights() -> LocaliseWeights:
+    """The packaged fitted weights (hand-set ones when the file is absent)."""
+    try:
+        text = resources.files("codenib").joinpath("data/localise_weights.json").read_text()
+    except (FileNotFoundError, ModuleNotFoundError):
+        return LocaliseWeights()
+    return LocaliseWeights(json.loads(text)["weights"])
+
+
+@dataclass(frozen=True)
+class LocaliseInputs:
+    """Everything the scorer reads for one report.
+
+    Args:
+        runs: run name (`RUNS`) -> (rows, scores) of that search; absent runs count as empty
+            (an index without vectors has no `dense`).
+        priors: resolved mentions (`codenib.model.report.resolve_mentions`).
+        about_tests: the report is about test code (tests are then not demoted).
+    """
+
+    runs: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    priors: tuple[Prior, ...] = ()
+    about_tests: bool = False
+    words: frozenset[str] = frozenset()   # identifier-like words of the report, as written
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    """Candidate rows and their feature matrix (columns = `FEATURES`)."""
+
+    rows: np.ndarray
+    X: np.ndarray
+
+    def scores(self, weights: LocaliseWeights) -> np.ndarray:
+        return self.X @ weights.vector() if len(self.rows) else np.zeros(0)
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One ranked node with its score and each feature's contribution."""
+
+    row: int
+    score: float
+    contributions: dict[str, float]
+
+
+def sparse_texts(text: str, report: BugReport) -> dict[str, str]:
+    """The node-level BM25 queries of a report: its whole text, its title, its prose."""
+    return {"bm25": text[:report.chars],
+            "title": report.title, "prose": report.prose or report.title}
+
+
+def dense_text(report: BugReport) -> str:
+    """The dense query of a report: title and the opening of its prose."""
+    return f"{report.title}\n{report.prose[:DENSE_CHARS]}"
+
+
+def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], index) -> LocaliseInputs:
+    """Resolve a report's mentions against `index` and bundle them with its search runs."""
+    priors = tuple(resolve_mentions(report, index.symbols, index.nodes))
+    return LocaliseInputs(runs, priors, about_tests(report), report.words)
+
+
+def file_rows_of(nodes) -> dict[str, int]:
+    """File path -> row of its file node."""
+    return {f: r for r, (f, kind) in enumerate(zip(nodes.file, nodes.kind)) if kind == "file"}
+
+
+def search_runs(text: str, report: BugReport, sparse_search, dense_search=None) -> dict[str, tuple]:
+    """A report's runs from in-process engines (`sparse_search(texts, k)`, `dense_search(texts, k)`,
+    each returning (rows, scores) arrays with one row per text)."""
+    texts = sparse_texts(text, report)
+    rows, scores = sparse_search(list(texts.values()), max(SPARSE_DEPTH.values()))
+    runs = {name: (rows[i][:SPARSE_DEPTH[name]], scores[i][:SPARSE_DEPTH[name]]) for i, name in enumerate(texts)}
+    if dense_search is not None:
+        d_rows, d_scores = dense_search([dense_text(report)], DENSE_DEPTH)
+        runs["dense"] = (d_rows[0], d_scores[0])
+    return runs
+
+
+def feature_table(text: str, index, sparse_search, dense_search=None) -> FeatureTable:
+    """A report's candidate features on a loaded index, searched in this process (for fitting)."""
+    report = read_report(text)
+    runs = search_runs(text, report, sparse_search, dense_search)
+    return features(inputs_for(report, runs, index), index.nodes, index.graph, file_rows_of(index.nodes))
+
+
+def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int]) -> FeatureTable:
+    """The candidate nodes of a report and their features.
+
+    Candidates are every node some run or mention reached, their graph neighbours, and the
+    file node of every file any of them lives in.
+
+    Args:
+        nodes: the index's node table (node_id, kind, file columns).
+        graph: the index's `CodeGraph` (typed neighbour lists), or None.
+        file_rows: file path -> row of its file node.
+    """
+    n_nodes = len(nodes.node_id)
+    node_runs = {name: _normalised(inputs.runs.get(name), n_nodes, minmax=(name == "dense"))
+                 for name in RUNS}
+    mention: dict[int, float] = {}
+    file_mention: dict[str, float] = {}
+    for p in inputs.priors:
+        file_mention[p.file] = file_mention.get(p.file, 0.0) + p.confidence
+        if p.row is not None:
+            mention[p.row] = mention.get(p.row, 0.0) + p.confidence
+    near = _graph_scores(graph, mention, nodes)
+
+    per_file: dict[str, dict[str, float]] = {}
+
+    def bump(f: str, key: str, value: float) -> None:
+        feats = per_file.setdefault(f, {})
+        feats[key] = max(feats.get(key, 0.0), value)
+
+    tops: dict[str, list[float]] = {}
+    for r, s in node_runs["bm25"].items():
+        bump(nodes.file[r], "f_bm25", s)
+        tops.setdefault(nodes.file[r], []).append(s)
+    for f, scores in tops.items():
+        per_file[f]["f_bm25_top3"] = sum(sorted(scores, reverse=True)[:3]) / 3.0
+    for run, key in (("title", "f_title"), ("prose", "f_prose"), ("dense", "f_dense")):
+        for r, s in node_runs[run].items():
+            bump(nodes.file[r], key, s)
+    for f, c in file_mention.items():
+        bump(f, "f_mention", min(1.0, c))
+    for r, s in near.items():
+        bump(nodes.file[r], "f_graph", s)
+    for f, feats in per_file.items():
+        if _TEST.search(f) and not inputs.about_tests:
+            feats["f_test"] = 1.0
+        if _NONLIB.search(f):
+            feats["f_nonlib"] = 1.0
+
+    cand = set(mention) | set(near)
+    for run in ("bm25", "title", "prose", "dense"):
+        cand |= set(node_runs[run])
+    cand |= {file_rows[f] for f in per_file if f in file_rows}
+    rows = np.array(sorted(cand), dtype=np.int64)
+    col = {f: i for i, f in enumerate(FEATURES)}
+    X = np.zeros((len(rows), len(FEATURES)), dtype=np.float64)
+    for i, r in enumerate(rows.tolist()):
+        for k, v in per_file.get(nodes.file[r], {}).items():
+            X[i, col[k]] = v
+        X[i, col["n_bm25"]] = node_runs["bm25"].get(r, 0.0)
+        X[i, col["n_title"]] = node_runs["title"].get(r, 0.0)
+        X[i, col["n_prose"]] = node_runs["prose"].get(r, 0.0)
+        X[i, col["n_dense"]] = node_runs["dense"].get(r, 0.0)
+        X[i, col["n_mention"]] = min(1.0, mention.get(r, 0.0))
+        X[i, col["n_graph"]] = near.get(r, 0.0)
+        kind = nodes.kind[r]
+        X[i, col["n_is_file"]] = 1.0 if kind == "file" else 0.0
+        if kind != "file":
+            parts = nodes.qualname[r].split(".")
+            X[i, col["n_named"]] = 1.0 if _distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
+            X[i, col["n_parent_named"]] = 1.0 if any(p in inputs.words for p in parts[:-1] if _distinctive(p)) else 0.0
+            X[i, col["n_class"]] = 1.0 if kind == "class" else 0.0
+            X[i, col["n_length"]] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
+    return FeatureTable(rows, X)
+
+
+def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str], limit: int = 100,
+         explain: int = 0) -> list[Scored]:
+    """Nodes by weighted feature sum (desc), ties by node id; the first `explain` carry each
+    feature's contribution."""
+    if not len(table.rows):
+        return []
+    scores = table.scores(weights)
+    order = sorted(range(len(table.rows)), key=lambda i: (-scores[i], node_ids[table.rows[i]]))[:limit]
+    w = weights.vector()
+    out = []
+    for j, i in enumerate(order):
+        contrib = {}
+        if j < explain:
+            contrib = {f: round(float(w[c] * table.X[i, c]), 4) for c, f in enumerate(FEATURES)
+                       if w[c] * table.X[i, c] != 0}
+        out.append(Scored(int(table.rows[i]), float(scores[i]), contrib))
+    return out
+
+
+def is_test_file(path: str) -> bool:
+    """Test code by the usual conventions (tests/ folders, test_*.py, conftest.py)."""
+    return bool(_TEST.search(path))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _distinctive(name: str) -> bool:
+    """A name that means one thing when a report writes it: long, or shaped like code."""
+    return len(name) >= 4 and not (name.startswith("__") and name.endswith("__"))
+
+
+def _normalised(hits, n: int, minmax: bool = False) -> dict[int, float]:
+    """Row -> score scaled to [0, 1] by the run's best score (min-max for cosine scores)."""
+    if hits is None:
+        return {}
+    rows, scores = hits
+    rows = np.asarray(rows).ravel()
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    keep = (rows >= 0) & (rows < n) & np.isfinite(scores)
+    rows, scores = rows[keep], scores[keep]
+    if rows.size == 0:
+        return {}
+    hi = float(scores.max())
+    lo = float(scores.min()) if minmax else 0.0
+    if hi - lo <= 0:
+        return {int(r): 1.0 for r in rows.tolist()}
+    return {int(r): (float(s) - lo) / (hi - lo) for r, s in zip(rows.tolist(), scores.tolist())}
+
+
+def _graph_scores(graph, seeds: Mapping[int, float], nodes) -> dict[int, float]:
+    """One hop over calls/references/inherits/imports from mentioned nodes, both directions;
+    a seed's confidence is shared among its neighbours (1/sqrt of their number)."""
+    out: dict[int, float] = {}
+    if graph is None:
+        return out
+    for v, conf in sorted(seeds.items()):
+        near: dict[int, int] = {}
+        for u, k in graph.successors_idx(v, GRAPH_EDGES) + graph.predecessors_idx(v, GRAPH_EDGES):
+            if u != v and nodes.kind[u] != "file":
+                near[u] = near.get(u, 0) + k
+        if not near:
+            continue
+        kept = sorted(near, key=lambda u: (-near[u], u))[:GRAPH_PER_SEED]
+        share = min(1.0, conf) / math.sqrt(len(near))
+        for u in kept:
+            out[u] = min(1.0, out.get(u, 0.0) + share)
+    return out
+
+
+def trace_of(scored: Sequence[Scored], nodes, top: int = 10) -> list[dict[str, Any]]:
+    """The trace of the top results: each signal's contribution."""
+    return [{"node_id": nodes.node_id[s.row], "score": round(s.score, 4), "contributions": s.contributions}
+            for s in scored[:top]]

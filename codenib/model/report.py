@@ -1,0 +1,258 @@
+"""Reading a bug report: the code it mentions (traceback frames, paths, modules, symbols),
+with spans, resolved against an index's symbol table into file and node priors.
+
+Pure and deterministic: `read_report` sees only the text, `resolve_mentions` only a
+`SymbolIndex` and the node table; neither loads anything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+#: Mention kinds, with the confidence that a resolved mention of that kind points at the fix.
+#: Traceback frames and paths are what the failing run printed; identifiers in prose are
+#: what the reporter thinks is involved; code-block identifiers are often the user's own code.
+KIND_CONFIDENCE = {
+    "frame": 1.0,
+    "path": 0.9,
+    "module": 0.8,
+    "qualified": 0.8,
+    "backtick": 0.6,
+    "exception": 0.3,
+    "identifier": 0.4,
+    "code": 0.25,
+}
+#: A symbol defined in more places than this is too common to point anywhere (`__init__`, `run`).
+MAX_DEFINITIONS = 12
+#: Mentions kept per report: a 200 KB log must not cost more than a normal report.
+MAX_MENTIONS = 400
+#: Reports are read up to this many characters (logs beyond it add nothing but time).
+MAX_CHARS = 100_000
+
+_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?')
+_PATH_LINE = re.compile(r"(?<![\w/.\\-])((?:[\w.-]+[/\\])*[\w.-]+\.pyx?)(?::(\d+))?(?![\w])")
+_DOTTED = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/\\(-]|\.\w)")
+_DOTTED_CALL = re.compile(r"(?<![\w./\\-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\(")
+_BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,120})`(?!`)")
+_IDENT = re.compile(r"(?<![\w.])(?:_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*|_+[A-Za-z0-9]+_*"
+                    r"|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)(?![\w])")
+_EXCEPTION = re.compile(r"(?<![\w.])([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning))(?![\w])")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SYMBOLISH = re.compile(r"[A-Za-z_][\w.]*")
+_TEST_WORDS = re.compile(r"\b(test suite|(unit |our |the )tests? (fail|break|are|is))", re.IGNORECASE)
+_LOG_LINE = re.compile(r"^(\s{4,}|\t|E\s|>|\$ |\.\.\.|[\w./\\-]+:\d+:|Traceback|\*{3,}|-{3,}|={3,})")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A piece of a report that names code."""
+
+    kind: str                  # frame | path | module | qualified | backtick | exception | identifier | code
+    text: str                  # the symbol or path as written (normalised: no `()`, no quotes)
+    start: int                 # character span in the report
+    end: int
+    line: int | None = None    # a frame's or `path:line` mention's line number
+    function: str | None = None  # a frame's function name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "span": [self.start, self.end],
+                **({"line": self.line} if self.line is not None else {}),
+                **({"function": self.function} if self.function else {})}
+
+
+@dataclass(frozen=True, slots=True)
+class BugReport:
+    """What `read_report` found: the title, the mentions in order, and whether the report is
+    about test code itself."""
+
+    title: str
+    prose: str                 # the text without code blocks and log lines
+    mentions: tuple[Mention, ...]
+    words: frozenset[str]      # every identifier-like word, as written
+    chars: int
+    truncated: bool
+
+    def kinds(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for m in self.mentions:
+            out[m.kind] = out.get(m.kind, 0) + 1
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """A resolved mention: the file (and node row, when a symbol resolved) it points at."""
+
+    file: str
+    row: int | None
+    confidence: float
+    mention: Mention
+
+
+def read_report(text: str) -> BugReport:
+    """Find the code a bug report mentions. Never raises on any string."""
+    text = text or ""
+    truncated = len(text) > MAX_CHARS
+    text = text[:MAX_CHARS]
+    title = next((line.strip() for line in text.splitlines() if line.strip()), "")[:300]
+    code_spans = _code_spans(text)
+    found: list[Mention] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(m: Mention) -> None:
+        if any(s <= m.start < e for s, e in taken):
+            return
+        found.append(m)
+        taken.append((m.start, m.end))
+
+    for m in _FRAME.finditer(text):
+        func = m.group(3) if m.group(3) and not m.group(3).startswith("<") else None
+        add(Mention("frame", m.group(1), m.start(), m.end(), int(m.group(2)), func))
+    for m in _PATH_LINE.finditer(text):
+        line = int(m.group(2)) if m.group(2) else None
+        add(Mention("path", m.group(1).replace("\\", "/"), m.start(1), m.end(), line))
+    for m in _BACKTICK.finditer(text):
+        inner = m.group(1).strip().strip("'\"").removesuffix("()")
+        if _SYMBOLISH.fullmatch(inner):
+            add(Mention("backtick", inner, m.start(), m.end()))
+    for pattern in (_DOTTED_CALL, _DOTTED):
+        for m in pattern.finditer(text):
+            s = m.group(1) if pattern is _DOTTED_CALL else m.group(0)
+            if _is_noise_dotted(s):
+                continue
+            kind = "qualified" if any(p[:1].isupper() for p in s.split(".")) else "module"
+            add(Mention(kind, s, m.start(), m.start() + len(s)))
+    for m in _EXCEPTION.finditer(text):
+        add(Mention("exception", m.group(1), m.start(1), m.end(1)))
+    for m in _IDENT.finditer(text):
+        kind = "code" if _inside(m.start(), code_spans) else "identifier"
+        add(Mention(kind, m.group(0), m.start(), m.end()))
+    found.sort(key=lambda m: m.start)
+    words = frozenset(_WORDS.findall(text))
+    return BugReport(title, _prose(text, code_spans), tuple(found[:MAX_MENTIONS]), words, len(text), truncated)
+
+
+def about_tests(report: BugReport) -> bool:
+    """Whether the report is about the project's own tests (then tests are not demoted).
+
+    Only the title decides: reports name their own test files all the time (`test_foo.py`
+    in a traceback) without the fix being in the project's tests.
+    """
+    return bool(_TEST_WORDS.search(report.title))
+
+
+def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = MAX_DEFINITIONS) -> list[Prior]:
+    """Map each mention to the files and nodes it names, with a confidence in (0, 1].
+
+    A mention that several definitions share spreads its confidence over them (one
+    definition: full weight; many: little), so an ambiguous name becomes several weak seeds
+    rather than a guess. Frames and `path:line` mentions point at the node whose span holds
+    the line.
+
+    Args:
+        symbols: the index's `SymbolIndex`.
+        nodes: the index's node table (file, kind, start_line, end_line columns).
+    """
+    out: list[Prior] = []
+    seen: set[tuple[str, int | None, str]] = set()
+    spans = _SpanLookup(nodes)
+    for m in report.mentions:
+        base = KIND_CONFIDENCE[m.kind]
+        if m.kind in ("frame", "path"):
+            files = symbols.files_matching(m.text)
+            if not files or len(files) > max_definitions:
+                continue
+            for f in files:
+                row = spans.innermost(f, m.line) if m.line is not None else None
+                if row is None and m.function:
+                    row = spans.named(f, m.function, symbols)
+                _add(out, seen, Prior(f, row, base / len(files), m))
+            continue
+        matches = symbols.lookup(m.text)
+        if not matches:
+            continue
+        if matches[0].level == "name_nocase":
+            continue   # an English word that happens to spell a symbol in another case
+        rows = [x.row for x in matches]
+        if len(rows) > max_definitions:
+            continue
+        for r in rows:
+            _add(out, seen, Prior(nodes.file[r], None if nodes.kind[r] == "file" else r,
+                                  base / len(rows), m))
+    return out
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _add(out: list[Prior], seen: set, p: Prior) -> None:
+    key = (p.file, p.row, p.mention.text)
+    if key not in seen:
+        seen.add(key)
+        out.append(p)
+
+
+class _SpanLookup:
+    """Nodes by file, for `path:line` -> innermost node."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self._by_file: dict[str, list[int]] | None = None
+
+    def _rows(self, f: str) -> list[int]:
+        if self._by_file is None:
+            by: dict[str, list[int]] = {}
+            for r, (fi, kind) in enumerate(zip(self.nodes.file, self.nodes.kind)):
+                if kind != "file":
+                    by.setdefault(fi, []).append(r)
+            self._by_file = by
+        return self._by_file.get(f, [])
+
+    def innermost(self, f: str, line: int) -> int | None:
+        best, width = None, None
+        for r in self._rows(f):
+            s, e = self.nodes.start_line[r], self.nodes.end_line[r]
+            if s <= line <= e and (width is None or e - s < width):
+                best, width = r, e - s
+        return best
+
+    def named(self, f: str, name: str, symbols) -> int | None:
+        rows = [r for r in self._rows(f) if self.nodes.qualname[r].split(".")[-1] == name]
+        return rows[0] if len(rows) == 1 else None
+
+
+def _prose(text: str, code_spans: Sequence[tuple[int, int]]) -> str:
+    """The report's own words: fenced blocks and log-looking lines dropped."""
+    kept, pos = [], 0
+    for s, e in code_spans:
+        kept.append(text[pos:s])
+        pos = e
+    kept.append(text[pos:])
+    lines = "".join(kept).splitlines()
+    return "\n".join(line for line in lines if line.strip() and not _LOG_LINE.match(line))
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Character ranges of fenced code blocks (an unclosed fence runs to the end)."""
+    marks = [m.start() for m in _FENCE.finditer(text)]
+    spans = []
+    for i in range(0, len(marks), 2):
+        spans.append((marks[i], marks[i + 1] if i + 1 < len(marks) else len(text)))
+    return spans
+
+
+def _inside(pos: int, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(s <= pos < e for s, e in spans)
+
+
+def _is_noise_dotted(s: str) -> bool:
+    """Version numbers, `e.g.`, domains and file names are not symbols."""
+    low = s.lower()
+    if re.fullmatch(r"[\d.]+", s) or low in ("e.g", "i.e", "etc", "vs"):
+        return True
+    if low.endswith((".py", ".pyx", ".txt", ".cfg", ".toml", ".ini", ".rst", ".md", ".com", ".org",
+                     ".io", ".html", ".json", ".yaml", ".yml")):
+        return True
+    return False

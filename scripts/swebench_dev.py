@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Bug-report localisation on the SWE-bench Lite dev set: CodeNib's modes against plain BM25.
+
+Checks out every instance's snapshot (with the shared prepare script), indexes each one
+(`--reuse` of the previous snapshot of the same repository), runs the batch job per mode and
+prints strict file Acc@1/5/10 and function Acc@5/10 per repository and overall, next to a
+BM25 baseline computed here (bm25s over function chunks, the whole issue as the query, its
+own tokenizer), plus the auto run by plan.
+
+Every `auto` number is cross-validated by repository: the localisation weights of each
+repository's run are fitted on the other two (`--localise-weights` of `codenib run`).
+
+    python scripts/swebench_dev.py                       # dense indexes (slow on 2 cores)
+    python scripts/swebench_dev.py --no-dense            # BM25 + graph indexes, a few minutes
+    python scripts/swebench_dev.py --no-dense --fit      # refit the packaged weights, ablation
+
+The mirrors come from the search library's `fetch` (see ../shared/eval/swebench-dev/README.md).
+`--data` and `--checkouts` point the script at another set of the same layout (the tests use a
+two-instance fixture).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from codenib.eval import metrics
+from codenib.model import localise
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "eval" / "swebench-dev"
+MODES = ("auto", "sparse", "dense", "hybrid", "graph")
+FILE_KS = (1, 5, 10)
+FUNCTION_KS = (5, 10)
+#: L2 strength of the logistic fit (inverse: larger C, weaker regularisation); chosen by
+#: cross-validation over 0.01-100 on the dev set (C = 1 and 10 tied within one query).
+FIT_C = 10.0
+#: Feature groups switched off together in the ablation.
+ABLATION = {
+    "BM25 whole report": ("f_bm25", "f_bm25_top3", "n_bm25"),
+    "BM25 title": ("f_title", "n_title"),
+    "BM25 prose": ("f_prose", "n_prose"),
+    "dense": ("f_dense", "n_dense"),
+    "mentions": ("f_mention", "n_mention"),
+    "graph": ("f_graph", "n_graph"),
+    "test demotion": ("f_test",),
+    "non-library paths": ("f_nonlib",),
+    "names in the report": ("n_named", "n_parent_named"),
+    "kind and length": ("n_class", "n_length"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(DEFAULT_DATA), help="folder with queries/qrels/instances parquet")
+    ap.add_argument("--work", default="/tmp/swebench-dev", help="checkouts, indexes and runs go here")
+    ap.add_argument("--checkouts", help="existing checkouts (<qid>/ folders); default: prepare them")
+    ap.add_argument("--no-dense", action="store_true", help="index without vectors (dense and hybrid skipped)")
+    ap.add_argument("--modes", default=",".join(MODES), help="modes to run (comma-separated)")
+    ap.add_argument("--fit", action="store_true",
+                    help="fit the localisation weights (all repositories) into codenib/data/localise_weights.json")
+    ap.add_argument("--ablation", action="store_true", help="cross-validated ablation of each signal group")
+    ap.add_argument("--shard-size", type=int, default=8)
+    a = ap.parse_args(argv)
+
+    data, work = Path(a.data), Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    queries = pq.read_table(data / "queries.parquet").to_pylist()
+    instances = {r["qid"]: r for r in pq.read_table(data / "instances.parquet").to_pylist()}
+    gold_files = _qrels(data / "qrels_file.parquet", "file")
+    gold_funcs = _qrels(data / "qrels_function.parquet", "node_id")
+    checkouts = Path(a.checkouts) if a.checkouts else _prepare(data, work)
+    idx_root = work / ("idx-sparse" if a.no_dense else "idx")
+    _index_all(instances, checkouts, idx_root, dense=not a.no_dense)
+
+    repos = sorted({r["repo_short"] for r in instances.values()})
+    tag = "sparse" if a.no_dense else "dense"
+    tables = _feature_tables(queries, idx_root, dense=not a.no_dense)
+    folds = {repo: _fit([q for q in tables if instances[q]["repo_short"] != repo], tables, gold_files, gold_funcs)
+             for repo in repos}
+    weights_dir = work / f"weights-{tag}"
+    weights_dir.mkdir(exist_ok=True)
+    for repo, w in folds.items():
+        (weights_dir / f"without-{repo}.json").write_text(json.dumps({"weights": w.to_dict()}, indent=2))
+
+    rankings: dict[str, dict[str, list[str]]] = {"BM25 baseline": _bm25_baseline(queries, idx_root)}
+    plans_of: dict[str, str] = {}
+    modes = [m for m in a.modes.split(",") if m and not (a.no_dense and m in ("dense", "hybrid"))]
+    timings: dict[str, float] = {}
+    for mode in modes:
+        t0 = time.perf_counter()
+        if mode == "auto":
+            ranks: dict[str, list[str]] = {}
+            for repo in repos:
+                subset = [q for q in queries if instances[q["qid"]]["repo_short"] == repo]
+                out = work / f"runs-{tag}" / f"auto-{repo}"
+                r, p = _run(subset, idx_root, out, mode, a.shard_size, weights_dir / f"without-{repo}.json")
+                ranks.update(r)
+                plans_of.update(p)
+        else:
+            ranks, _ = _run(queries, idx_root, work / f"runs-{tag}" / mode, mode, a.shard_size)
+        rankings[f"codenib {mode}"] = ranks
+        timings[mode] = time.perf_counter() - t0
+
+    print(f"\nSWE-bench Lite dev, {len(queries)} issues, indexes {'without' if a.no_dense else 'with'} vectors; "
+          "strict Acc (file @1/5/10, function @5/10); auto cross-validated by repository\n")
+    _print_table(rankings, instances, gold_files, gold_funcs, repos)
+    if plans_of:
+        print("\nauto by plan:")
+        for plan in sorted(set(plans_of.values())):
+            members = [q for q, p in plans_of.items() if p == plan]
+            row = _scores(rankings["codenib auto"], members, gold_files, gold_funcs)
+            print(f"  {plan:<18} {len(members):>3} issues  " + _fmt(row))
+    print("\njob wall time per mode (s): " + ", ".join(f"{m} {t:.0f}" for m, t in timings.items()))
+
+    if a.ablation:
+        print("\nablation (cross-validated by repository; in-process scoring of the same features):")
+        base = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, ())
+        print(f"  {'all signals':<24} " + _fmt(_scores(base, list(tables), gold_files, gold_funcs)))
+        for name, feats in ABLATION.items():
+            ranks = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, feats)
+            print(f"  - {name:<22} " + _fmt(_scores(ranks, list(tables), gold_files, gold_funcs)))
+    if a.fit:
+        w = _fit(list(tables), tables, gold_files, gold_funcs)
+        target = HERE.parent / "codenib" / "data" / "localise_weights.json"
+        target.write_text(json.dumps({
+            "fitted_on": f"SWE-bench Lite dev ({', '.join(repos)}; {len(tables)} issues), indexes "
+                         f"{'without' if a.no_dense else 'with'} vectors",
+            "method": f"logistic regression, per-query balanced, L2 C={FIT_C}", "weights": w.to_dict()},
+            indent=2) + "\n")
+        print(f"\nweights written to {target}")
+    return 0
+
+
+# --- steps ---------------------------------------------------------------------------------------
+
+def _qrels(path: Path, column: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    if path.exists():
+        for r in pq.read_table(path).to_pylist():
+            if r["relevance"] > 0:
+                out.setdefault(r["qid"], set()).add(metrics.plain_node_id(r[column]))
+    return out
+
+
+def _prepare(data: Path, work: Path) -> Path:
+    subprocess.run([sys.executable, str(data / "prepare.py"), str(work)], check=True)
+    return work / "checkouts"
+
+
+def _order(instances: dict) -> list[str]:
+    """Snapshots of one repository in instance-number order (close to commit order), so that
+    `--reuse` sees the nearest earlier snapshot."""
+    def key(qid: str):
+        num = re.search(r"-(\d+)$", qid)
+        return instances[qid]["repo_short"], int(num.group(1)) if num else 0, qid
+    return sorted(instances, key=key)
+
+
+def _index_all(instances: dict, checkouts: Path, root: Path, dense: bool) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    prev: dict[str, str] = {}
+    for qid in _order(instances):
+        repo = instances[qid]["repo_short"]
+        out = root / qid
+        if not (out / "manifest.json").exists():
+            cmd = [_codenib(), "index", str(checkouts / qid), "--out", str(out), "--quiet"]
+            if not dense:
+                cmd.append("--no-dense")
+            elif repo in prev:
+                cmd += ["--reuse", str(root / prev[repo])]
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            print(f"indexed {qid} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        prev[repo] = qid
+
+
+def _run(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_size: int,
+         weights: Path | None = None) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """One batch job (a fresh results folder); its rankings and the plan of each query."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    qfile = out.parent / f"{out.name}.queries.parquet"
+    pq.write_table(pa.Table.from_pylist([{"qid": q["qid"], "query": q["query"], "index": q["index"]}
+                                         for q in queries]), qfile)
+    cmd = [_codenib(), "run", "--queries", str(qfile), "--index-root", str(idx_root), "--out", str(out),
+           "--mode", mode, "-k", "100", "--shard-size", str(shard_size)]
+    if weights is not None:
+        cmd += ["--localise-weights", str(weights)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    from codenib.eval.io import read_results
+
+    results = read_results(str(out))
+    return results.run(None), {q: p for q, p in results.plans.items()}
+
+
+def _feature_tables(queries: list[dict], idx_root: Path, dense: bool) -> dict:
+    from codenib.index.loaded import load_index
+
+    tables = {}
+    for q in queries:
+        index = load_index(idx_root / q["index"], dense=dense)
+        dense_search = None
+        if index.dense is not None:
+            def dense_search(texts, k, index=index):
+                return index.dense.search(index.encode_queries(list(texts)), k)
+        table = localise.feature_table(q["query"], index, index.sparse.search, dense_search)
+        tables[q["qid"]] = (table, index.nodes.node_id)
+    return tables
+
+
+def _labels(qid: str, table, node_ids, gold_files, gold_funcs) -> np.ndarray:
+    out = []
+    for r in table.rows.tolist():
+        nid = node_ids[r]
+        if "::" in nid:
+            out.append(1 if metrics.plain_node_id(nid) in gold_funcs.get(qid, ()) else 0)
+        else:
+            out.append(1 if nid in gold_files.get(qid, ()) else 0)
+    return np.array(out)
+
+
+def _fit(qids: list[str], tables: dict, gold_files, gold_funcs, drop: tuple[str, ...] = ()):
+    """Pointwise logistic regression over candidate features, each query's positives and
+    negatives weighing the same (so long candidate lists do not dominate)."""
+    from sklearn.linear_model import LogisticRegression
+
+    keep = np.array([f not in drop for f in localise.FEATURES])
+    Xs, ys, ws = [], [], []
+    for q in qids:
+        table, ids = tables[q]
+        y = _labels(q, table, ids, gold_files, gold_funcs)
+        if not y.sum() or y.sum() == len(y):
+            continue
+        Xs.append(table.X[:, keep])
+        ys.append(y)
+        ws.append(np.where(y == 1, 1.0 / y.sum(), 1.0 / (len(y) - y.sum())))
+    model = LogisticRegression(C=FIT_C, max_iter=5000).fit(np.vstack(Xs), np.concatenate(ys),
+                                                           sample_weight=np.concatenate(ws))
+    coef = np.zeros(len(localise.FEATURES))
+    coef[keep] = model.coef_[0]
+    return localise.LocaliseWeights({f: round(float(c), 4) for f, c in zip(localise.FEATURES, coef)})
+
+
+def _cv_rankings(tables, instances, repos, gold_files, gold_funcs, drop) -> dict[str, list[str]]:
+    out = {}
+    for repo in repos:
+        train = [q for q in tables if instances[q]["repo_short"] != repo]
+        w = _fit(train, tables, gold_files, gold_funcs, drop)
+        for q in tables:
+            if instances[q]["repo_short"] == repo:
+                table, ids = tables[q]
+                out[q] = [ids[s.row] for s in localise.rank(table, w, ids, 100)]
+    return out
+
+
+def _bm25_baseline(queries: list[dict], idx_root: Path) -> dict[str, list[str]]:
+    """bm25s over the function and class chunks of each index, the whole issue as the query,
+    with bm25s's own tokenizer (English stopwords, Snowball stemmer): the plain script."""
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    out = {}
+    for q in queries:
+        t = pq.read_table(idx_root / q["index"] / "nodes.parquet", columns=["node_id", "kind", "text"])
+        keep = [i for i, k in enumerate(t.column("kind").to_pylist()) if k != "file"]
+        ids = [t.column("node_id")[i].as_py() for i in keep]
+        texts = [t.column("text")[i].as_py() for i in keep]
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+                        show_progress=False)
+        query = bm25s.tokenize([q["query"]], stopwords="en", stemmer=stemmer, show_progress=False)
+        docs, _ = retriever.retrieve(query, k=min(100, len(ids)), show_progress=False)
+        out[q["qid"]] = [ids[j] for j in docs[0]]
+    return out
+
+
+def _scores(ranks: dict[str, list[str]], qids: list[str], gold_files, gold_funcs) -> dict[str, float]:
+    """Mean strict Acc@k, as `codenib eval` computes it (file and function level)."""
+    files = metrics.to_file_run({q: ranks.get(q, []) for q in qids})
+    funcs = metrics.to_function_run({q: ranks.get(q, []) for q in qids})
+    row = {}
+    fq = {q: {f: 1 for f in gold_files[q]} for q in qids if gold_files.get(q)}
+    nq = {q: {f: 1 for f in gold_funcs[q]} for q in qids if gold_funcs.get(q)}
+    for k in FILE_KS:
+        vals = metrics.evaluate(files, fq, [f"Acc@{k}"], list(fq))[f"Acc@{k}"]
+        row[f"file@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    for k in FUNCTION_KS:
+        vals = metrics.evaluate(funcs, nq, [f"Acc@{k}"], list(nq))[f"Acc@{k}"]
+        row[f"func@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    return row
+
+
+def _fmt(row: dict[str, float]) -> str:
+    return "  ".join(f"{k} {v:.3f}" for k, v in row.items())
+
+
+def _print_table(rankings, instances, gold_files, gold_funcs, repos) -> None:
+    groups = [(repo, [q for q in instances if instances[q]["repo_short"] == repo]) for repo in repos]
+    groups.append(("overall", list(instances)))
+    head = "file@1 file@5 file@10 func@5 func@10"
+    print(f"{'system':<16} {'set':<9} {'n':>3}  {head}")
+    for name, ranks in rankings.items():
+        for label, qids in groups:
+            row = _scores(ranks, qids, gold_files, gold_funcs)
+            print(f"{name:<16} {label:<9} {len(qids):>3}  " + " ".join(f"{v:>6.3f}" for v in row.values()))
+
+
+def _codenib() -> str:
+    exe = Path(sys.executable).with_name("codenib")
+    return str(exe) if exe.exists() else (shutil.which("codenib") or "codenib")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""Files-first localisation scoring on a literal node table with hand-computed scores."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, default_weights, features,
+                                    rank)
+from codenib.model.report import Mention, Prior
+
+NODES = SimpleNamespace(
+    node_id=["lib/a.py", "lib/a.py::f", "lib/a.py::g", "tests/test_a.py", "tests/test_a.py::test_f",
+             "lib/b.py", "lib/b.py::h"],
+    kind=["file", "function", "function", "file", "function", "file", "function"],
+    file=["lib/a.py", "lib/a.py", "lib/a.py", "tests/test_a.py", "tests/test_a.py", "lib/b.py", "lib/b.py"],
+    qualname=["", "f", "g", "", "test_f", "", "h"],
+    start_line=[1, 1, 5, 1, 1, 1, 1],
+    end_line=[9, 4, 9, 3, 3, 2, 2],
+)
+FILE_ROWS = {"lib/a.py": 0, "tests/test_a.py": 3, "lib/b.py": 5}
+
+
+def _w(**values):
+    return LocaliseWeights(values)
+
+
+def _ids(scored):
+    return [NODES.node_id[s.row] for s in scored]
+
+
+def test_file_score_is_broadcast_and_node_evidence_orders_within_the_file():
+    # bm25: f 4, g 2, test_f 4 -> normalised 1, 0.5, 1.
+    runs = {"bm25": (np.array([1, 4, 2]), np.array([4.0, 4.0, 2.0]))}
+    table = features(LocaliseInputs(runs), NODES, None, FILE_ROWS)
+    w = _w(f_bm25=1.0, n_bm25=0.5, f_test=-1.0)
+    scored = rank(table, w, NODES.node_id, limit=10, explain=10)
+    by_id = {NODES.node_id[s.row]: s.score for s in scored}
+    assert by_id["lib/a.py::f"] == pytest.approx(1.0 + 0.5)
+    assert by_id["lib/a.py::g"] == pytest.approx(1.0 + 0.25)
+    assert by_id["lib/a.py"] == pytest.approx(1.0)
+    assert by_id["tests/test_a.py::test_f"] == pytest.approx(1.0 - 1.0 + 0.5)
+    # The test scores as high as f on BM25 but is demoted below the library.
+    assert _ids(scored)[:3] == ["lib/a.py::f", "lib/a.py::g", "lib/a.py"]
+    for s in scored:
+        assert sum(s.contributions.values()) == pytest.approx(s.score, abs=1e-3)
+
+
+def test_tests_are_not_demoted_when_the_report_is_about_them():
+    runs = {"bm25": (np.array([4, 1]), np.array([4.0, 3.0]))}
+    table = features(LocaliseInputs(runs, about_tests=True), NODES, None, FILE_ROWS)
+    assert _ids(rank(table, _w(f_bm25=1.0, f_test=-1.0, n_bm25=0.1), NODES.node_id))[0] == "tests/test_a.py::test_f"
+
+
+def test_a_mention_lifts_a_file_no_run_found():
+    prior = Prior("lib/b.py", 6, 0.9, Mention("frame", "b.py", 0, 4, 1))
+    runs = {"bm25": (np.array([1]), np.array([3.0]))}
+    table = features(LocaliseInputs(runs, (prior,)), NODES, None, FILE_ROWS)
+    scored = rank(table, _w(f_bm25=0.5, f_mention=1.0, n_mention=0.5), NODES.node_id)
+    assert _ids(scored)[0] == "lib/b.py::h"
+    assert scored[0].score == pytest.approx(0.9 + 0.45)
+
+
+def test_ties_break_by_node_id_and_no_input_gives_no_result():
+    runs = {"bm25": (np.array([2, 1, 6]), np.array([1.0, 1.0, 1.0]))}
+    table = features(LocaliseInputs(runs), NODES, None, FILE_ROWS)
+    assert _ids(rank(table, _w(n_bm25=1.0), NODES.node_id, limit=3)) == ["lib/a.py::f", "lib/a.py::g", "lib/b.py::h"]
+    empty = features(LocaliseInputs({}), NODES, None, FILE_ROWS)
+    assert rank(empty, default_weights(), NODES.node_id) == []
+
+
+def test_packaged_weights_cover_every_feature_and_demote_tests():
+    w = default_weights().to_dict()
+    assert set(w) == set(FEATURES)
+    assert w["f_test"] < 0

@@ -1,0 +1,90 @@
+"""Reading bug reports: mentions with spans, resolved against a real index's symbol table."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codenib.compiler.build import BuildOptions, build_index
+from codenib.index.loaded import load_index
+from codenib.model.report import about_tests, read_report, resolve_mentions
+from tests.model import bug_repo
+
+
+@pytest.fixture(scope="module")
+def bug_index(tmp_path_factory):
+    repo = bug_repo.write_repo(tmp_path_factory.mktemp("bugrepo"))
+    out = tmp_path_factory.mktemp("bugidx") / "idx"
+    build_index(repo, out, BuildOptions(dense=False, progress=False))
+    return load_index(out)
+
+
+def _priors(index, text):
+    return resolve_mentions(read_report(text), index.symbols, index.nodes)
+
+
+def test_traceback_frames_keep_spans_lines_and_functions():
+    rep = read_report(bug_repo.TRACEBACK_REPORT)
+    frames = [m for m in rep.mentions if m.kind == "frame"]
+    assert [(m.text.rsplit("/", 1)[-1], m.line, m.function) for m in frames] == [
+        ("app.py", 12, None), ("cart.py", 19, "total"), ("pricing.py", 12, "round_cents")]
+    for m in frames:
+        assert bug_repo.TRACEBACK_REPORT[m.start:m.end].startswith('File "')
+    assert rep.title == "Cart total is off by a cent with a coupon"
+    assert "Traceback" not in rep.prose and "loses a cent" in rep.prose
+
+
+def test_site_packages_frame_resolves_to_the_repository_node_holding_the_line(bug_index):
+    priors = _priors(bug_index, bug_repo.TRACEBACK_REPORT)
+    frames = {(p.file, bug_index.nodes.node_id[p.row] if p.row is not None else None)
+              for p in priors if p.mention.kind == "frame"}
+    # app.py is the user's own file: not in the index, so no prior.
+    assert frames == {("src/shop/cart.py", "src/shop/cart.py::Cart.total"),
+                      ("src/shop/pricing.py", "src/shop/pricing.py::round_cents")}
+
+
+def test_backticked_class_method_resolves_to_one_node_with_full_confidence(bug_index):
+    priors = [p for p in _priors(bug_index, bug_repo.BACKTICK_REPORT) if p.mention.kind == "backtick"]
+    assert {bug_index.nodes.node_id[p.row] for p in priors} == {"src/shop/cart.py::Cart.add"}
+    assert all(p.confidence == pytest.approx(0.6) for p in priors)
+
+
+def test_path_mentions_resolve_by_suffix(bug_index):
+    priors = [p for p in _priors(bug_index, bug_repo.PATH_REPORT) if p.mention.kind == "path"]
+    assert {p.file for p in priors} == {"src/shop/pricing.py"}
+    lined = [p for p in priors if p.mention.line == 12]
+    assert lined and bug_index.nodes.node_id[lined[0].row] == "src/shop/pricing.py::round_cents"
+
+
+def test_a_name_defined_twice_becomes_two_weaker_priors(bug_index):
+    priors = [p for p in _priors(bug_index, bug_repo.AMBIGUOUS_REPORT) if p.mention.text == "validate"]
+    ids = {bug_index.nodes.node_id[p.row] for p in priors}
+    assert ids == {"src/shop/pricing.py::Coupon.validate", "src/shop/report.py::validate"}
+    assert all(p.confidence == pytest.approx(0.6 / 2) for p in priors)
+
+
+def test_a_report_without_identifiers_has_no_priors(bug_index):
+    rep = read_report(bug_repo.NO_IDENTIFIER_REPORT)
+    assert [m for m in rep.mentions if m.kind != "identifier"] == []
+    assert _priors(bug_index, bug_repo.NO_IDENTIFIER_REPORT) == []
+
+
+def test_huge_logs_are_cut_and_capped():
+    text = "Crash in `Cart.add`\n" + ("ERROR src/shop/cart.py:14 some_logged_value=1\n" * 8000)
+    rep = read_report(text)
+    assert len(text) > 200_000 and rep.truncated
+    assert len(rep.mentions) <= 400
+
+
+def test_about_tests_reads_the_title_only():
+    assert not about_tests(read_report(bug_repo.TRACEBACK_REPORT + "\n  File \"tests/test_x.py\", line 1"))
+    assert about_tests(read_report("The test suite fails on Windows\n\nsee log"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_reads_without_error_and_spans_point_into_it(text):
+    rep = read_report(text)
+    for m in rep.mentions:
+        assert 0 <= m.start < m.end <= len(text)
