@@ -22,21 +22,21 @@ def file_edges(resolver: Resolver, pf: ParsedFile) -> Iterator[tuple[str, str, s
         yield (parent, d.node_id, "contains")
     if pf.tree is None:
         return
-    module = resolver.module_of_file[pf.rel_path]
-    scope = resolver.module_scopes.get(module)
-    if scope is None or resolver.modules.get(module) is not pf:
-        # A file whose module name another file won: resolve it in a scope of its own.
-        scope = Scope("module", module, file_id, None)
-        resolver.scan_block(pf.tree.body, scope, {id(d.tree): d for d in pf.definitions})
+    scope = resolver.file_scopes[pf.rel_path]
     yield from import_edges(resolver, pf, scope, file_id)
-    yield from _EdgeVisitor(resolver, scope, file_id).run(pf.tree)
+    # The tree may be a second parse of the file: its definitions are known by node, not
+    # by the nodes that pass 1 saw.
+    def_ids = {id(d.tree): d.node_id for d in pf.definitions}
+    yield from _EdgeVisitor(resolver, scope, file_id, def_ids).run(pf.tree)
 
 
 class _EdgeVisitor:
     """Walk one module, attributing calls and references to the innermost scope."""
 
-    def __init__(self, resolver: Resolver, module_scope: Scope, file_id: str):
+    def __init__(self, resolver: Resolver, module_scope: Scope, file_id: str,
+                 def_ids: dict[int, str]):
         self.r = resolver
+        self.def_ids = def_ids                  # id() of a def node -> its node id
         self.module_scope = module_scope
         self.file_id = file_id
         self.edges: list[tuple[str, str, str]] = []
@@ -174,11 +174,10 @@ class _EdgeVisitor:
     def _def_for(self, node: ast.AST, scope: Scope) -> str | None:
         while scope.kind == "narrow" and scope.parent is not None:
             scope = scope.parent     # definitions are bound in the real scope
+        node_id = self.def_ids.get(id(node))
         for source in scope.bindings.get(node.name, ()):
-            if source[0] == "def":
-                d = self.r.defs.get(source[1])
-                if d is not None and d.tree is node:
-                    return d.node_id
+            if source[0] == "def" and source[1] == node_id:
+                return node_id
         return None
 
     def _call(self, node: ast.Call, scope: Scope) -> None:

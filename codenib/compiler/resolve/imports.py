@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from codenib.compiler.modules import module_name_for, package_dirs_of
 from codenib.compiler.parse import ParsedFile
@@ -17,15 +17,16 @@ if TYPE_CHECKING:
 class ModuleTable:
     """Every file's dotted module name and the file that each module name stands for."""
 
-    def __init__(self, files: list[ParsedFile], root_package: str | None = None):
-        package_dirs = package_dirs_of(pf.rel_path for pf in files)
+    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
+        rel_paths = list(rel_paths)
+        package_dirs = package_dirs_of(rel_paths)
         self.module_of_file: dict[str, str] = {}
-        self.modules: dict[str, ParsedFile] = {}
-        for pf in sorted(files, key=lambda f: (f.rel_path.count("/"), f.rel_path)):
-            name = module_name_for(pf.rel_path, package_dirs, root_package)
-            self.module_of_file[pf.rel_path] = name
+        self.modules: dict[str, str] = {}           # module name -> the file's relative path
+        for rel_path in sorted(rel_paths, key=lambda p: (p.count("/"), p)):
+            name = module_name_for(rel_path, package_dirs, root_package)
+            self.module_of_file[rel_path] = name
             # First (shallowest) file wins a contested module name, e.g. two conftest.py.
-            self.modules.setdefault(name, pf)
+            self.modules.setdefault(name, rel_path)
         # Every module and every dotted prefix of one (`a.b` of `a.b.c`), for O(1) checks.
         self._module_prefixes: set[str] = set()
         for name in self.modules:
@@ -39,8 +40,8 @@ class ModuleTable:
         """The absolute module a `from` import in `module` names (None above the root)."""
         if level == 0:
             return name
-        pf = self.modules.get(module)
-        is_pkg = pf is not None and pf.rel_path.endswith("__init__.py")
+        path = self.modules.get(module)
+        is_pkg = path is not None and path.endswith("__init__.py")
         parts = module.split(".") if module else []
         if not is_pkg:
             parts = parts[:-1]
@@ -55,8 +56,8 @@ class ModuleTable:
         if value is None:
             return None
         if value[0] == "module":
-            pf = self.modules.get(value[1])
-            return make_node_id(pf.rel_path) if pf else None
+            path = self.modules.get(value[1])
+            return make_node_id(path) if path else None
         return value[1].split("::", 1)[0]
 
 

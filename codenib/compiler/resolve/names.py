@@ -4,8 +4,8 @@ imports, module tables and method resolution orders, with cycle guards and cache
 from __future__ import annotations
 
 import ast
+from typing import Iterable
 
-from codenib.compiler.parse import ParsedFile
 from codenib.compiler.resolve.scopes import Bindings, Scope, Value
 from codenib.compiler.resolve.syntax import annotation_name, generic_origin
 
@@ -21,8 +21,8 @@ class Names(Bindings):
     """Name lookup over the bindings; expressions are typed by the `infer` layer above it
     (`infer`, `annotation_type`, `return_type`), which this layer calls back into."""
 
-    def __init__(self, files: list[ParsedFile], root_package: str | None = None):
-        super().__init__(files, root_package)
+    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
+        super().__init__(rel_paths, root_package)
         self._attr_cache: dict[tuple[str, str], Value | None] = {}
         self._building: set[str] = set()
         self._resolving: set[tuple] = set()

@@ -4,6 +4,7 @@ and assigns, recorded before any inference runs."""
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -53,29 +54,40 @@ class Bindings(ModuleTable):
     lazily, so scanning needs nothing but the module table.
     """
 
-    def __init__(self, files: list[ParsedFile], root_package: str | None = None):
-        super().__init__(files, root_package)
-        self.module_scopes: dict[str, Scope] = {}
+    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
+        super().__init__(rel_paths, root_package)
+        self.module_scopes: dict[str, Scope] = {}   # module name -> scope of the file it names
+        self.file_scopes: dict[str, Scope] = {}     # relative path -> scope its edges resolve in
         self.def_scopes: dict[str, Scope] = {}      # node id -> scope of that class/function
         self.defs: dict[str, Definition] = {}
         self.class_members: dict[str, dict[str, str]] = {}
         self.class_properties: dict[str, dict[str, str]] = {}   # class -> name -> getter id
         self.class_attr_sources: dict[str, dict[str, list[tuple]]] = {}
-        for pf in files:
-            if pf.tree is not None:
-                self.module_scope(self.module_of_file[pf.rel_path])
+
+    def add_file(self, pf: ParsedFile, trim: bool = False) -> None:
+        """Pass 1 for one file: record what it binds (nothing when it did not parse).
+
+        With `trim`, `pf` lets its tree go afterwards and its definitions keep only their
+        headers (arguments, returns, bases, decorators): the resolver then holds what each
+        file binds, not its tree, and pass 2 needs the file parsed again (`parse_syntax`).
+        """
+        if pf.tree is None:
+            return
+        module = self.module_of_file[pf.rel_path]
+        scope = Scope("module", module, make_node_id(pf.rel_path), None)
+        # A file whose module name another file won resolves in a scope of its own.
+        if self.modules.get(module) == pf.rel_path:
+            self.module_scopes[module] = scope
+        self.file_scopes[pf.rel_path] = scope
+        self.scan_block(pf.tree.body, scope, {id(d.tree): d for d in pf.definitions})
+        if trim:
+            for d in pf.definitions:
+                d.tree = _header(d.tree)
+            pf.tree = None
 
     def module_scope(self, module: str) -> Scope | None:
-        if module in self.module_scopes:
-            return self.module_scopes[module]
-        pf = self.modules.get(module)
-        if pf is None or pf.tree is None:
-            return None
-        scope = Scope("module", module, make_node_id(pf.rel_path), None)
-        self.module_scopes[module] = scope
-        by_tree = {id(d.tree): d for d in pf.definitions}
-        self.scan_block(pf.tree.body, scope, by_tree)
-        return scope
+        """The scope of the file a module name stands for; None when it did not parse."""
+        return self.module_scopes.get(module)
 
     def scan_block(self, stmts: Iterable[ast.stmt], scope: Scope, by_tree: dict) -> None:
         """Record the names a block binds; nested class/function scopes are built here too."""
@@ -255,6 +267,13 @@ def _child_blocks(stmt: ast.AST) -> Iterator[ast.AST]:
                 yield from child.body
             else:
                 yield child
+
+
+def _header(tree: ast.AST) -> ast.AST:
+    """A class or function node without its body: all that resolution asks of it later."""
+    header = copy.copy(tree)
+    header.body = []
+    return header
 
 
 def _is_property(tree: ast.AST) -> bool:
