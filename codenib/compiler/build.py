@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pyarrow.parquet as pq
 
 from codenib import artifact
-from codenib.compiler.parse import ParsedFile, parse_file
-from codenib.compiler.resolve import build_edges
-from codenib.compiler.walk import walk_repository
+from codenib.compiler.parse import ParsedFile, parse_file, parse_syntax
+from codenib.compiler.resolve import Resolver, collect_edges
+from codenib.compiler.walk import SourceFile, walk_repository
 from codenib.errors import BadInputError
 from codenib.tokens import TokenizerConfig
 from codenib.types import EDGE_TYPES, NODE_KINDS, edges_to_table, nodes_to_table
@@ -101,13 +102,17 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     if not files:
         raise BadInputError("no Python files found in the repository", path=str(repo),
                             fix="pass the root of a repository that holds .py files")
-    parsed = _parse_all(files, options.progress)
+    # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
+    root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
+    # The graph's first pass records each file's bindings as it is parsed and lets its tree
+    # go; the second parses one file at a time again: no stage holds every tree at once.
+    resolver = Resolver([f.rel_path for f in files], root_package)
+    parsed = _parse_all(files, resolver, options.progress)
     seconds["parse"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
-    root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
-    edges = build_edges(parsed, root_package)
+    edges = collect_edges(resolver, _parsed_again(files, parsed))
+    del resolver    # its bindings would otherwise stay alive through the sparse and dense stages
     seconds["graph"] = time.perf_counter() - t0
 
     nodes = sorted((n for pf in parsed for n in pf.nodes), key=lambda n: n.node_id)
@@ -166,8 +171,34 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     )
 
 
-def _parse_all(files, progress: bool) -> list[ParsedFile]:
+def _parse_all(files: list[SourceFile], resolver: Resolver, progress: bool) -> list[ParsedFile]:
+    """Parse every file into nodes, recording its bindings in `resolver` (trees let go)."""
     from tqdm import tqdm
 
-    return [parse_file(f) for f in tqdm(files, desc="parse", unit="file", disable=not progress,
-                                         file=sys.stderr, leave=False)]
+    parsed = []
+    for f in tqdm(files, desc="parse", unit="file", disable=not progress, file=sys.stderr,
+                  leave=False):
+        pf = parse_file(f)
+        resolver.add_file(pf, trim=True)
+        parsed.append(pf)
+    return parsed
+
+
+def _parsed_again(files: list[SourceFile], parsed: list[ParsedFile]) -> Iterator[ParsedFile]:
+    """Each file's tree and definitions again, one file at a time, for the graph's pass 2.
+
+    Raises:
+        BadInputError: a file changed (or vanished) since it was parsed.
+    """
+    for source, pf in zip(files, parsed):
+        if pf.parse_error is not None:
+            yield pf        # nothing to walk: its contains edges only
+            continue
+        try:
+            raw = source.abs_path.read_bytes()
+        except OSError:
+            raw = None
+        if raw is None or hashlib.sha256(raw).hexdigest() != pf.file_node.content_sha256:
+            raise BadInputError("file changed while the repository was being indexed",
+                                path=pf.rel_path, fix="index again once nothing writes to it")
+        yield parse_syntax(pf.rel_path, raw)

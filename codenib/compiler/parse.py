@@ -50,14 +50,7 @@ def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
     """Parse the bytes of one file into nodes; errors become the file node's `parse_error`."""
     text, error = _decode(raw)
     lines = source_lines(text)
-    tree = None
-    if error is None:
-        try:
-            tree = ast.parse(text, filename=rel_path, type_comments=False)
-        except SyntaxError as exc:
-            error = f"SyntaxError: {exc.msg} (line {exc.lineno})"
-        except (ValueError, RecursionError, MemoryError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
+    tree, error = _parse(rel_path, text, error)
     file_node = Node(
         node_id=make_node_id(rel_path),
         kind="file",
@@ -74,7 +67,22 @@ def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
     )
     parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error)
     if tree is not None:
-        _collect(parsed, tree, lines)
+        parsed.definitions = _definitions(rel_path, tree)
+        parsed.nodes.extend(_def_node(rel_path, d, lines) for d in parsed.definitions)
+    return parsed
+
+
+def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
+    """The tree and definitions `parse_source` finds in the same bytes, without the nodes.
+
+    The resolver's second look at a file whose nodes are already built: parsing again is
+    cheaper than holding every file's tree until the graph is done.
+    """
+    text, error = _decode(raw)
+    tree, error = _parse(rel_path, text, error)
+    parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error)
+    if tree is not None:
+        parsed.definitions = _definitions(rel_path, tree)
     return parsed
 
 
@@ -113,7 +121,21 @@ def _decode(raw: bytes) -> tuple[str, str | None]:
     return text, None
 
 
-def _collect(parsed: ParsedFile, tree: ast.Module, lines: list[str]) -> None:
+def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | None, str | None]:
+    """The module's tree, or None and why not (a decoding `error` stops it before parsing)."""
+    if error is not None:
+        return None, error
+    try:
+        return ast.parse(text, filename=rel_path, type_comments=False), None
+    except SyntaxError as exc:
+        return None, f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
+    """Every class and function of the tree, outer before inner, in order of appearance."""
+    definitions: list[Definition] = []
     seen: dict[str, int] = {}
 
     def visit(node: ast.AST, parent: Definition | None) -> None:
@@ -129,14 +151,14 @@ def _collect(parsed: ParsedFile, tree: ast.Module, lines: list[str]) -> None:
                     kind = "method"
                 else:
                     kind = "function"
-                d = Definition(make_node_id(parsed.rel_path, unique), unique, kind, child, parent)
-                parsed.definitions.append(d)
-                parsed.nodes.append(_def_node(parsed.rel_path, d, lines))
+                d = Definition(make_node_id(rel_path, unique), unique, kind, child, parent)
+                definitions.append(d)
                 visit(child, d)
             elif not isinstance(child, (ast.expr, ast.Lambda)):
                 visit(child, parent)
 
     visit(tree, None)
+    return definitions
 
 
 def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:

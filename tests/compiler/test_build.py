@@ -11,7 +11,11 @@ import pytest
 
 from codenib import artifact
 from codenib.cli import main
+from codenib.compiler import build as build_module
 from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.parse import parse_file
+from codenib.compiler.resolve import build_edges
+from codenib.compiler.walk import walk_repository
 from codenib.errors import BadInputError, IndexFormatError
 from codenib.index.loaded import load_index
 from codenib.types import EDGES_SCHEMA, NODES_SCHEMA
@@ -40,6 +44,32 @@ def test_artifacts_follow_the_design(sparse_index):
     assert manifest["model"] is None
     assert set(manifest["artifacts"]) >= {"nodes.parquet", "edges.parquet", "sparse/vocab.index.json"}
     assert manifest["tokenizer"]["stemmer"] == "english"
+
+
+def test_edges_of_the_two_pass_build_are_those_of_build_edges(fixture_repo, sparse_index):
+    # The build lets each file's tree go after pass 1 and parses it again for pass 2.
+    files, _ = walk_repository(fixture_repo)
+    expected = [(e.src, e.dst, e.type, e.count) for e in build_edges([parse_file(f) for f in files])]
+    edges = pq.read_table(sparse_index / "edges.parquet").to_pylist()
+    assert [(e["src"], e["dst"], e["type"], e["count"]) for e in edges] == expected
+
+
+def test_a_file_changed_between_the_passes_is_named(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("def f():\n    return 1\n")
+    real = build_module.parse_file
+
+    def parse_then_edit(source):
+        parsed = real(source)
+        source.abs_path.write_text("def g():\n    return 2\n")
+        return parsed
+
+    monkeypatch.setattr(build_module, "parse_file", parse_then_edit)
+    with pytest.raises(BadInputError, match="changed while") as err:
+        build_index(repo, tmp_path / "idx", NO_DENSE)
+    assert err.value.path == "a.py"
+    assert not (tmp_path / "idx").exists()
 
 
 def test_loaded_graph_answers_typed_neighbour_queries(sparse_index):

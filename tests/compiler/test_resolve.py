@@ -2,15 +2,29 @@
 
 import pytest
 
-from codenib.compiler.parse import parse_source
-from codenib.compiler.resolve import build_edges, module_name_for
+from codenib.compiler.parse import parse_source, parse_syntax
+from codenib.compiler.resolve import Resolver, build_edges, collect_edges, module_name_for
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.parse import parse_file
 
 
 def edges_of(files: dict[str, str]) -> set[tuple[str, str, str]]:
     parsed = [parse_source(rel, text.encode()) for rel, text in sorted(files.items())]
-    return {(e.src, e.dst, e.type) for e in build_edges(parsed)}
+    edges = {(e.src, e.dst, e.type) for e in build_edges(parsed)}
+    assert two_pass_edges(files) == edges
+    return edges
+
+
+def two_pass_edges(files: dict[str, str]) -> set[tuple[str, str, str]]:
+    """The edges as `codenib index` finds them: pass 1 lets each tree go, pass 2 parses again."""
+    items = sorted(files.items())
+    resolver = Resolver([rel for rel, _ in items])
+    for rel, text in items:
+        pf = parse_source(rel, text.encode())
+        resolver.add_file(pf, trim=True)
+        assert pf.tree is None and all(not getattr(d.tree, "body", ()) for d in pf.definitions)
+    again = (parse_syntax(rel, text.encode()) for rel, text in items)
+    return {(e.src, e.dst, e.type) for e in collect_edges(resolver, again)}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,263 @@
+"""The edges of one file: contains, imports, and the calls, references and inherits that a
+walk of its syntax tree finds, each attributed to the innermost definition."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Iterator
+
+from codenib.compiler.parse import ParsedFile
+from codenib.compiler.resolve.imports import import_edges
+from codenib.compiler.resolve.infer import Resolver
+from codenib.compiler.resolve.scopes import Scope
+from codenib.compiler.resolve.syntax import FUNC_TYPES, generic_origin
+from codenib.types import make_node_id
+
+
+def file_edges(resolver: Resolver, pf: ParsedFile) -> Iterator[tuple[str, str, str]]:
+    """Every edge that starts in one file, once per occurrence (`build_edges` counts them)."""
+    file_id = make_node_id(pf.rel_path)
+    for d in pf.definitions:
+        parent = d.parent.node_id if d.parent else file_id
+        yield (parent, d.node_id, "contains")
+    if pf.tree is None:
+        return
+    scope = resolver.file_scopes[pf.rel_path]
+    yield from import_edges(resolver, pf, scope, file_id)
+    # The tree may be a second parse of the file: its definitions are known by node, not
+    # by the nodes that pass 1 saw.
+    def_ids = {id(d.tree): d.node_id for d in pf.definitions}
+    yield from _EdgeVisitor(resolver, scope, file_id, def_ids).run(pf.tree)
+
+
+class _EdgeVisitor:
+    """Walk one module, attributing calls and references to the innermost scope."""
+
+    def __init__(self, resolver: Resolver, module_scope: Scope, file_id: str,
+                 def_ids: dict[int, str]):
+        self.r = resolver
+        self.def_ids = def_ids                  # id() of a def node -> its node id
+        self.module_scope = module_scope
+        self.file_id = file_id
+        self.edges: list[tuple[str, str, str]] = []
+
+    def run(self, tree: ast.Module) -> list[tuple[str, str, str]]:
+        self._visit_block(tree.body, self.module_scope)
+        return self.edges
+
+    def _visit_block(self, stmts: Iterable[ast.AST], scope: Scope) -> None:
+        stmts = list(stmts)
+        for i, stmt in enumerate(stmts):
+            self._visit(stmt, scope)
+            # `assert isinstance(x, C)` and `if not isinstance(x, C): return` narrow x
+            # for the rest of the block.
+            test = None
+            if isinstance(stmt, ast.Assert):
+                test = stmt.test
+            elif (isinstance(stmt, ast.If) and not stmt.orelse and _exits(stmt.body)
+                  and isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)):
+                test = stmt.test.operand
+            if test is not None:
+                scope = self._narrowed(test, stmts[i + 1:], scope)
+
+    def _narrowed(self, test: ast.AST, body: list[ast.AST], scope: Scope) -> Scope:
+        """`scope` where `isinstance(x, C)` holds: x is a C in `body` unless body rebinds x."""
+        if scope.kind == "class":
+            return scope
+        checks = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        checks = [c for c in checks if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                  and c.func.id == "isinstance" and len(c.args) == 2
+                  and isinstance(c.args[0], ast.Name)]
+        if not checks or self.r.lookup(scope, "isinstance") is not None:
+            return scope     # a repository `isinstance` proves nothing
+        narrowed: Scope | None = None
+        for check in checks:
+            name = check.args[0].id
+            cls = self.r.infer(check.args[1], scope)
+            if cls is None or cls[0] != "class" or _rebinds(body, name):
+                continue
+            known = self.r.lookup(scope, name)
+            if known is not None and known[0] == "instance" and cls[1] in (self.r.mro(known[1]) or ()):
+                continue     # already a subclass of C: keep the narrower type
+            if narrowed is None:
+                narrowed = Scope("narrow", scope.module, scope.owner, scope, scope.defn)
+            narrowed.bind(name, ("isinstance", cls[1]))
+        return narrowed or scope
+
+    def _visit(self, node: ast.AST, scope: Scope) -> None:
+        if isinstance(node, (*FUNC_TYPES, ast.ClassDef)):
+            self._visit_def(node, scope)
+            return
+        if isinstance(node, ast.If):
+            self._visit(node.test, scope)
+            self._visit_block(node.body, self._narrowed(node.test, node.body, scope))
+            self._visit_block(node.orelse, scope)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return
+        if isinstance(node, ast.Call):
+            self._call(node, scope)
+            return
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            self._reference(node, scope)
+            return
+        if isinstance(node, ast.Lambda):
+            inner = self._local_scope(scope)
+            for arg in _all_args(node.args):
+                inner.bind(arg.arg, ("opaque",))
+            for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
+                self._visit(default, scope)
+            self._visit(node.body, inner)
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = self._local_scope(scope)
+            for i, gen in enumerate(node.generators):
+                self._visit(gen.iter, inner)
+                # The first iterable is evaluated outside the comprehension, the rest inside.
+                self.r.bind_loop_target(gen.target, gen.iter, inner, inner if i else scope)
+                for cond in gen.ifs:
+                    self._visit(cond, inner)
+            for part in (("key", "value") if isinstance(node, ast.DictComp) else ("elt",)):
+                self._visit(getattr(node, part), inner)
+            return
+        if isinstance(node, ast.arg):
+            if node.annotation is not None:
+                self._annotation(node.annotation, scope)
+            return
+        if isinstance(node, ast.AnnAssign):
+            self._annotation(node.annotation, scope)
+            if node.value is not None:
+                self._visit(node.value, scope)
+            self._visit(node.target, scope)
+            return
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self._visit_block(value, scope)     # a block: narrowing flows through it
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self._visit(item, scope)
+            elif isinstance(value, ast.AST):
+                self._visit(value, scope)
+
+    def _local_scope(self, scope: Scope) -> Scope:
+        """A lambda or comprehension scope: its own names, edges still owned by `scope`."""
+        return Scope("function", scope.module, scope.owner, scope, scope.defn)
+
+    def _visit_def(self, node: ast.AST, scope: Scope) -> None:
+        by_tree = self._def_for(node, scope)
+        # Decorators, bases, defaults and annotations run in the enclosing scope.
+        for dec in node.decorator_list:
+            self._visit(dec, scope)
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                self._visit(base, scope)
+                value = self.r.infer(generic_origin(base), scope)
+                if by_tree and value and value[0] == "class":
+                    self.edges.append((by_tree, value[1], "inherits"))
+            for kw in node.keywords:
+                self._visit(kw.value, scope)
+        else:
+            args = node.args
+            for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
+                self._visit(default, scope)
+            for arg in _all_args(args):
+                if arg.annotation is not None:
+                    self._annotation(arg.annotation, scope)
+            if node.returns is not None:
+                self._annotation(node.returns, scope)
+        inner = self.r.def_scopes.get(by_tree) if by_tree else None
+        if inner is None:
+            return
+        self._visit_block(node.body, inner)
+
+    def _def_for(self, node: ast.AST, scope: Scope) -> str | None:
+        while scope.kind == "narrow" and scope.parent is not None:
+            scope = scope.parent     # definitions are bound in the real scope
+        node_id = self.def_ids.get(id(node))
+        for source in scope.bindings.get(node.name, ()):
+            if source[0] == "def" and source[1] == node_id:
+                return node_id
+        return None
+
+    def _call(self, node: ast.Call, scope: Scope) -> None:
+        target = self.r.infer(node.func, scope)
+        if target is not None and target[0] in ("func", "class"):
+            self.edges.append((scope.owner, target[1], "calls"))
+        elif target is not None and target[0] == "funcs":
+            self.edges.extend((scope.owner, t, "calls") for t in target[1].split("\n"))
+        elif isinstance(node.func, ast.Attribute):
+            # `g.nodes()` with a property `nodes` calls what the getter returns; the
+            # getter itself is read, not called (jedi, type checkers agree).
+            getter = self.r.property_read(node.func, scope)
+            if getter is not None and getter != scope.owner:
+                self.edges.append((scope.owner, getter, "references"))
+        # Arguments, and the receiver of an attribute call, are visited for nested calls
+        # and references; the callee expression itself is not a reference.
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            self._visit_receiver(func.value, scope)
+        elif not isinstance(func, ast.Name):
+            self._visit(func, scope)
+        for arg in node.args:
+            self._visit(arg, scope)
+        for kw in node.keywords:
+            self._visit(kw.value, scope)
+
+    def _visit_receiver(self, node: ast.AST, scope: Scope) -> None:
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            # `mod.func(...)`, `Cls.method(...)`: the receiver is a route, not a use,
+            # unless it reads a property (`self.options.update()` runs the getter).
+            if isinstance(node, ast.Attribute):
+                getter = self.r.property_read(node, scope)
+                if getter is not None and getter != scope.owner:
+                    self.edges.append((scope.owner, getter, "references"))
+                self._visit_receiver(node.value, scope)
+            return
+        self._visit(node, scope)
+
+    def _reference(self, node: ast.AST, scope: Scope) -> None:
+        value = self.r.infer(node, scope)
+        if value is not None and value[0] in ("func", "class") and value[1] != scope.owner:
+            self.edges.append((scope.owner, value[1], "references"))
+        elif isinstance(node, ast.Attribute):
+            # Reading a property runs its getter: a use of that definition.
+            getter = self.r.property_read(node, scope)
+            if getter is not None and getter != scope.owner:
+                self.edges.append((scope.owner, getter, "references"))
+        if isinstance(node, ast.Attribute):
+            # Resolved or not, the receiver may hold calls: `Engine(x).size`, `f().attr`.
+            self._visit_receiver(node.value, scope)
+
+    def _annotation(self, ann: ast.AST, scope: Scope) -> None:
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                return
+        for node in ast.walk(ann):
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                value = self.r.infer(node, scope)
+                if value is not None and value[0] in ("func", "class"):
+                    self.edges.append((scope.owner, value[1], "references"))
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    """A block that never falls through to the statement after it."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _rebinds(body: list[ast.AST], name: str) -> bool:
+    """Whether `name` is assigned anywhere in `body` (nested scopes included, to be safe)."""
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                return True
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return True
+    return False
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    extra = [a for a in (args.vararg, args.kwarg) if a is not None]
+    return args.posonlyargs + args.args + args.kwonlyargs + extra
