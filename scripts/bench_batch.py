@@ -47,7 +47,7 @@ def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> flo
     from codenib.index.loaded import load_index
     from codenib.model.pipelines import LocalEngines
 
-    from codenib.compiler import embed
+    from codenib.engines import embed
 
     embed._MODEL_CACHE.clear()  # both sides pay for loading the model, as the actors do
     t0 = time.perf_counter()

@@ -442,7 +442,7 @@ def bench_encode(encoder: Any, texts: list[str], args: argparse.Namespace) -> li
     from sentence_transformers import SentenceTransformer
     from tqdm import tqdm
 
-    from codenib.compiler.embed import model_path
+    from codenib.engines.embed import model_path
 
     out("\n== encoder ==")
     raw = SentenceTransformer(model_path(encoder.spec.name), device=encoder.device, local_files_only=True)
@@ -545,7 +545,7 @@ def bench_dense_search(fields: DenseFields, queries: np.ndarray, label: str,
     """
     import faiss
 
-    from codenib.compiler.dense import query_matrix, search_matrix
+    from codenib.engines.vectors import query_matrix, search_matrix
     from codenib.index.dense import DenseIndex
 
     k = args.k
@@ -772,7 +772,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--strict", action="store_true", help="exit with status 1 when a target is missed")
     args = p.parse_args(argv)
     if args.batch_size is None:
-        from codenib.compiler.embed import default_batch_size, resolve_device
+        from codenib.engines.embed import default_batch_size, resolve_device
 
         args.batch_size = default_batch_size(resolve_device(args.device))
     return args
@@ -831,7 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         memory.append(("after BM25 benchmarks", peak_rss_mb()))
 
         # 4. encoder: model load, dense stage, encode comparison, query encoding
-        from codenib.compiler.embed import Encoder, ModelSpec
+        from codenib.engines.embed import Encoder, ModelSpec
 
         out("\n== dense stage ==")
         t0 = time.perf_counter()

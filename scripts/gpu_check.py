@@ -40,7 +40,7 @@ GPU_TEXTS, GPU_QUERIES = 512, 2_000
 CPU_TEXTS, CPU_QUERIES = 48, 500
 #: Timed rounds per search backend; the best counts.
 REPEATS = 3
-#: Encoder batch sizes swept on CUDA (picks codenib.compiler.embed.CUDA_BATCH_SIZE).
+#: Encoder batch sizes swept on CUDA (picks codenib.engines.embed.CUDA_BATCH_SIZE).
 SWEEP_BATCHES = (32, 64, 128, 256, 512)
 #: Texts per sweep point: enough batches of 512 to fill the GPU several times.
 SWEEP_TEXTS = 8192
@@ -116,7 +116,7 @@ Check = tuple[str, str, bool | None]
 
 def check_encoder(texts: Sequence[str], cuda: bool) -> list[Check]:
     """Encode on the CPU (and CUDA); compare vectors and speeds."""
-    from codenib.compiler.embed import Encoder, ModelSpec
+    from codenib.engines.embed import Encoder, ModelSpec
 
     spec = ModelSpec.for_model(None)
     rows: list[Check] = []
@@ -159,7 +159,7 @@ def check_encoder(texts: Sequence[str], cuda: bool) -> list[Check]:
 
 def sweep_batches(texts: Sequence[str]) -> list[Check]:
     """CUDA encode speed per batch size over SWEEP_TEXTS node texts (repeated as needed)."""
-    from codenib.compiler.embed import CUDA_BATCH_SIZE, Encoder, ModelSpec
+    from codenib.engines.embed import CUDA_BATCH_SIZE, Encoder, ModelSpec
 
     pool = (list(texts) * (SWEEP_TEXTS // max(1, len(texts)) + 1))[:SWEEP_TEXTS]
     enc = Encoder(ModelSpec.for_model(None), "cuda")

@@ -3,7 +3,7 @@
 import pytest
 
 from codenib.errors import BadInputError
-from codenib.jobs import load_job_spec, rerank_options, run_options
+from codenib.commands.jobs import load_job_spec, rerank_options, run_options
 
 
 def write(tmp_path, text, name="job.toml"):

@@ -21,10 +21,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from codenib import submission
-from codenib.cli import main
+from codenib.commands import submission
+from codenib.commands.cli import main
 from codenib.errors import BadInputError
-from codenib.submission import (
+from codenib.commands.submission import (
     AuthToken,
     auth_token_from_environment,
     plan_submission,
@@ -134,7 +134,7 @@ def test_spec_outside_a_repository_uploads_its_own_folder(tmp_path):
 
 def test_the_repository_job_specs_plan():
     demo = plan_submission(REPO / "jobs" / "demo.toml", DAY)
-    assert "codenib.submission demo" in demo.entrypoint and "CODENIB_DEMO_OUT" in demo.entrypoint
+    assert "codenib.commands.submission demo" in demo.entrypoint and "CODENIB_DEMO_OUT" in demo.entrypoint
     nightly = plan_submission(REPO / "jobs" / "nightly_rerank.toml", DAY)
     assert nightly.entrypoint == "codenib rerank --spec jobs/nightly_rerank.toml --address auto"
     assert nightly.entrypoint_num_cpus == 1
@@ -461,7 +461,7 @@ def test_demo_job_runs_once_per_day_on_a_real_head(head, monkeypatch, capsys):
     env = {k: v for k, v in os.environ.items() if k not in RAY_ENV}
     env["RAY_AUTH_TOKEN_PATH"] = str(head.token_file)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "codenib.cli", "submit", str(spec), "--address", head.address,
+    done = subprocess.run([sys.executable, "-m", "codenib.commands.cli", "submit", str(spec), "--address", head.address,
                            "--wait"], env=env, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert done.stdout.splitlines()[0] == sid

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from typing import Callable
+
+from codenib.errors import CodeNibError
 
 
 @dataclass(frozen=True)
@@ -14,6 +17,26 @@ class Command:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+
+
+def execute(name: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run sub-command `name` as `run(args)`; its errors become one line on stderr and an exit status."""
+    try:
+        return run(args)
+    except CodeNibError as exc:
+        print(f"codenib {name}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        # A path the user gave that cannot be read or written (a folder where a file was
+        # expected, no permission, a full disk): say which, not a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"codenib {name}: error: {where}{exc.strerror or exc} (fix: check the path "
+              "and its permissions)", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"codenib {name}: interrupted; no half-written output was left behind",
+              file=sys.stderr)
+        return 130
 
 
 def _registry() -> dict[str, Command]:

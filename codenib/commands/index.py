@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from codenib.commands import Command
-from codenib.compiler.embed import DEFAULT_MODEL
+from codenib.engines.embed import DEFAULT_MODEL
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.batch.rerank import rerank_job
-    from codenib.jobs import load_job_spec, rerank_options
+    from codenib.commands.jobs import load_job_spec, rerank_options
 
     spec = load_job_spec(args.spec) if args.spec else None
     overrides = {

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.batch.driver import run_job
-    from codenib.jobs import load_job_spec, run_options
+    from codenib.commands.jobs import load_job_spec, run_options
 
     spec = load_job_spec(args.spec) if args.spec else None
     overrides = {
@@ -54,9 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _evaluate(spec, results_dir: str) -> None:
-    from codenib.cli import main as cli_main
+    """`codenib eval` on the results, with the spec's [eval] options as its arguments."""
+    from codenib.commands import eval as eval_command, execute
 
-    args = ["eval", "--results", results_dir]
+    args = ["--results", results_dir]
     for key, value in spec.eval.items():
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
@@ -66,7 +67,9 @@ def _evaluate(spec, results_dir: str) -> None:
             args += [flag, ",".join(str(v) for v in value)]
         else:
             args += [flag, str(value)]
-    code = cli_main(args)
+    parser = argparse.ArgumentParser(prog="codenib eval")
+    eval_command.add_arguments(parser)
+    code = execute("eval", eval_command.run, parser.parse_args(args))
     if code:
         raise SystemExit(code)
 

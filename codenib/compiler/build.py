@@ -23,7 +23,7 @@ from codenib.types import EDGE_TYPES, NODE_KINDS, edges_to_table, nodes_to_table
 
 @dataclass(frozen=True, slots=True)
 class BuildOptions:
-    """What `codenib index` builds; the defaults are the offline defaults."""
+    """What the `index` command builds; the defaults are the offline defaults."""
 
     model: str | None = None            # None: the packaged all-MiniLM-L6-v2
     dense: bool = True

@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from codenib import artifact
-from codenib.compiler.embed import Encoder, ModelSpec
+from codenib.engines.embed import Encoder, ModelSpec
+from codenib.engines.vectors import query_matrix, search_matrix
 from codenib.errors import BadInputError
 from codenib.tokens import split_identifier
 from codenib.types import Node, plain_qualname
@@ -133,13 +134,6 @@ def _reusable_vectors(old_dir: Path, fingerprint: str, dim: int, log) -> dict[st
     return out
 
 
-def search_matrix(vectors: np.ndarray, name_vectors: np.ndarray | None, name_weight: float) -> np.ndarray:
-    """Rows [body | w * name]: with queries [q | q], one inner product gives cos_body + w * cos_name."""
-    if name_vectors is None or name_weight == 0:
-        return np.ascontiguousarray(vectors, dtype=np.float32)
-    return np.ascontiguousarray(np.hstack([vectors, name_weight * name_vectors]), dtype=np.float32)
-
-
 def _build_hnsw(matrix: np.ndarray, body: np.ndarray, path: Path) -> float:
     """Build and save an HNSW index over search-matrix rows; return its recall@100 against
     exact search, for sample queries made of nodes' own body vectors."""
@@ -160,11 +154,3 @@ def _build_hnsw(matrix: np.ndarray, body: np.ndarray, path: Path) -> float:
     _, approx = index.search(sample, k)
     hits = sum(len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approx, exact))
     return hits / (len(sample) * k)
-
-
-def query_matrix(queries: np.ndarray, search_dim: int) -> np.ndarray:
-    """Queries shaped for a search matrix: [q | q] when it holds a name field, else q."""
-    q = np.ascontiguousarray(queries, dtype=np.float32)
-    if search_dim == 2 * q.shape[1]:
-        return np.ascontiguousarray(np.hstack([q, q]))
-    return q

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Sequence
 
+from codenib.engines.bm25 import import_bm25s
 from codenib.tokens import Tokenizer, TokenizerConfig
 
 #: Lucene BM25 with the usual k1/b: code nodes vary widely in length, so b stays at 0.75.
@@ -24,17 +22,3 @@ def build_sparse(texts: Sequence[str], config: TokenizerConfig, folder: Path) ->
     retriever.index(tokens, show_progress=False)
     folder.mkdir(parents=True, exist_ok=True)
     retriever.save(str(folder), allow_pickle=False, show_progress=False)
-
-
-def import_bm25s() -> ModuleType:
-    """Import bm25s without letting it start JAX on a GPU.
-
-    When JAX is installed, importing bm25s runs a JAX op, and JAX then takes 75% of the GPU's
-    memory beside our torch encoder (seen on an H200 node). bm25s uses JAX only for a top-k
-    that CodeNib never calls, so JAX is kept on the CPU unless the user named a platform.
-    """
-    if "bm25s" not in sys.modules and "jax" not in sys.modules:
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    import bm25s
-
-    return bm25s

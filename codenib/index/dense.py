@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from codenib.compiler.dense import query_matrix, search_matrix
+from codenib.engines.vectors import cut_ties, query_matrix, search_matrix, sort_rows, top_k
 from codenib.errors import BadInputError, IndexFormatError
 
 #: Search backends. `numpy`: BLAS matrix product + block-maximum top-k (~0.9-1.3x faiss
@@ -24,8 +24,6 @@ QUERY_BLOCK = 256
 UNBLOCKED_BACKENDS = ("hnsw",)
 #: Extra candidates torch and faiss return so that ties at the cut can be ordered by row.
 TIE_MARGIN = 64
-#: Blocks per row per result in the numpy top-k prefilter: more blocks, fewer candidates.
-TOP_K_BLOCKS_PER_K = 4
 
 
 class DenseIndex:
@@ -133,7 +131,7 @@ class DenseIndex:
 
     def _numpy(self, q: np.ndarray, k: int, valid: int):
         # top-k of the real rows only: a zero padding row ties everywhere
-        return _top_k((q @ self.matrix.T)[:valid], k)
+        return top_k((q @ self.matrix.T)[:valid], k)
 
     def _faiss_search(self, q: np.ndarray, k: int, valid: int):
         if self._faiss is None:
@@ -150,8 +148,8 @@ class DenseIndex:
         n = self.matrix.shape[0]
         fetch = min(n, k + TIE_MARGIN)
         scores, rows = self._faiss.search(q, fetch)
-        rows, scores = _sort_rows(rows[:valid].astype(np.int64), scores[:valid])
-        return _cut_ties(rows, scores, k, fetch < n, lambda i: q[i:i + 1] @ self.matrix.T)
+        rows, scores = sort_rows(rows[:valid].astype(np.int64), scores[:valid])
+        return cut_ties(rows, scores, k, fetch < n, lambda i: q[i:i + 1] @ self.matrix.T)
 
     def _torch_search(self, q: np.ndarray, k: int, valid: int):
         import torch
@@ -166,52 +164,12 @@ class DenseIndex:
         # redo on the CPU the rare rows whose tie runs past the margin.
         fetch = min(n, k + TIE_MARGIN)
         scores, rows = torch.topk(sims, fetch, dim=1)
-        rows, scores = _sort_rows(rows.cpu().numpy().astype(np.int64), scores.cpu().numpy())
-        return _cut_ties(rows, scores, k, fetch < n, lambda i: sims[i:i + 1].cpu().numpy())
+        rows, scores = sort_rows(rows.cpu().numpy().astype(np.int64), scores.cpu().numpy())
+        return cut_ties(rows, scores, k, fetch < n, lambda i: sims[i:i + 1].cpu().numpy())
 
     def _hnsw_search(self, q: np.ndarray, k: int):
         scores, rows = self.hnsw.search(q, k)
-        return _sort_rows(rows.astype(np.int64), scores)
-
-
-def _cut_ties(rows: np.ndarray, scores: np.ndarray, k: int, partial: bool, full_row) -> tuple[np.ndarray, np.ndarray]:
-    """The first k of (score, row)-sorted candidates. Engines break ties arbitrarily, so a
-    query whose tie runs to the end of the fetched margin is recomputed from `full_row(i)`."""
-    out_rows, out_scores = rows[:, :k].copy(), scores[:, :k].copy()
-    if partial:
-        for i in np.nonzero(scores[:, k - 1] == scores[:, -1])[0]:
-            r, s = _top_k(np.asarray(full_row(i), dtype=np.float32), k)
-            out_rows[i], out_scores[i] = r[0], s[0]
-    return out_rows, out_scores
-
-
-def _top_k(sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k of each row of `sims`: score descending, ties by lower column.
-
-    The k-th largest of the rows' block maxima is a floor that at least k scores reach, so
-    only scores at or above it (a few hundred of ~40,000) are sorted: ~3x less work than
-    argpartition over the whole row, and ties at the cut resolve by row as the contract says.
-    """
-    m, n = sims.shape
-    width = max(1, n // (TOP_K_BLOCKS_PER_K * k))  # >= TOP_K_BLOCKS_PER_K * k blocks per row
-    nb = n // width
-    maxima = sims[:, : nb * width].reshape(m, nb, width).max(axis=2)
-    floor = np.partition(maxima, nb - k, axis=1)[:, nb - k]
-    hit_row, hit_col = np.nonzero(sims >= floor[:, None])
-    hit_score = sims[hit_row, hit_col]
-    order = np.lexsort((hit_col, -hit_score, hit_row))
-    hit_col, hit_score = hit_col[order], hit_score[order]
-    first = np.searchsorted(hit_row[order], np.arange(m))  # every row has >= k hits
-    take = first[:, None] + np.arange(k)
-    return hit_col[take].astype(np.int64), hit_score[take].astype(np.float32, copy=False)
-
-
-def _sort_rows(rows: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Order each row by score descending, ties by row index; faiss's -1 padding goes last."""
-    order = np.lexsort((rows, -scores), axis=-1) if rows.size else rows
-    rows = np.take_along_axis(rows, order, axis=1)
-    scores = np.take_along_axis(scores, order, axis=1).astype(np.float32)
-    return rows, scores
+        return sort_rows(rows.astype(np.int64), scores)
 
 
 def _faiss_has_gpu(faiss) -> bool:

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from codenib.engines.bm25 import import_bm25s, kernel_threads, topk_kernel
 from codenib.errors import IndexFormatError
 from codenib.tokens import Tokenizer, TokenizerConfig
 
 #: Batches at least this large use numba's parallel kernel (threads); smaller ones run serially.
 PARALLEL_MIN_BATCH = 256
-
-_KERNELS: dict[bool, object] = {}
-_KERNEL_LOCK = threading.Lock()
 
 
 class SparseIndex:
@@ -30,10 +27,7 @@ class SparseIndex:
     @classmethod
     def load(cls, folder: str | Path, tokenizer: TokenizerConfig, warmup: bool = True) -> "SparseIndex":
         """Load `folder` (bm25s arrays + vocabulary) with `allow_pickle=False`."""
-        from codenib.compiler.sparse import import_bm25s
-
         bm25s = import_bm25s()
-
         folder = Path(folder)
         try:
             retriever = bm25s.BM25.load(str(folder), allow_pickle=False, mmap=False,
@@ -71,27 +65,5 @@ class SparseIndex:
         flat = np.fromiter((t for q in ids for t in q), dtype=np.int64, count=int(pointers[-1]))
         # A query with no indexed term has an empty slice: the kernel leaves its row at -1 / 0.
         parallel = (n_threads or 1) > 1 or (n_threads is None and nq >= PARALLEL_MIN_BATCH)
-        return _kernel(parallel)(flat, pointers, k, s["data"], s["indptr"], s["indices"], int(s["num_docs"]),
-                                 _threads() if parallel else 1)
-
-
-def _threads() -> int:
-    """Scratch rows for the parallel kernel: numba's thread ids run up to its pool size
-    (NUMBA_NUM_THREADS), whatever set_num_threads currently masks."""
-    from numba import config
-
-    return int(config.NUMBA_NUM_THREADS)
-
-
-def _kernel(parallel: bool):
-    """CodeNib's batch top-k kernel (`_bm25_kernel`), imported on first use: numba is heavy.
-
-    It scores exactly as bm25s does, keeps the top k by (score desc, row asc) without extra
-    candidates or a re-sort, and is compiled with numba's on-disk cache.
-    """
-    with _KERNEL_LOCK:
-        if parallel not in _KERNELS:
-            from codenib.index import _bm25_kernel
-
-            _KERNELS[parallel] = _bm25_kernel.topk_parallel if parallel else _bm25_kernel.topk_serial
-        return _KERNELS[parallel]
+        return topk_kernel(parallel)(flat, pointers, k, s["data"], s["indptr"], s["indices"],
+                                     int(s["num_docs"]), kernel_threads() if parallel else 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codenib.compiler.resolve import module_name_for, package_dirs_of
+from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.types import plain_qualname
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from codenib.batch.driver import RunOptions, run_job
 from codenib.batch.sink import METADATA_KEY, read_results
-from codenib.cli import main
+from codenib.commands.cli import main
 from tests.batch.conftest import QUERIES, write_queries
 
 
@@ -84,7 +84,7 @@ def test_resume_after_the_driver_is_killed(baseline, fixture_index_dir, tmp_path
     many = [{"qid": f"m{i:03d}", "query": q["query"]} for i, q in enumerate(QUERIES * 6)]
     qpath = write_queries(tmp_path / "many.parquet", many)
     out = tmp_path / "resumed"
-    cmd = [sys.executable, "-m", "codenib.cli", "run", "--queries", str(qpath), "--index",
+    cmd = [sys.executable, "-m", "codenib.commands.cli", "run", "--queries", str(qpath), "--index",
            str(fixture_index_dir), "--out", str(out), "--shard-size", "1", "--quiet", "--workers", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

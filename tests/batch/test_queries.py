@@ -5,7 +5,7 @@ import json
 import pytest
 
 from codenib.batch.queries import read_query_set
-from codenib.cli import main
+from codenib.commands.cli import main
 from codenib.errors import BadInputError
 from tests.batch.conftest import QUERIES, write_queries
 

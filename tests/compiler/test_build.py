@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from codenib import artifact
-from codenib.cli import main
+from codenib.commands.cli import main
 from codenib.compiler import build as build_module
 from codenib.compiler.build import BuildOptions, build_index
 from codenib.compiler.parse import parse_file
@@ -169,7 +169,7 @@ def test_interrupted_build_leaves_no_loadable_index(fixture_repo, tmp_path):
     out = tmp_path / "killed"
     # With dense vectors the build spends seconds loading the model after staging the
     # node table: that is where it is killed.
-    proc = subprocess.Popen([sys.executable, "-m", "codenib.cli", "index", str(fixture_repo),
+    proc = subprocess.Popen([sys.executable, "-m", "codenib.commands.cli", "index", str(fixture_repo),
                              "--out", str(out), "--quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -3,9 +3,10 @@
 import pytest
 
 from codenib.compiler.parse import parse_source, parse_syntax
-from codenib.compiler.resolve import Resolver, build_edges, collect_edges, module_name_for
+from codenib.compiler.resolve import Resolver, build_edges, collect_edges
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.parse import parse_file
+from codenib.engines.modules import module_name_for
 
 
 def edges_of(files: dict[str, str]) -> set[tuple[str, str, str]]:

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from codenib.cli import main
+from codenib.commands.cli import main
 
 from tests.eval.conftest import write_qrels, write_queries, write_results
 
@@ -204,3 +204,26 @@ def test_compare_needs_one_ranking_per_query(small_case, tmp_path, capsys):
                "--qrels", str(small_case["qrels"])])
     assert rc == 2
     assert "--plan NAME, or --auto" in _error(capsys)
+
+
+def test_run_spec_eval_section_runs_the_eval_command(small_case, capsys):
+    """`codenib run --spec` with an [eval] section evaluates the results with the spec's options."""
+    from codenib.commands import run
+    from codenib.commands.jobs import JobSpec
+
+    spec = JobSpec(path="job.toml", eval={"qrels": str(small_case["qrels"]), "measures": ["R@10", "RR@10"]})
+    run._evaluate(spec, str(small_case["results"]))
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["measures"] == ["R@10", "RR@10"]
+    assert summary["queries"]["judged_without_results"] == 1
+
+
+def test_run_spec_eval_section_errors_exit_as_eval_does(small_case, tmp_path, capsys):
+    from codenib.commands import run
+    from codenib.commands.jobs import JobSpec
+
+    spec = JobSpec(path="job.toml", eval={"qrels": str(tmp_path / "missing.parquet")})
+    with pytest.raises(SystemExit) as exc:
+        run._evaluate(spec, str(small_case["results"]))
+    assert exc.value.code == 2
+    assert "codenib eval: error:" in capsys.readouterr().err

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from codenib.compiler.embed import Encoder, ModelSpec
+from codenib.engines.embed import Encoder, ModelSpec
 from codenib.errors import IndexFormatError, ModelLoadError
 from codenib.index.dense import DenseIndex
 from codenib.index.loaded import load_index

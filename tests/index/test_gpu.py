@@ -13,7 +13,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from codenib.compiler.embed import Encoder, ModelSpec  # noqa: E402
+from codenib.engines.embed import Encoder, ModelSpec  # noqa: E402
 from codenib.index.dense import DenseIndex  # noqa: E402
 from codenib.index.loaded import load_index  # noqa: E402
 
@@ -83,7 +83,7 @@ def test_bm25s_does_not_take_the_gpu_when_jax_is_installed():
     import sys
 
     pytest.importorskip("jax")
-    probe = ("import torch; torch.cuda.init(); from codenib.compiler.sparse import import_bm25s; "
+    probe = ("import torch; torch.cuda.init(); from codenib.engines.bm25 import import_bm25s; "
              "import_bm25s(); free, total = torch.cuda.mem_get_info(); print(free / total)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from codenib.compiler.modules import module_name_for, package_dirs_of
+from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.compiler.parse import ParsedFile
 from codenib.compiler.resolve.edges import file_edges
 from codenib.compiler.resolve.infer import Resolver

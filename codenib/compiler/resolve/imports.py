@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from codenib.compiler.modules import module_name_for, package_dirs_of
+from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.compiler.parse import ParsedFile
 from codenib.types import make_node_id
 

@@ -1,7 +1,4 @@
-"""Dotted module names of a repository's files, from the folders that are packages.
-
-Kept apart from the resolver: the index's symbol lookup needs these two helpers too.
-"""
+"""Python module names of repository files: pure path helpers (no I/O, no parsing)."""
 
 from __future__ import annotations
 

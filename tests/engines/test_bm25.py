@@ -1,4 +1,4 @@
-"""codenib.compiler.sparse: bm25s is imported without starting JAX on a GPU."""
+"""codenib.engines.bm25: bm25s is imported without starting JAX on a GPU."""
 
 import os
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-PROBE = ("import os; from codenib.compiler.sparse import import_bm25s; m = import_bm25s(); "
+PROBE = ("import os; from codenib.engines.bm25 import import_bm25s; m = import_bm25s(); "
          "print(m.__name__, os.environ.get('JAX_PLATFORMS'))")
 
 

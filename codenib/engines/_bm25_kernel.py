@@ -1,6 +1,6 @@
 """Numba kernel for batch BM25 top-k over bm25s's precomputed CSC score matrix.
 
-Imported lazily by `codenib.index.sparse` (numba is heavy). Compiled with numba's on-disk
+Imported lazily by `codenib.engines.bm25` (numba is heavy). Compiled with numba's on-disk
 cache, so a new process (a Ray actor, a CLI call) loads it in well under a second.
 
 Unlike bm25s's own top-k heap, which evicts an arbitrary member of a tie group, this one

@@ -5,7 +5,7 @@ a deterministic submission id, checked spec), then sent (`submit`). The id is ma
 spec's name, the sha256 of its bytes and the UTC date, so a nightly job submitted twice on
 one day runs once: the second submit finds the first by its id and reports it.
 
-Inside a submitted job, `python -m codenib.submission COMMAND ARGS...` runs `codenib COMMAND
+Inside a submitted job, `python -m codenib.commands.submission COMMAND ARGS...` runs `codenib COMMAND
 ARGS...` joined to the cluster the job runs on; it is for commands that have no --address
 option of their own (jobs/demo.toml uses it for `codenib demo`).
 """
@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from codenib import __version__
 from codenib.errors import BadInputError, CodeNibError, MissingDependencyError
-from codenib.jobs import JobSpec, load_job_spec
+from codenib.commands.jobs import JobSpec, load_job_spec
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"  # Ray's dashboard (job API) port, on loopback only
 # Never uploaded with the working_dir: environments, VCS data, run outputs, indexes, caches.
@@ -300,7 +300,7 @@ def main_in_job(argv: list[str] | None = None) -> int:
     for a job's driver), so the batch job runs there rather than on a second, embedded Ray."""
     import ray
 
-    from codenib.cli import main
+    from codenib.commands.cli import main
 
     joined = False
     if os.environ.get("RAY_ADDRESS") and not ray.is_initialized():
@@ -357,7 +357,7 @@ def _check_runtime_values(table: Mapping[str, Any], where: str) -> None:
 
 def _check_sections(spec: JobSpec, table: Mapping[str, Any]) -> None:
     """Check locally what the cluster would run, so a typo fails here and not after an upload."""
-    from codenib.jobs import rerank_options, run_options
+    from codenib.commands.jobs import rerank_options, run_options
 
     if table.get("entrypoint"):
         return

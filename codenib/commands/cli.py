@@ -7,7 +7,7 @@ import os
 import sys
 
 from codenib import __version__
-from codenib.errors import CodeNibError
+from codenib.commands import REGISTRY, execute
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,30 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return 2
-    from codenib.commands import REGISTRY
-
-    try:
-        return REGISTRY[args.command].run(args)
-    except CodeNibError as exc:
-        print(f"codenib {args.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except OSError as exc:
-        # A path the user gave that cannot be read or written (a folder where a file was
-        # expected, no permission, a full disk): say which, not a traceback.
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"codenib {args.command}: error: {where}{exc.strerror or exc} (fix: check the path "
-              "and its permissions)", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"codenib {args.command}: interrupted; no half-written output was left behind",
-              file=sys.stderr)
-        return 130
+    return execute(args.command, REGISTRY[args.command].run, args)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered sub-command."""
-    from codenib.commands import REGISTRY
-
     parser = argparse.ArgumentParser(
         prog="codenib",
         description="Retrieve the functions, classes and files that answer questions about a "
