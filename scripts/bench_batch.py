@@ -20,6 +20,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -42,6 +43,7 @@ def make_queries(source: Path, n: int, out: Path) -> Path:
 
 
 def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> float:
+    from codenib.batch.driver import plan_rows
     from codenib.batch.queries import read_query_set
     from codenib.batch.worker import ShardOptions, process_shard
     from codenib.index.loaded import load_index
@@ -56,6 +58,8 @@ def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> flo
     qs = read_query_set(queries, index=index_dir)
     opts = ShardOptions(mode=mode, run_tag="bench")
     n = 0
+    qs = dataclasses.replace(qs, rows=plan_rows(qs.rows, opts.budget, mode, None,
+                                                {r.index_path: index.capabilities() for r in qs.rows}))
     for shard in qs.shards(shard_size):
         results, plans = process_shard(shard, index, engines, opts)
         n += plans.num_rows

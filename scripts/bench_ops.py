@@ -20,11 +20,12 @@ from pathlib import Path
 
 from codenib.index.loaded import load_index
 from codenib.model.pipelines import rerank_context
-from codenib.ops.expand import ExpandParams, expand_neighbors, load_span_content
+from codenib.model.signals import query_signals
+from codenib.ops.expand import ExpandParams, expand_graph_neighbors, load_span_content
 from codenib.ops.filter import demote_tests, drop_tests, exclude_paths, include_paths, symbols_only, valid_spans
 from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_rerank
 from codenib.ops.retrieve import RetrieveContext, dedup, rrf_fuse, rrf_fuse_files, to_queried_nodes
-from codenib.ops.transform import extract_keywords, query_signals
+from codenib.ops.transform import extract_keywords
 
 N = 1000
 
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         ("ops.filter.demote_tests", lambda: demote_tests(a)),
         ("ops.filter.symbols_only + valid_spans", lambda: valid_spans(symbols_only(a))),
         ("ops.filter.include/exclude_paths (2 globs)", lambda: exclude_paths(include_paths(a, ["src/*", "*.py"]), ["tests/*"])),
-        ("ops.expand.expand_neighbors (1,000 seeds)", lambda: expand_neighbors(a, ExpandParams(total=10**6), ctx)),
+        ("ops.expand.expand_graph_neighbors (1,000 seeds)", lambda: expand_graph_neighbors(a, ExpandParams(total=10**6), ctx)),
         ("ops.expand.load_span_content (indexed text)", lambda: load_span_content(a, ctx)),
         ("ops.rerank.embedding_rerank (persisted vectors)",
          lambda: embedding_rerank(a, "open a file lazily", EmbeddingRerankParams(top_n=n), rctx)),

@@ -13,17 +13,18 @@ import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pyarrow.parquet as pq
 
 from codenib import __version__
 from codenib.artifact import sha256_file
-from codenib.batch.queries import QuerySet, Shard, read_query_set
+from codenib.batch.queries import QueryRow, QuerySet, Shard, read_query_set
 from codenib.batch.sink import PLANS, ParquetSink
-from codenib.batch.worker import ShardOptions, failed_shard
+from codenib.batch.worker import ALL_MODES, ShardOptions, failed_shard
 from codenib.errors import BadInputError
-from codenib.model.planner import BUDGETS, MODES, RERANKERS
+from codenib.model.planner import BUDGETS, MODES, RERANKERS, RetrievalPlanner
+from codenib.model.plans import plan_class
 
 JOB_MODES = MODES + ("all",)
 #: Shards resubmitted by the driver after Ray's own actor/task retries gave up.
@@ -125,9 +126,12 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
     for w in query_set.warnings:
         log(f"warning: {w}")
     query_set, indexes = _check_indexes(query_set, options, log)
+    caps = {path: meta["capabilities"] for path, meta in indexes.items()}
+    query_set = dataclasses.replace(query_set, rows=plan_rows(query_set.rows, options.budget, options.mode,
+                                                              options.rerank, caps))
     shards = [dataclasses.replace(s, index_sha=indexes.get(s.index_path, {}).get("manifest_sha256", ""))
               for s in query_set.shards(options.shard_size)]
-    planned = _planned(query_set, options, indexes)
+    planned = _engines_needed(query_set.rows)
     run_tag = options.run_tag or f"codenib-{options.mode}-{options.budget}"
     fingerprint = _fingerprint(options, query_set, indexes, run_tag)
     run_id = f"run-{fingerprint[:12]}"
@@ -305,25 +309,42 @@ def _force_loopback(ray) -> None:
 
 # --- fingerprint and metadata ------------------------------------------------------------------
 
-def _planned(query_set: QuerySet, options: RunOptions, indexes: dict[str, dict[str, Any]]) -> Counter:
-    """The planner's choice for every query (as the actors will make it): which engines the
-    job needs, so unneeded actors are not started."""
-    from codenib.model.planner import RetrievalPlanner
-    from codenib.ops.transform import query_signals
+def plan_rows(rows: Sequence[QueryRow], budget: str, mode: str, rerank: str | None,
+              capabilities: dict[str, Any]) -> tuple[QueryRow, ...]:
+    """Plan every query once, here: each row carries its plans (one per mode it runs; for
+    `--mode all` every fixed mode plus the planner's own choice) to the actors as data.
+    Rows with an error or an unusable index stay unplanned.
 
+    Raises:
+        BadInputError: options no query can run with (an index without sparse or dense).
+    """
     planner = RetrievalPlanner()
-    out: Counter = Counter()
-    for row in query_set.rows:
-        if row.error or not row.index_path:
+    out = []
+    for row in rows:
+        caps = capabilities.get(row.index_path)
+        if row.error or caps is None:
+            out.append(row)
             continue
-        mode = row.mode or options.mode
-        modes = ("sparse", "dense", "hybrid", "graph") if mode == "all" else (mode,)
-        for m in modes:
-            plan, _ = planner.plan(query_signals(row.query), row.budget or options.budget,
-                                   indexes[row.index_path]["capabilities"], m, options.rerank)
-            out[plan.plan] += 1
-            out["dense"] += plan.dense_weight > 0
-            out["rerank"] += plan.rerank != "none"
+        row_mode = row.mode or mode
+        plans = []
+        for m in ALL_MODES + ("auto",) if row_mode == "all" else (row_mode,):
+            planner.check(row.budget or budget, m, rerank, caps)
+            plans.append(planner.plan_query(row.query, row.budget or budget, caps, m, rerank))
+        out.append(dataclasses.replace(row, plans=tuple(plans)))
+    return tuple(out)
+
+
+def _engines_needed(rows: Sequence[QueryRow]) -> Counter:
+    """Plans executed per plan name, and how many need the dense branch or a reranker, so
+    actors are started only for engines that some query's plan uses."""
+    out: Counter = Counter()
+    for row in rows:
+        # Under `--mode all` the planner's own choice is recorded, not run.
+        run = [p for p in row.plans if p.plan is not None and not (p.mode == "auto" and len(row.plans) > 1)]
+        for p in run:
+            out[p.plan.plan] += 1
+            out["dense"] += "dense" in plan_class(p.plan.plan).needs(p.plan)
+            out["rerank"] += p.plan.rerank != "none"
     return out
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.errors import BadInputError
-from codenib.model.planner import BUDGETS, MODES
+from codenib.errors import BadInputError, CodeNibError
+from codenib.model.planner import BUDGETS, MODES, QueryPlan
 from codenib.specs import read_jsonl
 
 #: Row numbers listed in an error message before "and N more".
@@ -29,6 +29,15 @@ class QueryRow:
     budget: str | None = None
     mode: str | None = None
     error: str | None = None   # a per-row problem: the query becomes an error row
+    plans: tuple[QueryPlan, ...] = ()   # planned once by the driver: one per mode it runs
+
+    def planned(self, mode: str) -> QueryPlan:
+        """The driver's plan of this query for `mode`."""
+        for p in self.plans:
+            if p.mode == mode:
+                return p
+        raise CodeNibError(f"query {self.qid!r} carries no plan for mode {mode!r}: plan the rows first "
+                           "(codenib.batch.driver.plan_rows)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Processing one shard: planner and pipeline per query, rows for the sink.
+"""Processing one shard: execute each query's plan (made by the driver), rows for the sink.
 
 Used in-process (benchmarks, tests) and inside the Ray graph actors.
 """
@@ -19,7 +19,7 @@ from codenib.model.planner import MODE_PLANS
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 #: The fixed modes a `--mode all` run executes for every query.
-ALL_MODES = ("sparse", "dense", "hybrid", "graph")
+ALL_MODES = tuple(MODE_PLANS)
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,9 @@ def process_shard(shard: Shard, index, engines, options: ShardOptions, llm=None)
         groups.setdefault((row.budget or options.budget, row.mode or options.mode), []).append(row)
     for (budget, mode), rows in sorted(groups.items()):
         texts = [r.query for r in rows]
+        pipe = _pipeline(index, engines, budget, options, llm)
         if mode == "all":
-            by_mode = {m: _pipeline(index, engines, m, budget, options, llm).run(texts, options.k) for m in ALL_MODES}
-            auto_pipe = _pipeline(index, engines, "auto", budget, options, llm)
+            by_mode = {m: pipe.execute(texts, [r.planned(m) for r in rows], options.k) for m in ALL_MODES}
             for j, row in enumerate(rows):
                 written: set[str] = set()
                 for m in ALL_MODES:
@@ -99,10 +99,11 @@ def process_shard(shard: Shard, index, engines, options: ShardOptions, llm=None)
                     written.add(res.plan)
                     _result_rows(results_cols, row, res, options)
                     _plan_row(plans_cols, row, res, options, res.error, m)
-                chosen, trace = _auto_choice(auto_pipe, row.query, budget)
-                _plan_row(plans_cols, row, None, options, None, "auto", plan=chosen, trace=trace)
+                auto = row.planned("auto")  # the planner's own choice, recorded, not run
+                _plan_row(plans_cols, row, None, options, None, "auto", plan=auto.plan.plan if auto.plan else "none",
+                          trace=auto.trace.to_dict() if auto.trace else {})
         else:
-            results = _pipeline(index, engines, mode, budget, options, llm).run(texts, options.k)
+            results = pipe.execute(texts, [r.planned(mode) for r in rows], options.k)
             for row, res in zip(rows, results):
                 _result_rows(results_cols, row, res, options)
                 _plan_row(plans_cols, row, res, options, res.error, mode)
@@ -117,16 +118,9 @@ def failed_shard(shard: Shard, options: ShardOptions, error: str) -> tuple[pa.Ta
     return RESULTS_SCHEMA.empty_table(), pa.table(plans_cols, schema=PLANS_SCHEMA)
 
 
-def _pipeline(index, engines, mode, budget, options: ShardOptions, llm) -> RetrieveRerankPipeline:
-    return RetrieveRerankPipeline(index, retrieval_mode=mode, budget=budget, rerank=options.rerank, llm=llm,
-                                  engines=engines, llm_configured=options.llm_configured)
-
-
-def _auto_choice(pipe: RetrieveRerankPipeline, text: str, budget: str) -> tuple[str, dict]:
-    from codenib.ops.transform import query_signals
-
-    plan, trace = pipe.planner.plan(query_signals(text), budget, pipe.capabilities, "auto", pipe.rerank)
-    return plan.plan, trace.to_dict()
+def _pipeline(index, engines, budget, options: ShardOptions, llm) -> RetrieveRerankPipeline:
+    return RetrieveRerankPipeline(index, budget=budget, rerank=options.rerank, llm=llm, engines=engines,
+                                  llm_configured=options.llm_configured)
 
 
 def _result_rows(cols: dict[str, list], row: QueryRow, res: QueryResult, options: ShardOptions) -> None:

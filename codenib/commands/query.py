@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     index = load_index(args.index)
     llm = _llm(args.llm_config)
     pipe = RetrieveRerankPipeline(index, retrieval_mode=args.mode, budget=args.budget, rerank=args.rerank, llm=llm)
-    result = pipe.search(args.text, k=args.k)
+    # Planned here, in-process, as the batch driver plans; the pipeline executes the plan.
+    result = pipe.execute([args.text], pipe.plan([args.text]), k=args.k)[0]
     if result.error:
         raise QueryError(result.error, fix="rephrase the query")
     if args.json:

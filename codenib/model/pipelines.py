@@ -1,13 +1,13 @@
 """Named retrieval pipelines: they execute plans with one batched call per engine.
 
-`RetrieveRerankPipeline` runs the planner per query (or a fixed mode) and executes every
-plan; `SparseSeededGraphRetrievePipeline` and `DenseGraphExpandRerankPipeline` are the
-two graph pipelines of the design, usable on their own.
+`RetrieveRerankPipeline` executes planned queries (`execute`), planning them itself in
+`run`; each plan's assembly is its class in `codenib.model.plans`.
+`SparseSeededGraphRetrievePipeline` and `DenseGraphExpandRerankPipeline`, the two graph
+pipelines of the design, are compositions of the same parts (engines, graph walk, fusion).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
@@ -16,38 +16,23 @@ import numpy as np
 
 from codenib.errors import BadInputError, CodeNibError
 from codenib.index.loaded import LoadedIndex
-from codenib.model.planner import BUDGETS, RetrievalPathPlan, RetrievalPlanner
-from codenib.model.traversal import WalkSpec, bfs, local_ppr
-from codenib.ops.expand import ExpandParams, expand_neighbors
+from codenib.model.parts import PlanInput, PlanParts, fuse
+from codenib.model.planner import BUDGETS, QueryPlan, RetrievalPlanner
+from codenib.model.plans import plan_class
+from codenib.model.signals import QuerySignals
+from codenib.model.traversal import WalkSpec, ranked_walk
+from codenib.ops.expand import ExpandParams, expand_graph_neighbors
 from codenib.ops.filter import demote_tests
 from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_rerank_batch
-from codenib.ops.retrieve import (
-    Candidates,
-    QueriedNode,
-    RetrieveContext,
-    dedup,
-    nodes_by_file_rank,
-    rrf_fuse,
-    rrf_fuse_files,
-    to_queried_nodes,
-)
-from codenib.ops.transform import QuerySignals, query_signals
+from codenib.ops.retrieve import Candidates, QueriedNode, RetrieveContext, to_queried_nodes
 
 #: A long report's dense query keeps its opening words plus its code keywords: the encoder
 #: truncates at ~256 word pieces, and the opening (title, first sentences) carries the intent.
 DENSE_HEAD_WORDS = 96
-#: Weight of the exact-symbol run when a hybrid query names identifiers.
-SYMBOL_RUN_WEIGHT = 0.5
-#: Long reports: (sparse, dense) fusion weights. BM25 sees only the report's title and code
-#: keywords (prose and boilerplate would swamp it), so dense leads.
-LONG_QUERY_WEIGHTS = (0.5, 1.0)
-#: Weight of the "dense ranking within the files the report names" run.
-FILE_PRIOR_WEIGHT = 1.0
 #: Dense candidates fetched for a long report, so the file prior has nodes to filter.
 LONG_QUERY_DENSE_K = 400
 #: BM25 hits scanned for name-matched callers of a structural query's target.
 MENTION_CANDIDATES = 200
-_CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 class Engines(Protocol):
@@ -143,56 +128,56 @@ class RetrieveRerankPipeline:
         self.capabilities = index.capabilities(llm_configured=llm_on)
         self.last_selected_plan: str | None = None
         self.last_planner_trace: dict[str, Any] | None = None
+        self.parts = PlanParts(index, self.ctx)
         # Validate mode/budget/rerank once, up front.
-        self.planner.plan(query_signals("x"), budget, self.capabilities, retrieval_mode, rerank)
+        self.planner.check(budget, retrieval_mode, rerank, self.capabilities)
+
+    def plan(self, queries: Sequence[str]) -> list[QueryPlan]:
+        """Plan every query with this pipeline's mode, budget, reranker and capabilities."""
+        return self.planner.plan_queries(queries, self.budget, self.capabilities, self.mode, self.rerank)
 
     def run(self, queries: Sequence[str], k: int | None = None) -> list[QueryResult]:
-        """Retrieve for a batch of queries; a failing query becomes an error result."""
+        """Plan and retrieve for a batch of queries; a failing query becomes an error result."""
+        return self.execute(queries, self.plan(queries), k)
+
+    def execute(self, queries: Sequence[str], plans: Sequence[QueryPlan], k: int | None = None) -> list[QueryResult]:
+        """Retrieve for a batch of planned queries (`plans[i]` is query i's plan, made by the
+        driver or by `plan`); a failing query becomes an error result."""
         n = len(queries)
         k_out = k or BUDGETS[self.budget].k
-        signals: list[QuerySignals | None] = [None] * n
-        plans: list[RetrievalPathPlan | None] = [None] * n
-        traces: list[dict[str, Any]] = [{} for _ in range(n)]
-        errors: list[str | None] = [None] * n
-        for i, q in enumerate(queries):
-            if not isinstance(q, str) or not q.strip():
-                errors[i] = "empty query text"
-                continue
-            try:
-                signals[i] = query_signals(q)
-                plan, trace = self.planner.plan(signals[i], self.budget, self.capabilities, self.mode, self.rerank)
-                plans[i] = plan
-                traces[i] = trace.to_dict()
-            except CodeNibError as exc:
-                errors[i] = str(exc)
-        live = [i for i in range(n) if plans[i] is not None]
-        k_fetch = {i: max(plans[i].k, k_out) for i in live}
+        signals: list[QuerySignals | None] = [p.signals for p in plans]
+        errors: list[str | None] = [p.error for p in plans]
+        live = [i for i in range(n) if errors[i] is None and plans[i].plan is not None]
+        planned = {i: plans[i].plan for i in live}
+        traces: list[dict[str, Any]] = [plans[i].trace.to_dict() if i in planned else {} for i in range(n)]
+        k_fetch = {i: max(planned[i].k, k_out) for i in live}
         engine_ms: dict[int, float] = {i: 0.0 for i in live}
+        needs = {i: plan_class(planned[i].plan).needs(planned[i]) for i in live}
 
-        targets = {i: self._targets(signals[i]) for i in live if plans[i].graph is not None}
-        sparse_hits, dense_hits, mention_rows = self._branches(queries, live, plans, signals, k_fetch,
+        targets = {i: self.parts.targets(signals[i]) for i in live if "graph" in needs[i]}
+        sparse_hits, dense_hits, mention_rows = self._branches(queries, live, planned, needs, signals, k_fetch,
                                                                targets, engine_ms)
         results: list[list[QueriedNode] | None] = [None] * n
         for i in live:
             t0 = time.perf_counter()
             try:
-                cands = self._assemble(queries[i], signals[i], plans[i], sparse_hits.get(i, ()),
-                                       dense_hits.get(i, ()), traces[i], targets.get(i, []),
-                                       mention_rows.get(i))
-                if plans[i].prefer_library:
+                q = PlanInput(queries[i], signals[i], planned[i], sparse_hits.get(i, ()), dense_hits.get(i, ()),
+                              tuple(targets.get(i, ())), mention_rows.get(i), traces[i].setdefault("detail", {}))
+                cands = plan_class(planned[i].plan).assemble(q, self.parts)
+                if planned[i].prefer_library:
                     cands = demote_tests(cands)
                 results[i] = list(cands)
             except CodeNibError as exc:
                 errors[i] = str(exc)
             engine_ms[i] += (time.perf_counter() - t0) * 1000
-        self._rerank(queries, live, plans, results, traces, engine_ms)
+        self._rerank(queries, live, planned, results, traces, engine_ms)
 
         out: list[QueryResult] = []
         for i, q in enumerate(queries):
             cands = tuple(results[i][:k_out]) if results[i] is not None and errors[i] is None else ()
-            plan_name = plans[i].plan if plans[i] is not None else "none"
-            if plans[i] is not None:
-                traces[i].setdefault("detail", {})["plan"] = plans[i].to_dict()
+            plan_name = planned[i].plan if i in planned else "none"
+            if i in planned:
+                traces[i].setdefault("detail", {})["plan"] = planned[i].to_dict()
             out.append(QueryResult(q, cands, plan_name, traces[i], round(engine_ms.get(i, 0.0), 3),
                                    errors[i], signals[i].to_dict() if signals[i] else {}))
         if out:
@@ -206,11 +191,11 @@ class RetrieveRerankPipeline:
 
     # -- engines (one batched call each) ---------------------------------------------------
 
-    def _branches(self, queries, live, plans, signals, k_fetch, targets, engine_ms):
-        """One batched engine round for the whole batch: BM25 for sparse and graph plans
-        (plus the name searches of call-graph queries), dense for dense plans."""
-        sparse_want = [i for i in live if plans[i].sparse_weight > 0 or plans[i].graph is not None]
-        dense_want = [i for i in live if plans[i].dense_weight > 0] if self.capabilities.dense else []
+    def _branches(self, queries, live, plans, needs, signals, k_fetch, targets, engine_ms):
+        """One batched engine round for the whole batch: BM25 for plans that need it (plus
+        the name searches of call-graph queries), dense for plans that need it."""
+        sparse_want = [i for i in live if "sparse" in needs[i]]
+        dense_want = [i for i in live if "dense" in needs[i]] if self.capabilities.dense else []
         mention_want = [i for i in sorted(targets) if targets[i] and plans[i].graph.direction in ("callers", "both")]
         sparse_texts = [_sparse_text(queries[i], signals[i]) for i in sparse_want]
         sparse_texts += [" ".join(sorted({self.index.nodes.name[t] for t in targets[i]})) for i in mention_want]
@@ -237,111 +222,6 @@ class RetrieveRerankPipeline:
             for j, i in enumerate(dense_want):
                 dense_hits[i] = to_queried_nodes(rows[j][:depth[i]], scores[j][:depth[i]], "dense", self.ctx)
         return sparse_hits, dense_hits, mention_rows
-
-    def _targets(self, s: QuerySignals) -> list[int]:
-        return [m.row for m in self.index.symbols.lookup(s.target)] if s.target else []
-
-    # -- per-query assembly ----------------------------------------------------------------
-
-    def _assemble(self, query: str, s: QuerySignals, plan: RetrievalPathPlan, sparse: Candidates,
-                  dense: Candidates, trace: dict, targets: list[int], mention_rows) -> Candidates:
-        detail = trace.setdefault("detail", {})
-        if plan.plan == "fast_lexical":
-            symbols = self._symbol_hits(s, detail)
-            # Exact-name hits rank above every BM25 hit; BM25 keeps its own scores below.
-            top = max((c.score for c in sparse), default=0.0)
-            lifted = [c.with_score(top + len(symbols) - j) for j, c in enumerate(symbols)]
-            return dedup(lifted + list(sparse))
-        if plan.plan == "semantic":
-            return dense[: plan.k] if not s.long_text else dense
-        if plan.plan == "hybrid_fusion":
-            runs, weights = [sparse, dense], [plan.sparse_weight, plan.dense_weight]
-            if s.long_text:
-                weights = list(LONG_QUERY_WEIGHTS)
-                files = self._mentioned_files(s)
-                detail["mentioned_files"] = sorted(files)[:20]
-                if files:
-                    # Bug reports name the files that fail (tracebacks, paths): the dense
-                    # ranking within those files is a run of its own.
-                    runs.append(tuple(c for c in dense if c.file in files))
-                    weights.append(FILE_PRIOR_WEIGHT)
-            if plan.symbol_lookup:
-                symbols = self._symbol_hits(s, detail, all_keywords=True)
-                if symbols:
-                    runs.append(symbols)
-                    weights.append(SYMBOL_RUN_WEIGHT)
-            detail["fusion_weights"] = weights
-            return rrf_fuse(runs, weights)
-        if plan.plan == "structural_graph":
-            return self._structural(s, plan, sparse, detail, targets, mention_rows)
-        raise BadInputError(f"unknown plan {plan.plan!r}")
-
-    def _mentioned_files(self, s: QuerySignals) -> set[str]:
-        files: set[str] = set()
-        for path in s.keywords.paths:
-            files.update(self.index.symbols.files_matching(path))
-        return files
-
-    def _symbol_hits(self, s: QuerySignals, detail: dict, all_keywords: bool = False) -> Candidates:
-        names = list(s.keywords.symbols()) if all_keywords else ([s.target] if s.target else [])
-        rows: list[int] = []
-        for name in names:
-            for m in self.index.symbols.lookup(name):
-                if m.row not in rows:
-                    rows.append(m.row)
-        detail["symbol_hits"] = len(rows)
-        return tuple(self.ctx.node(r, 1.0, "symbol") for r in rows)
-
-    def _structural(self, s: QuerySignals, plan: RetrievalPathPlan, sparse: Candidates, detail: dict,
-                    targets: list[int], mention_rows) -> Candidates:
-        g = plan.graph
-        detail["targets"] = [self.index.nodes.node_id[r] for r in targets[:10]]
-        if not targets:
-            targets = [self.index.row_of[c.node_id] for c in sparse[: g.seeds]]
-            detail["seeded_by"] = "sparse"
-        graph = self.index.graph
-        spec = WalkSpec(g.direction, g.edge_types, g.hub_degree)
-        if g.method == "ppr":
-            ppr = local_ppr(graph, {t: 1.0 for t in targets}, spec)
-            walked = [v for v, _ in sorted(ppr.items(), key=lambda t: (-t[1], t[0])) if v not in targets][: g.total]
-        else:
-            walked = [v for v, _, _ in bfs(graph, targets, spec, g.hops, g.per_seed, g.total)]
-        detail["graph_nodes"] = len(walked)
-        found = [self.ctx.node(v, 1.0, "graph") for v in walked]
-        mentions = self._mentions(targets, g.direction, mention_rows)
-        detail["name_matches"] = len(mentions)
-        tail = [self.ctx.node(t, 0.5, "symbol") for t in targets]
-        ranked = dedup(found + mentions + tail + list(sparse))
-        return tuple(c.with_score(1.0 / (i + 1)) for i, c in enumerate(ranked))
-
-    def _mentions(self, targets: list[int], direction: str, mention_rows) -> list[QueriedNode]:
-        """Name-matched neighbours the precise graph may have missed (untyped receivers).
-
-        Callers: BM25 hits for the target's name (`mention_rows`, searched with the batch)
-        whose body calls that name. Callees: names the target's body calls, looked up.
-        """
-        if not targets:
-            return []
-        texts = self.index.texts()
-        names = {self.index.nodes.name[t] for t in targets}
-        target_ids = set(targets)
-        out: list[QueriedNode] = []
-        if direction in ("callers", "both") and mention_rows is not None:
-            pattern = re.compile(r"(?<![\w])(?:\.)?(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
-            for r in mention_rows.tolist():
-                if r < 0 or r in target_ids or self.index.nodes.kind[r] == "file":
-                    continue
-                body = texts[r].split("\n", 2)[-1]  # skip the header and the def line
-                if pattern.search(body):
-                    out.append(self.ctx.node(r, 0.5, "name_match"))
-        if direction in ("callees", "both"):
-            for t in targets:
-                body = texts[t].split("\n", 2)[-1]
-                for name in dict.fromkeys(_CALL_NAME.findall(body)):
-                    for m in self.index.symbols.lookup(name)[:3]:
-                        if m.row not in target_ids and m.level in ("name", "qualname"):
-                            out.append(self.ctx.node(m.row, 0.5, "name_match"))
-        return out
 
     # -- reranking -------------------------------------------------------------------------
 
@@ -373,33 +253,32 @@ class RetrieveRerankPipeline:
 
 
 class SparseSeededGraphRetrievePipeline:
-    """BM25 seeds, then k-hop BFS or personalized PageRank over typed, weighted edges."""
+    """BM25 seeds, then k-hop BFS or personalized PageRank over typed, weighted edges, fused
+    with the seeds by RRF."""
 
     def __init__(self, index: LoadedIndex, method: str = "bfs", hops: int = 2, seeds: int = 5,
                  direction: str = "both", edge_types: Sequence[str] = ("calls", "references", "inherits"),
-                 hub_degree: int = 200, per_seed: int = 20, total: int = 100):
+                 hub_degree: int = 200, per_seed: int = 20, total: int = 100, engines: Engines | None = None):
         if method not in ("bfs", "ppr"):
             raise BadInputError(f"unknown traversal {method!r}", fix="use bfs or ppr")
         self.index = index
         self.ctx = RetrieveContext(index)
+        self.engines = engines or LocalEngines(index)
         self.method, self.hops, self.seeds = method, hops, seeds
         self.spec = WalkSpec(direction, tuple(edge_types), hub_degree)
         self.per_seed, self.total = per_seed, total
 
     def run(self, queries: Sequence[str], k: int = 100) -> list[Candidates]:
-        rows, scores = self.index.sparse.search(list(queries), max(k, self.seeds))
+        rows, scores = self.engines.sparse_search(list(queries), max(k, self.seeds))
         out = []
         for r, s in zip(rows, scores):
             seeds = to_queried_nodes(r, s, "sparse", self.ctx)
             seed_rows = [self.index.row_of[c.node_id] for c in seeds[: self.seeds]]
-            if self.method == "ppr":
-                ppr = local_ppr(self.index.graph, {v: 1.0 / (i + 1) for i, v in enumerate(seed_rows)}, self.spec)
-                walked = [(v, p) for v, p in sorted(ppr.items(), key=lambda t: (-t[1], t[0]))]
-                graph_run = tuple(self.ctx.node(v, p, "graph:ppr") for v, p in walked[: self.total])
-            else:
-                visited = bfs(self.index.graph, seed_rows, self.spec, self.hops, self.per_seed, self.total)
-                graph_run = tuple(self.ctx.node(v, 1.0 / (1 + hop), "graph:bfs") for v, hop, _ in visited)
-            out.append(rrf_fuse([seeds, graph_run], limit=k))
+            # Earlier seeds weigh more in PageRank; BFS visits them in rank order.
+            walked = ranked_walk(self.index.graph, seed_rows, [1.0 / (i + 1) for i in range(len(seed_rows))],
+                                 self.spec, self.method, self.hops, self.per_seed, self.total, keep_seeds=True)
+            graph_run = tuple(self.ctx.node(v, w, f"graph:{self.method}") for v, w in walked)
+            out.append(fuse([seeds, graph_run], limit=k))
         return out
 
 
@@ -407,30 +286,25 @@ class DenseGraphExpandRerankPipeline:
     """Dense seeds, one-hop expansion over dependency edges, optional file-level RRF and rerank."""
 
     def __init__(self, index: LoadedIndex, expand: ExpandParams = ExpandParams(per_seed=3, total=30),
-                 seeds: int = 10, file_fusion: bool = True, rerank_top: int = 0):
+                 seeds: int = 10, file_fusion: bool = True, rerank_top: int = 0, engines: Engines | None = None):
         if index.dense is None:
             raise BadInputError("this pipeline needs dense vectors", path=str(index.path),
                                 fix="rebuild the index without --no-dense")
         self.index = index
         self.ctx = RetrieveContext(index)
+        self.engines = engines or LocalEngines(index)
         self.expand, self.seeds, self.file_fusion, self.rerank_top = expand, seeds, file_fusion, rerank_top
 
     def run(self, queries: Sequence[str], k: int = 100) -> list[Candidates]:
-        vecs = self.index.encode_queries(list(queries))
-        rows, scores = self.index.dense.search(vecs, k)
-        semantic = [to_queried_nodes(r, s, "dense", self.ctx) for r, s in zip(rows, scores)]
+        rows, scores = self.engines.dense_search(list(queries), k)
         out: list[Candidates] = []
-        for sem in semantic:
-            expanded = expand_neighbors(sem[: self.seeds], self.expand, self.ctx)
+        for r, s in zip(rows, scores):
+            sem = to_queried_nodes(r, s, "dense", self.ctx)
+            expanded = expand_graph_neighbors(sem[: self.seeds], self.expand, self.ctx)
             graph_run = tuple(c for c in expanded if c.source.startswith("graph"))
-            if self.file_fusion:
-                files = rrf_fuse_files([sem, graph_run])
-                out.append(nodes_by_file_rank(files, [sem, graph_run], limit=k))
-            else:
-                out.append(rrf_fuse([sem, graph_run], limit=k))
+            out.append(fuse([sem, graph_run], limit=k, by_file=self.file_fusion))
         if self.rerank_top:
-            out = embedding_rerank_batch(out, list(queries), EmbeddingRerankParams(top_n=self.rerank_top),
-                                         rerank_context(self.index))
+            out = self.engines.rerank_embedding(out, list(queries), self.rerank_top)
         return out
 
 

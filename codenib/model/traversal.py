@@ -82,6 +82,23 @@ def bfs(graph: CodeGraph, seeds: Sequence[int], spec: WalkSpec, hops: int = 1, p
     return out
 
 
+def ranked_walk(graph: CodeGraph, seeds: Sequence[int], seed_weights: Sequence[float], spec: WalkSpec,
+                method: str = "bfs", hops: int = 1, per_seed: int = 50, total: int = 100,
+                keep_seeds: bool = False) -> list[tuple[int, float]]:
+    """The vertices a walk from `seeds` reaches, best first, as (vertex, weight).
+
+    ppr: personalized PageRank mass (seeded with `seed_weights`), ties broken by vertex id,
+    the first `total`; `keep_seeds` also ranks the seeds themselves. bfs: visiting order
+    with weight 1 / (1 + hop); BFS never returns its seeds.
+    """
+    if method == "ppr":
+        ppr = local_ppr(graph, {v: w for v, w in zip(seeds, seed_weights)}, spec)
+        skip = set() if keep_seeds else set(seeds)
+        ranked = [(v, p) for v, p in sorted(ppr.items(), key=lambda t: (-t[1], t[0])) if v not in skip]
+        return ranked[:total]
+    return [(v, 1.0 / (1 + hop)) for v, hop, _ in bfs(graph, seeds, spec, hops, per_seed, total)]
+
+
 def local_ppr(graph: CodeGraph, seeds: dict[int, float], spec: WalkSpec, alpha: float = 0.15,
               epsilon: float = PPR_EPSILON, max_pushes: int = PPR_MAX_PUSHES) -> dict[int, float]:
     """Approximate personalized PageRank by forward push (Andersen, Chung and Lang, 2006).

@@ -44,7 +44,7 @@ class ExpandParams:
             raise BadInputError("expansion caps must be >= 0", fix="pass non-negative per_seed/total")
 
 
-def expand_neighbors(cands: Sequence[QueriedNode], params: ExpandParams, ctx: RetrieveContext) -> Candidates:
+def expand_graph_neighbors(cands: Sequence[QueriedNode], params: ExpandParams, ctx: RetrieveContext) -> Candidates:
     """Seeds (if kept) followed by their one-hop neighbours, in discovery order.
 
     Per seed, repeated edges are collapsed first (counts summed over edge types), callers

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from codenib.errors import BadInputError
 from codenib.model.planner import BUDGETS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner
-from codenib.ops.transform import query_signals
+from codenib.model.signals import query_signals
 
 PLANNER = RetrievalPlanner()
 QUERIES = [

@@ -1,6 +1,6 @@
-"""Keyword extraction and query signals."""
+"""Keyword extraction."""
 
-from codenib.ops.transform import extract_keywords, query_signals
+from codenib.ops.transform import extract_keywords
 
 REPORT = """TypeError when rendering nested templates with autoescape enabled
 
@@ -32,21 +32,3 @@ def test_identifier_shapes():
     kw = extract_keywords("snake_case camelCase PascalCase _private plain words e.g. v1.2.3")
     assert kw.identifiers == ("snake_case", "camelCase", "PascalCase", "_private")
     assert kw.dotted == ()
-
-
-def test_signals():
-    s = query_signals(REPORT)
-    assert s.long_text and s.structural == 0 and s.semantic == 0.8
-    lookup = query_signals("where is `Context.invoke` defined?")
-    assert (lookup.lexical, lookup.target) == (1.0, "Context.invoke")
-    callers = query_signals("who calls term_len?")
-    assert (callers.direction, callers.target, callers.structural) == ("callers", "term_len", 0.9)
-    callees = query_signals("which functions does Parser.subparse call?")
-    assert (callees.direction, callees.target) == ("callees", "Parser.subparse")
-    assert query_signals("functions called by do_join").direction == "callees"
-    assert query_signals("where is get_bucket called from?").direction == "callers"
-    prose = query_signals("Return the default stream encoding if not found.")
-    assert prose.semantic == 1.0 and prose.lexical == 0 and prose.target is None
-    assert query_signals("method reset").target == "reset"
-    assert query_signals("tests for the lexer").about_tests
-    assert not query_signals("the lexer of this environment").about_tests

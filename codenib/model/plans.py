@@ -1,0 +1,228 @@
+"""One class per retrieval plan (PyTerrier style: one transformer per operator).
+
+Each plan says how the planner parametrizes it (`parametrize`), what it falls back to when
+the index or budget cannot run it (`degrade`), which engines and look-ups it needs
+(`needs`), and how a query's branch results become its ranking (`assemble`). The
+registry, keyed by plan name, replaces string switches in the planner and the executor.
+
+Adding a plan: write a `RetrievalPlan` subclass here, decorate it with `@register`, and
+give `RetrievalPlanner._choose` a line that picks it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from codenib.errors import BadInputError
+from codenib.model.parts import PlanInput, PlanParts, fuse
+from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan
+from codenib.model.signals import QuerySignals
+from codenib.model.traversal import WalkSpec, ranked_walk
+from codenib.ops.retrieve import Candidates, dedup
+
+if TYPE_CHECKING:
+    from codenib.model.planner import RetrievalPlanner
+
+#: What a plan may need: the BM25 branch, the dense branch, graph walks, exact symbol look-up.
+NEEDS = ("sparse", "dense", "graph", "symbols")
+
+#: Weight of the exact-symbol run when a hybrid query names identifiers.
+SYMBOL_RUN_WEIGHT = 0.5
+#: Long reports: (sparse, dense) fusion weights. BM25 sees only the report's title and code
+#: keywords (prose and boilerplate would swamp it), so dense leads.
+LONG_QUERY_WEIGHTS = (0.5, 1.0)
+#: Weight of the "dense ranking within the files the report names" run.
+FILE_PRIOR_WEIGHT = 1.0
+
+
+class RetrievalPlan:
+    """A plan kind. Subclasses set `name` and `mode` and implement the four methods."""
+
+    name: ClassVar[str]
+    #: The fixed `--mode` that runs this plan (None: only the planner's choice reaches it).
+    mode: ClassVar[str | None] = None
+    #: Whether the budget's default reranker applies when none is asked for. Exact-name and
+    #: call-graph answers are already precise; a similarity reranker would only reorder them
+    #: by wording.
+    budget_rerank: ClassVar[bool] = True
+
+    def parametrize(self, s: QuerySignals, preset: BudgetPreset, planner: RetrievalPlanner) -> RetrievalPathPlan:
+        """The plan's parameters for this query and budget (the reranker is set afterwards)."""
+        raise NotImplementedError
+
+    def degrade(self, preset: BudgetPreset, caps: Any) -> tuple[str, str] | None:
+        """(fallback plan, reason) when the capabilities or budget cannot run this plan."""
+        return None
+
+    def needs(self, plan: RetrievalPathPlan) -> frozenset[str]:
+        """Which of NEEDS executing `plan` requires."""
+        raise NotImplementedError
+
+    def assemble(self, q: PlanInput, parts: PlanParts) -> Candidates:
+        """The query's ranking from its branch results."""
+        raise NotImplementedError
+
+
+PLAN_REGISTRY: dict[str, RetrievalPlan] = {}
+
+
+def register(cls: type[RetrievalPlan]) -> type[RetrievalPlan]:
+    """Class decorator: add a plan to the registry under its name (registration order is
+    the order of PLANS and MODES)."""
+    if cls.name in PLAN_REGISTRY:
+        raise ValueError(f"plan {cls.name!r} is registered twice")
+    PLAN_REGISTRY[cls.name] = cls()
+    return cls
+
+
+def plan_class(name: str) -> RetrievalPlan:
+    """The registered plan called `name`. Raises BadInputError listing the valid names."""
+    try:
+        return PLAN_REGISTRY[name]
+    except KeyError:
+        raise BadInputError(f"unknown plan {name!r}", fix=f"use one of: {', '.join(PLAN_REGISTRY)}") from None
+
+
+@register
+class FastLexical(RetrievalPlan):
+    """Exact names, low latency: symbol matches first, then BM25; no rerank."""
+
+    name = "fast_lexical"
+    mode = "sparse"
+    budget_rerank = False
+
+    def parametrize(self, s, preset, planner):
+        return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0, symbol_lookup=True)
+
+    def degrade(self, preset, caps):
+        return ("semantic", "fast_lexical -> semantic: the index has no sparse index") if not caps.sparse else None
+
+    def needs(self, plan):
+        return frozenset({"sparse", "symbols"})
+
+    def assemble(self, q, parts):
+        symbols = parts.symbol_hits(q.signals, q.detail)
+        # Exact-name hits rank above every BM25 hit; BM25 keeps its own scores below.
+        top = max((c.score for c in q.sparse), default=0.0)
+        lifted = [c.with_score(top + len(symbols) - j) for j, c in enumerate(symbols)]
+        return dedup(lifted + list(q.sparse))
+
+
+@register
+class Semantic(RetrievalPlan):
+    """Natural-language behaviour queries: the dense branch."""
+
+    name = "semantic"
+    mode = "dense"
+
+    def parametrize(self, s, preset, planner):
+        return RetrievalPathPlan(self.name, preset.k, dense_weight=1.0, prefer_library=_library_first(s))
+
+    def degrade(self, preset, caps):
+        return ("fast_lexical", "semantic -> fast_lexical: the index has no dense vectors") if not caps.dense else None
+
+    def needs(self, plan):
+        return frozenset({"dense"})
+
+    def assemble(self, q, parts):
+        # A long report's dense run reaches deeper (see LONG_QUERY_DENSE_K) and stays whole.
+        return q.dense[: q.plan.k] if not q.signals.long_text else q.dense
+
+
+@register
+class HybridFusion(RetrievalPlan):
+    """Mixed or uncertain queries: weighted RRF of BM25, dense and exact-symbol runs."""
+
+    name = "hybrid_fusion"
+    mode = "hybrid"
+
+    def parametrize(self, s, preset, planner):
+        sparse_w, dense_w = planner.hybrid_weights
+        return RetrievalPathPlan(self.name, preset.k, sparse_w, dense_w, symbol_lookup=bool(s.keywords.symbols()),
+                                 prefer_library=_library_first(s))
+
+    def degrade(self, preset, caps):
+        if caps.dense and caps.sparse:
+            return None
+        fallback = "semantic" if caps.dense else "fast_lexical"
+        return fallback, f"hybrid_fusion -> {fallback}: the index has no {'sparse' if caps.dense else 'dense'} branch"
+
+    def needs(self, plan):
+        wanted = {"sparse": plan.sparse_weight > 0, "dense": plan.dense_weight > 0, "symbols": plan.symbol_lookup}
+        return frozenset(n for n, on in wanted.items() if on)
+
+    def assemble(self, q, parts):
+        s, detail = q.signals, q.detail
+        runs, weights = [q.sparse, q.dense], [q.plan.sparse_weight, q.plan.dense_weight]
+        if s.long_text:
+            weights = list(LONG_QUERY_WEIGHTS)
+            files = parts.mentioned_files(s)
+            detail["mentioned_files"] = sorted(files)[:20]
+            if files:
+                # Bug reports name the files that fail (tracebacks, paths): the dense
+                # ranking within those files is a run of its own.
+                runs.append(tuple(c for c in q.dense if c.file in files))
+                weights.append(FILE_PRIOR_WEIGHT)
+        if q.plan.symbol_lookup:
+            symbols = parts.symbol_hits(s, detail, all_keywords=True)
+            if symbols:
+                runs.append(symbols)
+                weights.append(SYMBOL_RUN_WEIGHT)
+        detail["fusion_weights"] = weights
+        return fuse(runs, weights)
+
+
+@register
+class StructuralGraph(RetrievalPlan):
+    """Callers, callees, impact: the target symbol (or BM25 seeds), a graph walk from it,
+    and name-matched neighbours; ranked by position."""
+
+    name = "structural_graph"
+    mode = "graph"
+    budget_rerank = False
+
+    def parametrize(self, s, preset, planner):
+        graph = GraphExpansionPlan(direction=s.direction or "both", method="ppr" if preset.ppr else "bfs",
+                                   hops=2 if preset.ppr else 1)
+        return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0, symbol_lookup=True, graph=graph)
+
+    def degrade(self, preset, caps):
+        if not (caps.graph and preset.graph):
+            why = "the index has no graph" if not caps.graph else f"budget {preset.name} allows no graph"
+            return "fast_lexical", f"structural_graph -> fast_lexical: {why}"
+        if not caps.sparse:
+            return "semantic", "structural_graph -> semantic: no sparse index for seeds"
+        return None
+
+    def needs(self, plan):
+        return frozenset({"sparse", "graph", "symbols"})
+
+    def assemble(self, q, parts):
+        g, detail, sparse = q.plan.graph, q.detail, q.sparse
+        index = parts.index
+        targets = list(q.targets)
+        detail["targets"] = [index.nodes.node_id[r] for r in targets[:10]]
+        if not targets:
+            targets = [index.row_of[c.node_id] for c in sparse[: g.seeds]]
+            detail["seeded_by"] = "sparse"
+        walked = ranked_walk(index.graph, targets, [1.0] * len(targets), WalkSpec(g.direction, g.edge_types,
+                             g.hub_degree), g.method, g.hops, g.per_seed, g.total)
+        detail["graph_nodes"] = len(walked)
+        found = [parts.ctx.node(v, 1.0, "graph") for v, _ in walked]
+        mentions = parts.mentions(targets, g.direction, q.mention_rows)
+        detail["name_matches"] = len(mentions)
+        tail = [parts.ctx.node(t, 0.5, "symbol") for t in targets]
+        ranked = dedup(found + mentions + tail + list(sparse))
+        return tuple(c.with_score(1.0 / (i + 1)) for i, c in enumerate(ranked))
+
+
+#: Plan names, in registration order.
+PLANS = tuple(PLAN_REGISTRY)
+#: The fixed modes and the plan each runs; the one place this table is written.
+MODE_PLANS = {p.mode: name for name, p in PLAN_REGISTRY.items() if p.mode}
+
+
+def _library_first(s: QuerySignals) -> bool:
+    # Behaviour questions are about the implementation: tests go below library code,
+    # unless the query asks about tests.
+    return not s.about_tests

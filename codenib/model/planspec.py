@@ -1,0 +1,107 @@
+"""The planner's data: budgets, capabilities, plans and traces (frozen, so Ray ships them).
+
+A leaf module: the plan classes (`codenib.model.plans`) build these, the planner
+(`codenib.model.planner`) chooses among the plan classes, and both import from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from codenib.model.signals import QuerySignals
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetPreset:
+    """How much work a query may cost."""
+
+    name: str
+    k: int                 # candidates retrieved per branch
+    rerank_top: int        # candidates a reranker may reorder (0: no rerank)
+    graph: bool            # graph expansion allowed
+    llm: bool              # LLM rerank allowed
+    ppr: bool              # personalized PageRank instead of BFS for graph plans
+
+
+BUDGETS: dict[str, BudgetPreset] = {
+    "fast": BudgetPreset("fast", k=32, rerank_top=0, graph=False, llm=False, ppr=False),
+    "balanced": BudgetPreset("balanced", k=100, rerank_top=50, graph=True, llm=False, ppr=False),
+    "thorough": BudgetPreset("thorough", k=128, rerank_top=80, graph=True, llm=True, ppr=True),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GraphExpansionPlan:
+    """How a structural plan walks the code graph from its seeds."""
+
+    direction: str                         # callers | callees | both
+    edge_types: tuple[str, ...] = ("calls",)
+    method: str = "bfs"                    # bfs | ppr
+    hops: int = 1
+    seeds: int = 5                         # BM25 seeds when the target symbol is not found
+    per_seed: int = 50
+    total: int = 100
+    hub_degree: int = 200                  # do not expand through nodes of higher degree
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPathPlan:
+    """What to run for one query; executed by `codenib.model.pipelines`."""
+
+    plan: str
+    k: int
+    sparse_weight: float = 0.0
+    dense_weight: float = 0.0
+    symbol_lookup: bool = False
+    graph: GraphExpansionPlan | None = None
+    rerank: str = "none"
+    rerank_top: int = 0
+    prefer_library: bool = False           # demote test code below library code
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PlannerCapabilities:
+    """The capability flags the planner reads (a `Capabilities` from the index layer fits)."""
+
+    dense: bool = True
+    sparse: bool = True
+    graph: bool = True
+    embedding_rerank: bool = True
+    llm_rerank: bool = False
+
+
+@dataclass(frozen=True)
+class PlannerTrace:
+    """Why a plan was chosen: inputs, the first choice, degradations, the final plan."""
+
+    signals: dict[str, Any]
+    budget: str
+    capabilities: dict[str, bool]
+    mode: str
+    intended: str
+    plan: str
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        # Fresh dicts: executing a plan adds to the trace's `detail`, and the same planned
+        # query may be executed (and its trace written) more than once.
+        return {"signals": dict(self.signals), "budget": self.budget, "capabilities": dict(self.capabilities),
+                "mode": self.mode, "intended": self.intended, "plan": self.plan,
+                "reasons": list(self.reasons), "detail": dict(self.detail)}
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One query planned: what the driver (or `codenib query`) ships with the query and a
+    pipeline executes. `error` is set, and `plan` is None, when the query cannot run."""
+
+    mode: str
+    signals: QuerySignals | None = None
+    plan: RetrievalPathPlan | None = None
+    trace: PlannerTrace | None = None
+    error: str | None = None
