@@ -39,15 +39,26 @@ class PlanInput:
     targets: tuple[int, ...] = ()              # rows of the target symbol (graph plans)
     mention_rows: np.ndarray | None = None     # BM25 rows for the target's name (callers)
     detail: dict[str, Any] | None = None
+    runs: dict[str, tuple] | None = None       # named raw (rows, scores) runs (`RetrievalPlan.searches`)
 
 
 class PlanParts:
     """The index look-ups plans assemble from: exact symbols, named files, name-matched
     neighbours and the code graph. Holds no per-query state."""
 
-    def __init__(self, index: LoadedIndex, ctx: RetrieveContext | None = None):
+    def __init__(self, index: LoadedIndex, ctx: RetrieveContext | None = None, localise_weights=None):
         self.index = index
         self.ctx = ctx or RetrieveContext(index)
+        self.localise_weights = localise_weights   # `LocaliseWeights` of bug-report plans (None: packaged)
+        self._file_rows: dict[str, int] | None = None
+
+    def file_rows(self) -> dict[str, int]:
+        """File path -> row of its file node (built on first use)."""
+        if self._file_rows is None:
+            from codenib.model.localise import file_rows_of
+
+            self._file_rows = file_rows_of(self.index.nodes)
+        return self._file_rows
 
     def targets(self, s: QuerySignals) -> list[int]:
         """Rows of the symbol a query targets (empty when it names none that exists)."""

@@ -112,11 +112,12 @@ class RetrieveRerankPipeline:
         budget: fast | balanced | thorough.
         rerank: None (the budget decides), none, embedding or llm.
         llm: an `LLMReranker` (ops.llm) when LLM reranking is configured.
+        localise_weights: `LocaliseWeights` for bug reports (None: the packaged fitted ones).
     """
 
     def __init__(self, index: LoadedIndex, retrieval_mode: str = "auto", budget: str = "balanced",
                  rerank: str | None = None, llm=None, planner: RetrievalPlanner | None = None,
-                 engines: Engines | None = None, llm_configured: bool | None = None):
+                 engines: Engines | None = None, llm_configured: bool | None = None, localise_weights=None):
         self.index = index
         self.mode = retrieval_mode
         self.budget = budget
@@ -128,7 +129,7 @@ class RetrieveRerankPipeline:
         self.capabilities = index.capabilities(llm_configured=llm_on)
         self.last_selected_plan: str | None = None
         self.last_planner_trace: dict[str, Any] | None = None
-        self.parts = PlanParts(index, self.ctx)
+        self.parts = PlanParts(index, self.ctx, localise_weights)
         # Validate mode/budget/rerank once, up front.
         self.planner.check(budget, retrieval_mode, rerank, self.capabilities)
 
@@ -155,14 +156,15 @@ class RetrieveRerankPipeline:
         needs = {i: plan_class(planned[i].plan).needs(planned[i]) for i in live}
 
         targets = {i: self.parts.targets(signals[i]) for i in live if "graph" in needs[i]}
-        sparse_hits, dense_hits, mention_rows = self._branches(queries, live, planned, needs, signals, k_fetch,
-                                                               targets, engine_ms)
+        sparse_hits, dense_hits, mention_rows, runs = self._branches(queries, live, planned, needs, signals,
+                                                                     k_fetch, targets, engine_ms)
         results: list[list[QueriedNode] | None] = [None] * n
         for i in live:
             t0 = time.perf_counter()
             try:
                 q = PlanInput(queries[i], signals[i], planned[i], sparse_hits.get(i, ()), dense_hits.get(i, ()),
-                              tuple(targets.get(i, ())), mention_rows.get(i), traces[i].setdefault("detail", {}))
+                              tuple(targets.get(i, ())), mention_rows.get(i), traces[i].setdefault("detail", {}),
+                              runs.get(i))
                 cands = plan_class(planned[i].plan).assemble(q, self.parts)
                 if planned[i].prefer_library:
                     cands = demote_tests(cands)
@@ -197,31 +199,42 @@ class RetrieveRerankPipeline:
         sparse_want = [i for i in live if "sparse" in needs[i]]
         dense_want = [i for i in live if "dense" in needs[i]] if self.capabilities.dense else []
         mention_want = [i for i in sorted(targets) if targets[i] and plans[i].graph.direction in ("callers", "both")]
-        sparse_texts = [_sparse_text(queries[i], signals[i]) for i in sparse_want]
+        # Plans with their own search texts (bug reports: whole text, title, prose) name them.
+        own = {i: plan_class(plans[i].plan).searches(queries[i], signals[i]) for i in set(sparse_want) | set(dense_want)}
+        named = {i: own[i][0] if own.get(i) else {"sparse": (_sparse_text(queries[i], signals[i]), k_fetch[i])}
+                 for i in sparse_want}
+        slots = [(i, name, depth_) for i in sparse_want for name, (_, depth_) in named[i].items()]
+        sparse_texts = [named[i][name][0] for i, name, _ in slots]
         sparse_texts += [" ".join(sorted({self.index.nodes.name[t] for t in targets[i]})) for i in mention_want]
+        dense_texts = [own[i][1] if own.get(i) and own[i][1] is not None else _dense_text(queries[i], signals[i])
+                       for i in dense_want]
         # A long report's file prior filters the dense ranking, so it reaches deeper.
         depth = {i: max(k_fetch[i], LONG_QUERY_DENSE_K) if signals[i].long_text else k_fetch[i] for i in dense_want}
-        sparse_k = max([k_fetch[i] for i in sparse_want] + [MENTION_CANDIDATES] * bool(mention_want), default=0)
+        sparse_k = max([max(k_fetch[i], d) for i, _, d in slots] + [MENTION_CANDIDATES] * bool(mention_want), default=0)
         t0 = time.perf_counter()
-        sparse_res, dense_res = self.engines.branch_search(
-            sparse_texts, sparse_k, [_dense_text(queries[i], signals[i]) for i in dense_want],
-            max(depth.values(), default=0))
+        sparse_res, dense_res = self.engines.branch_search(sparse_texts, sparse_k, dense_texts,
+                                                           max(depth.values(), default=0))
         users = set(sparse_want) | set(dense_want) | set(mention_want)
         share = (time.perf_counter() - t0) * 1000 / max(len(users), 1)
         for i in users:
             engine_ms[i] += share
-        sparse_hits, dense_hits, mention_rows = {}, {}, {}
+        sparse_hits, dense_hits, mention_rows, runs = {}, {}, {}, {i: {} for i in own if own[i]}
         if sparse_res is not None:
             rows, scores = sparse_res
-            for j, i in enumerate(sparse_want):
-                sparse_hits[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "sparse", self.ctx)
-            for j, i in enumerate(mention_want, start=len(sparse_want)):
+            for j, (i, name, d) in enumerate(slots):
+                if i in runs:
+                    runs[i][name] = (rows[j][:d], scores[j][:d])
+                if i not in sparse_hits:   # a query's first BM25 run is its sparse branch
+                    sparse_hits[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "sparse", self.ctx)
+            for j, i in enumerate(mention_want, start=len(slots)):
                 mention_rows[i] = rows[j][:MENTION_CANDIDATES]
         if dense_res is not None:
             rows, scores = dense_res
             for j, i in enumerate(dense_want):
                 dense_hits[i] = to_queried_nodes(rows[j][:depth[i]], scores[j][:depth[i]], "dense", self.ctx)
-        return sparse_hits, dense_hits, mention_rows
+                if i in runs:
+                    runs[i]["dense"] = (rows[j][:depth[i]], scores[j][:depth[i]])
+        return sparse_hits, dense_hits, mention_rows, runs
 
     # -- reranking -------------------------------------------------------------------------
 

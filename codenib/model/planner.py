@@ -105,8 +105,9 @@ class RetrievalPlanner:
             reasons.append(f"lexical signal {s.lexical}: exact-name look-up of {s.target!r}")
             return "fast_lexical"
         if s.long_text:
-            reasons.append("long report: identifiers, paths and prose fused from both branches")
-            return "hybrid_fusion"
+            reasons.append("long report: files-first localisation from BM25 of the whole text, title and "
+                           "prose, mentions, the graph and dense where present")
+            return "bug_localisation"
         if s.semantic >= SEMANTIC_MIN:
             # Natural language dominates even when a few identifiers are mentioned: on the
             # dev sets the dense branch alone beat fusion with BM25 for such sentences.

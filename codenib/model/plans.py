@@ -62,6 +62,12 @@ class RetrievalPlan:
         """The query's ranking from its branch results."""
         raise NotImplementedError
 
+    def searches(self, query: str, s: QuerySignals) -> tuple[dict[str, tuple[str, int]], str | None] | None:
+        """Named BM25 queries with their depths, and the dense text, when the plan searches
+        with its own texts (None: the executor's default texts). Their raw results reach
+        `assemble` as `q.runs`, and the first BM25 run also as `q.sparse`."""
+        return None
+
 
 PLAN_REGISTRY: dict[str, RetrievalPlan] = {}
 
@@ -214,6 +220,60 @@ class StructuralGraph(RetrievalPlan):
         tail = [parts.ctx.node(t, 0.5, "symbol") for t in targets]
         ranked = dedup(found + mentions + tail + list(sparse))
         return tuple(c.with_score(1.0 / (i + 1)) for i, c in enumerate(ranked))
+
+
+@register
+class BugLocalisation(RetrievalPlan):
+    """Long bug reports: files first, then nodes within them, from BM25 of the whole text,
+    its title and its prose, the code the report mentions (tracebacks, paths, symbols), the
+    graph around those mentions and dense where the index has vectors; one fitted linear
+    score (`codenib.model.localise`), test code demoted unless the report is about tests."""
+
+    name = "bug_localisation"
+
+    def parametrize(self, s, preset, planner):
+        # The signals' weights are the localisation weights (data), not RRF weights; the
+        # dense run joins when the index has vectors (the executor checks the capability).
+        return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0)
+
+    def degrade(self, preset, caps):
+        if not caps.sparse:
+            return "semantic", "bug_localisation -> semantic: the index has no sparse index"
+        return None
+
+    def needs(self, plan):
+        return frozenset({"sparse", "dense"})
+
+    def searches(self, query, s):
+        from codenib.model import localise
+        from codenib.model.report import read_report
+
+        report = read_report(query)
+        texts = localise.sparse_texts(query, report)
+        return ({name: (text, localise.SPARSE_DEPTH[name]) for name, text in texts.items()},
+                localise.dense_text(report))
+
+    def assemble(self, q, parts):
+        from codenib.model import localise
+        from codenib.model.report import read_report
+
+        index, detail = parts.index, q.detail
+        report = read_report(q.query)
+        runs = dict(q.runs or {})
+        inputs = localise.inputs_for(report, runs, index)
+        table = localise.features(inputs, index.nodes, index.graph, parts.file_rows())
+        weights = parts.localise_weights or localise.default_weights()
+        scored = localise.rank(table, weights, index.nodes.node_id, limit=max(q.plan.k, 100), explain=10)
+        detail["runs"] = sorted(k for k, v in runs.items() if v is not None and len(v[0]))
+        detail["mentions"] = report.kinds()
+        detail["priors"] = [{"file": p.file, "node_id": index.nodes.node_id[p.row] if p.row is not None else None,
+                             "kind": p.mention.kind, "text": p.mention.text[:80],
+                             "confidence": round(p.confidence, 3)} for p in inputs.priors[:10]]
+        detail["about_tests"] = inputs.about_tests
+        detail["contributions"] = localise.trace_of(scored, index.nodes, 10)
+        if report.truncated:
+            detail["truncated_at_chars"] = report.chars
+        return tuple(parts.ctx.node(x.row, x.score, "localise") for x in scored)
 
 
 #: Plan names, in registration order.

@@ -92,9 +92,14 @@ def test_long_report_uses_its_paths_and_keywords(fixture_index):
     report = ("Store loses items after upgrade\n\n" + "We see this in production every night. " * 30
               + '\nTraceback (most recent call last):\n  File "/venv/site-packages/pkg/core.py", line 19, in start\n'
               '  File "/venv/site-packages/pkg/util.py", line 14, in put\nTypeError: bad item\n')
-    res = RetrieveRerankPipeline(fixture_index).run([report], k=10)[0]
+    res = RetrieveRerankPipeline(fixture_index, retrieval_mode="hybrid").run([report], k=10)[0]
     assert res.plan == "hybrid_fusion"
     detail = res.trace["detail"]
     assert detail["mentioned_files"] == ["pkg/core.py", "pkg/util.py"]
     assert len(detail["fusion_weights"]) == 4  # sparse, dense, file prior, symbols
     assert "pkg/util.py::Store.put" in [c.node_id for c in res.candidates[:3]]
+    # auto sends a long report to files-first localisation, which reads the frames too.
+    auto = RetrieveRerankPipeline(fixture_index).run([report], k=10)[0]
+    assert auto.plan == "bug_localisation"
+    assert auto.trace["detail"]["runs"] == ["bm25", "dense", "prose", "title"]
+    assert "pkg/util.py::Store.put" in [c.node_id for c in auto.candidates[:3]]

@@ -63,7 +63,7 @@ def test_signal_cases_pick_the_expected_plans():
     assert pick("Return the default stream encoding if not found.").plan == "semantic"
     assert pick("Get the default for a parameter from default_map.").plan == "semantic"
     assert pick("default_map lookup").plan == "fast_lexical"
-    assert pick(QUERIES[5]).plan == "hybrid_fusion"  # a long bug report with a traceback
+    assert pick(QUERIES[5]).plan == "bug_localisation"  # a long bug report with a traceback
 
 
 def test_degradations_are_traced():

@@ -13,7 +13,8 @@ from codenib.model.signals import query_signals
 
 
 def test_registry_is_the_one_table_of_plans_and_modes():
-    assert PLANS == tuple(PLAN_REGISTRY) == ("fast_lexical", "semantic", "hybrid_fusion", "structural_graph")
+    assert PLANS == tuple(PLAN_REGISTRY) == ("fast_lexical", "semantic", "hybrid_fusion", "structural_graph",
+                                                 "bug_localisation")
     assert MODE_PLANS == {"sparse": "fast_lexical", "dense": "semantic", "hybrid": "hybrid_fusion",
                           "graph": "structural_graph"}
     assert MODES == ("auto", "sparse", "dense", "hybrid", "graph")

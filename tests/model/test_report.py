@@ -6,18 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codenib.compiler.build import BuildOptions, build_index
-from codenib.index.loaded import load_index
 from codenib.model.report import about_tests, read_report, resolve_mentions
 from tests.model import bug_repo
-
-
-@pytest.fixture(scope="module")
-def bug_index(tmp_path_factory):
-    repo = bug_repo.write_repo(tmp_path_factory.mktemp("bugrepo"))
-    out = tmp_path_factory.mktemp("bugidx") / "idx"
-    build_index(repo, out, BuildOptions(dense=False, progress=False))
-    return load_index(out)
 
 
 def _priors(index, text):
