@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-dense", action="store_true", help="index without vectors (dense and hybrid skipped)")
     ap.add_argument("--modes", default=",".join(MODES), help="modes to run (comma-separated)")
     ap.add_argument("--fit", action="store_true",
-                    help="fit the localisation weights (all repositories) into codenib/data/localise_weights.json")
+                    help="fit the localisation weights on all repositories and write them to --weights-out")
+    ap.add_argument("--weights-out", default=str(HERE.parent / "codenib" / "data" / "localise_weights.json"),
+                    help="where --fit writes (default: the packaged weights)")
     ap.add_argument("--ablation", action="store_true", help="cross-validated ablation of each signal group")
     ap.add_argument("--shard-size", type=int, default=8)
     a = ap.parse_args(argv)
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  - {name:<22} " + _fmt(_scores(ranks, list(tables), gold_files, gold_funcs)))
     if a.fit:
         w = _fit(list(tables), tables, gold_files, gold_funcs)
-        target = HERE.parent / "codenib" / "data" / "localise_weights.json"
+        target = Path(a.weights_out)
         target.write_text(json.dumps({
             "fitted_on": f"SWE-bench Lite dev ({', '.join(repos)}; {len(tables)} issues), indexes "
                          f"{'without' if a.no_dense else 'with'} vectors",
