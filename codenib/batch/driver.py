@@ -20,10 +20,11 @@ import pyarrow.parquet as pq
 from codenib import __version__
 from codenib.artifact import sha256_file
 from codenib.batch.queries import QuerySet, Shard, read_query_set
-from codenib.batch.sink import PLANS, ParquetSink
+from codenib.batch.sink import ParquetSink
 from codenib.batch.worker import ShardOptions, failed_shard
 from codenib.errors import BadInputError
 from codenib.model.planner import BUDGETS, MODES, RERANKERS
+from codenib.results import PLANS
 
 JOB_MODES = MODES + ("all",)
 #: Shards resubmitted by the driver after Ray's own actor/task retries gave up.

@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 
 from codenib import __version__
 from codenib.batch.driver import JobSummary, Logger, drive_shards, start_ray
-from codenib.batch.sink import MANIFEST, PLANS, SUCCESS, ParquetSink
+from codenib.batch.sink import ParquetSink
 from codenib.errors import BadInputError
+from codenib.results import PLANS, ResultsFolder, read_results
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 RERANKERS = ("embedding", "llm")
@@ -248,15 +249,16 @@ def _run(todo: list[RerankShard], options: RerankOptions, sink: ParquetSink, log
 # --- reading the source run -------------------------------------------------------------------
 
 def _source_metadata(source: Path, allow_partial: bool) -> dict[str, Any]:
-    manifest = source / MANIFEST
+    folder = ResultsFolder(source)
+    manifest = folder.manifest_path
     if not manifest.is_file():
         raise BadInputError("not a CodeNib results folder (no _manifest.json)", path=str(source),
                             fix="pass the --out folder of a `codenib run`")
-    if not (source / SUCCESS).is_file() and not allow_partial:
+    if not folder.complete and not allow_partial:
         raise BadInputError("the source run is not complete (no _SUCCESS)", path=str(source),
                             fix="finish it by re-running the same `codenib run`, or pass --allow-partial")
     try:
-        return json.loads(manifest.read_text())
+        return folder.manifest()
     except ValueError as exc:
         raise BadInputError(f"unreadable manifest: {exc}", path=str(manifest), fix="re-run the source job") from exc
 
@@ -278,8 +280,6 @@ def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
 
 
 def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: dict) -> list[RerankItem]:
-    from codenib.batch.sink import read_results
-
     table = read_results(source)
     index_paths: dict[str, str] = dict(meta.get("index_paths", {}))
     groups: dict[tuple[str, str], list[dict]] = {}
