@@ -7,63 +7,19 @@ import dataclasses
 import hashlib
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
 from codenib import __version__
 from codenib.artifact import sha256_file
-from codenib.batch.job import Cluster, Job, JobOptions, JobSummary, Logger, execute, log_to_stderr
+from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
+from codenib.batch.options import RunOptions
 from codenib.batch.queries import QuerySet, Shard, read_query_set
 from codenib.batch.worker import ShardOptions, failed_shard
-from codenib.errors import BadInputError
-from codenib.model.planner import BUDGETS, MODES, RERANKERS
-
-JOB_MODES = MODES + ("all",)
 #: Graph actors at most, whatever the cluster size (each holds its own loaded indexes).
 MAX_GRAPH_ACTORS = 16
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunOptions(JobOptions):
-    """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
-
-    queries: str
-    budget: str = "balanced"
-    mode: str = "auto"
-    k: int = 100
-    rerank: str | None = None
-    max_indexes: int = 4
-    dashboard: bool = False
-
-    def validate(self) -> None:
-        """Check option values (exit 2 with the valid choices)."""
-        checks = [
-            (self.budget in BUDGETS, f"unknown budget {self.budget!r}", f"use one of: {', '.join(BUDGETS)}"),
-            (self.mode in JOB_MODES, f"unknown mode {self.mode!r}", f"use one of: {', '.join(JOB_MODES)}"),
-            (self.rerank in (None,) + RERANKERS, f"unknown reranker {self.rerank!r}",
-             f"use one of: {', '.join(RERANKERS)}"),
-            (self.k >= 1, f"-k must be at least 1, got {self.k}", "pass -k 100"),
-            (self.shard_size >= 1, f"--shard-size must be at least 1, got {self.shard_size}", "pass --shard-size 256"),
-            (self.workers is None or self.workers >= 1, f"--workers must be at least 1, got {self.workers}",
-             "leave it out to size to the cluster"),
-            (self.device in ("auto", "cpu", "cuda"), f"unknown device {self.device!r}", "use auto, cpu or cuda"),
-            (not (self.rerank == "llm" and not self.llm), "--rerank llm needs an LLM configuration",
-             "pass --llm-config FILE (endpoint, model)"),
-        ]
-        for ok, message, fix in checks:
-            if not ok:
-                raise BadInputError(message, fix=fix)
-        if self.llm:
-            from codenib.ops.llm import LLMConfig
-
-            LLMConfig.from_dict(self.llm)
-
-    def result_fields(self) -> dict[str, Any]:
-        """The options that decide the rows written (resume requires them unchanged)."""
-        return {k: v for k, v in asdict(self).items()
-                if k in ("budget", "mode", "k", "rerank", "llm", "shard_size", "run_tag", "device")}
 
 
 def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:

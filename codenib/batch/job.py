@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from codenib.batch.options import JobOptions
 from codenib.batch.sink import ParquetSink
 from codenib.errors import BadInputError
 from codenib.results import ResultsFolder
@@ -28,23 +29,6 @@ Logger = Callable[[str], None]
 SHARD_RETRIES = 2
 #: Shards in flight per worker actor: enough to keep actors busy while the driver writes.
 INFLIGHT_PER_ACTOR = 2
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobOptions:
-    """The options every job has: where rows come from and go, and how it runs on Ray."""
-
-    out: str
-    queries: str | None = None
-    index: str | None = None
-    index_root: str | None = None
-    llm: dict | None = None
-    address: str | None = None
-    shard_size: int = 256
-    workers: int | None = None
-    run_tag: str | None = None
-    device: str = "auto"
-    progress: bool = True
 
 
 @dataclass

@@ -20,44 +20,16 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from codenib import __version__
-from codenib.batch.job import Cluster, Job, JobOptions, JobSummary, Logger, execute, log_to_stderr
+from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
+from codenib.batch.options import RerankOptions
 from codenib.errors import BadInputError
 from codenib.results import ResultsFolder, read_results
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
-RERANKERS = ("embedding", "llm")
 #: Rerank actors at most, whatever the cluster size.
 MAX_RERANK_ACTORS = 4
 #: Indexes each rerank actor keeps loaded.
 RERANK_INDEXES = 2
-
-
-@dataclass(frozen=True, kw_only=True)
-class RerankOptions(JobOptions):
-    """Every option of `codenib rerank` (a job spec's [rerank] section holds the same keys).
-    `queries` and `index` default to those the source run recorded."""
-
-    results: str
-    reranker: str = "embedding"
-    top_n: int = 50
-    allow_partial: bool = False
-
-    def validate(self) -> None:
-        if self.reranker not in RERANKERS:
-            raise BadInputError(f"unknown reranker {self.reranker!r}", fix=f"use one of: {', '.join(RERANKERS)}")
-        if self.top_n < 1:
-            raise BadInputError(f"--top-n must be at least 1, got {self.top_n}", fix="pass --top-n 50")
-        if self.shard_size < 1:
-            raise BadInputError(f"--shard-size must be at least 1, got {self.shard_size}", fix="pass --shard-size 256")
-        if self.reranker == "llm":
-            if not self.llm:
-                raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
-            from codenib.ops.llm import LLMConfig
-
-            LLMConfig.from_dict(self.llm)
-        if self.index and self.index_root:
-            raise BadInputError("give at most one of --index and --index-root",
-                                fix="--index for one index, --index-root for the source run's index names")
 
 
 @dataclass(frozen=True, slots=True)
