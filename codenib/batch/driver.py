@@ -18,6 +18,7 @@ from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_
 from codenib.batch.options import RunOptions
 from codenib.batch.queries import QuerySet, Shard, read_query_set
 from codenib.batch.worker import ShardOptions, failed_shard
+
 #: Graph actors at most, whatever the cluster size (each holds its own loaded indexes).
 MAX_GRAPH_ACTORS = 16
 

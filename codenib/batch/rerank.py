@@ -1,7 +1,7 @@
 """The re-ranking job: an earlier results folder -> a new one, top N reordered per query.
 
-Used for nightly jobs that re-rank yesterday's results with a newer reranker. It writes
-through the same sharded, resumable `ParquetSink` as `codenib run`, and records lineage
+Used for nightly jobs that re-rank yesterday's results with a newer reranker. It runs the
+same job lifecycle as `codenib run` (`batch.job`: sharded, resumable), and records lineage
 (source run, reranker and model, time) in the new folder's metadata. A query whose rerank
 fails keeps its original order, with the error in its plans row.
 """
