@@ -179,7 +179,7 @@ def _remove_stale_staging(out: Path) -> None:
             pid = int(path.name.rsplit(".staging-", 1)[1].split("-")[0])
         except (IndexError, ValueError):
             continue
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             shutil.rmtree(path, ignore_errors=True)
     olds = sorted(out.parent.glob(f".{out.name}.old-*"))
     if not out.exists() and olds and is_index_dir(olds[-1]):
@@ -189,10 +189,11 @@ def _remove_stale_staging(out: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: Any) -> bool:
+    """Whether process `pid` runs on this host (a pid that is not a number: no)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, TypeError, ValueError):
         return False
     except PermissionError:
         return True

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import ray
 
-    from codenib.batch.driver import start_ray
+    from codenib.batch.job import start_ray
 
     start_ray(None, False, lambda m: None)  # the embedded local Ray, as `codenib run` starts it
     workdir = Path(tempfile.mkdtemp(prefix="codenib-bench-"))

@@ -60,12 +60,15 @@ class DenseActor:
 
 
 class RerankActor:
-    """Embedding reranking with an index's persisted vectors, and LLM reranking."""
+    """Embedding reranking with an index's persisted vectors, and LLM reranking: per call for
+    the graph actors of `codenib run`, per shard (`run_shard`) for `codenib rerank`."""
 
-    def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config: dict | None = None):
+    def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config: dict | None = None,
+                 reranker: str = "embedding", top_n: int = 50):
         from codenib.index.loaded import load_index
 
         use_all_cores(device)
+        self.reranker, self.top_n = reranker, top_n
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
                                  max_indexes)
         self.llm = None
@@ -86,6 +89,13 @@ class RerankActor:
         if self.llm is None:
             raise CodeNibError("no LLM reranker is configured on this job")
         return self.llm.rerank_many(list(queries), list(cand_lists), list(text_lists))
+
+    def run_shard(self, shard):
+        """Rerank every list of a `RerankShard` with this actor's reranker and top N."""
+        from codenib.batch.rerank import rerank_shard
+
+        return rerank_shard(shard, self.cache.get(shard.index_path) if shard.index_path else None,
+                            self.reranker, self.top_n, self.llm)
 
 
 class ActorEngines:

@@ -1,7 +1,7 @@
 """The re-ranking job: an earlier results folder -> a new one, top N reordered per query.
 
-Used for nightly jobs that re-rank yesterday's results with a newer reranker. It writes
-through the same sharded, resumable `ParquetSink` as `codenib run`, and records lineage
+Used for nightly jobs that re-rank yesterday's results with a newer reranker. It runs the
+same job lifecycle as `codenib run` (`batch.job`: sharded, resumable), and records lineage
 (source run, reranker and model, time) in the new folder's metadata. A query whose rerank
 fails keeps its original order, with the error in its plans row.
 """
@@ -11,62 +11,25 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import sys
 import time
-import uuid
-from collections import Counter
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from codenib import __version__
-from codenib.batch.driver import JobSummary, Logger, drive_shards, start_ray
-from codenib.batch.sink import MANIFEST, PLANS, SUCCESS, ParquetSink
+from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
+from codenib.batch.options import RerankOptions
 from codenib.errors import BadInputError
+from codenib.results import ResultsFolder, read_results
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
-RERANKERS = ("embedding", "llm")
-
-
-@dataclass(frozen=True)
-class RerankOptions:
-    """Every option of `codenib rerank` (a job spec's [rerank] section holds the same keys)."""
-
-    results: str
-    out: str
-    reranker: str = "embedding"
-    top_n: int = 50
-    queries: str | None = None        # default: the query set recorded by the source run
-    index: str | None = None          # default: the indexes recorded by the source run
-    index_root: str | None = None
-    llm: dict | None = None
-    address: str | None = None
-    shard_size: int = 256
-    workers: int | None = None
-    run_tag: str | None = None
-    device: str = "auto"
-    allow_partial: bool = False
-    progress: bool = True
-
-    def validate(self) -> None:
-        if self.reranker not in RERANKERS:
-            raise BadInputError(f"unknown reranker {self.reranker!r}", fix=f"use one of: {', '.join(RERANKERS)}")
-        if self.top_n < 1:
-            raise BadInputError(f"--top-n must be at least 1, got {self.top_n}", fix="pass --top-n 50")
-        if self.shard_size < 1:
-            raise BadInputError(f"--shard-size must be at least 1, got {self.shard_size}", fix="pass --shard-size 256")
-        if self.reranker == "llm":
-            if not self.llm:
-                raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
-            from codenib.ops.llm import LLMConfig
-
-            LLMConfig.from_dict(self.llm)
-        if self.index and self.index_root:
-            raise BadInputError("give at most one of --index and --index-root",
-                                fix="--index for one index, --index-root for the source run's index names")
+#: Rerank actors at most, whatever the cluster size.
+MAX_RERANK_ACTORS = 4
+#: Indexes each rerank actor keeps loaded.
+RERANK_INDEXES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +56,7 @@ class RerankShard:
 
 def rerank_job(options: RerankOptions, log: Logger | None = None) -> JobSummary:
     """Run (or resume) a re-ranking job."""
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    log = log or log_to_stderr
     options.validate()
     source = Path(options.results)
     source_meta = _source_metadata(source, options.allow_partial)
@@ -113,50 +76,14 @@ def rerank_job(options: RerankOptions, log: Logger | None = None) -> JobSummary:
         "llm": {k: v for k, v in (options.llm or {}).items() if "key" not in k.lower()},
     }, sort_keys=True).encode()).hexdigest()
     run_id = f"rerank-{fingerprint[:12]}"
-    sink = ParquetSink(options.out, fingerprint, {
+    metadata = {
         "run_id": run_id, "codenib_version": __version__, "lineage": lineage,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "job_spec": {**asdict(options), "llm": None}, "indexes": source_meta.get("indexes", {}),
-    }, len(shards))
-    done = sink.open()
-    todo = [s for s in shards if s.shard_id not in done]
-    t0 = time.perf_counter()
-    try:
-        if todo:
-            _run(todo, options, sink, log)
-        if not sink.complete:
-            sink.finalize()
-    finally:
-        sink.close()
-    plans = pq.read_table(Path(options.out) / PLANS, columns=["plan", "error"]).to_pylist()
-    return JobSummary(str(options.out), run_id, len(items), len(shards), len(todo), len(done),
-                      dict(Counter(p["plan"] for p in plans)), sum(1 for p in plans if p["error"]),
-                      time.perf_counter() - t0, len(sink.failed_shards))
-
-
-# --- Ray --------------------------------------------------------------------------------------
-
-class RerankWorker:
-    """Holds indexes (vectors, texts) and the reranker; reranks whole shards."""
-
-    def __init__(self, reranker: str, top_n: int, device: str, llm_config: dict | None, max_indexes: int = 2):
-        from codenib.batch.actors import use_all_cores
-        from codenib.batch.worker import IndexCache
-        from codenib.index.loaded import load_index
-
-        use_all_cores(device)
-        self.reranker, self.top_n = reranker, top_n
-        self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
-                                max_indexes)
-        self.llm = None
-        if reranker == "llm":
-            from codenib.ops.llm import LLMConfig, LLMReranker
-
-            self.llm = LLMReranker(LLMConfig.from_dict(llm_config))
-
-    def run_shard(self, shard: RerankShard):
-        return rerank_shard(shard, self.cache.get(shard.index_path) if shard.index_path else None,
-                            self.reranker, self.top_n, self.llm)
+    }
+    job = Job(run_id, fingerprint, metadata, shards, len(items), start_actors=partial(_start_actors, options),
+              failed_rows=partial(_failed_rows, options))
+    return execute(job, options, log)
 
 
 def rerank_shard(shard: RerankShard, index, reranker: str, top_n: int, llm=None) -> tuple[pa.Table, pa.Table]:
@@ -218,45 +145,42 @@ def _candidate(ctx, node_id: str, score: float):
     return ctx.node(row, score, "source")
 
 
-def _run(todo: list[RerankShard], options: RerankOptions, sink: ParquetSink, log: Logger) -> None:
-    import ray
+def _start_actors(options: RerankOptions, cluster: Cluster, todo: Sequence[RerankShard],
+                  log: Logger) -> tuple[list, list]:
+    """The rerank actors; each reranks whole shards."""
+    from codenib.batch.actors import remote_classes
 
-    started = start_ray(options.address, False, log)
-    workers: list[Any] = []
-    try:
-        resources = ray.cluster_resources()
-        cpus, gpus = float(resources.get("CPU", 1.0)), float(resources.get("GPU", 0.0))
-        device = options.device if options.device != "auto" else ("cuda" if gpus > 0 else "cpu")
-        n = options.workers or max(1, min(4, int(cpus)))
-        cls = ray.remote(num_cpus=min(1.0, cpus / (n + 0.5)), num_gpus=(1.0 / n if gpus > 0 and device == "cuda" else 0),
-                         max_restarts=3, max_task_retries=3)(RerankWorker)
-        prefix = f"codenib-{sink.metadata['run_id']}-{uuid.uuid4().hex[:6]}"
-        workers = [cls.options(name=f"{prefix}-rerank-{i}").remote(options.reranker, options.top_n, device, options.llm)
-                   for i in range(n)]
-        log(f"ray: {n} rerank actors ({options.reranker}, top {options.top_n}; {cpus:g} CPUs, {gpus:g} GPUs)")
-        drive_shards(todo, workers, lambda w, shard: w.run_shard.remote(shard),
-                     lambda shard, error: rerank_shard(RerankShard(shard.shard_id, "", tuple(
-                         RerankItem(**{**asdict(it), "error": error}) for it in shard.rows)), None,
-                         options.reranker, options.top_n), sink, log, options.progress)
-    finally:
-        for w in workers:
-            ray.kill(w, no_restart=True)
-        if started:
-            ray.shutdown()
+    cpus, gpus, device = cluster.cpus, cluster.gpus, cluster.device
+    n = options.workers or max(1, min(MAX_RERANK_ACTORS, int(cpus)))
+    cls = remote_classes()["rerank"]
+    resources = {"num_cpus": min(1.0, cpus / (n + 0.5)), "num_gpus": 1.0 / n if gpus > 0 and device == "cuda" else 0}
+    # The LLM client is built only for an LLM job: a spec's [llm] may serve its [run] alone.
+    llm = options.llm if options.reranker == "llm" else None
+    workers = [cls.options(name=f"{cluster.prefix}-rerank-{i}", **resources).remote(
+        RERANK_INDEXES, device, llm, options.reranker, options.top_n) for i in range(n)]
+    log(f"ray: {n} rerank actors ({options.reranker}, top {options.top_n}; {cpus:g} CPUs, {gpus:g} GPUs)")
+    return workers, workers
+
+
+def _failed_rows(options: RerankOptions, shard: RerankShard, error: str) -> tuple[pa.Table, pa.Table]:
+    """Every list of a shard that could not run keeps its order, with `error` recorded."""
+    failed = RerankShard(shard.shard_id, "", tuple(RerankItem(**{**asdict(it), "error": error}) for it in shard.rows))
+    return rerank_shard(failed, None, options.reranker, options.top_n)
 
 
 # --- reading the source run -------------------------------------------------------------------
 
 def _source_metadata(source: Path, allow_partial: bool) -> dict[str, Any]:
-    manifest = source / MANIFEST
+    folder = ResultsFolder(source)
+    manifest = folder.manifest_path
     if not manifest.is_file():
         raise BadInputError("not a CodeNib results folder (no _manifest.json)", path=str(source),
                             fix="pass the --out folder of a `codenib run`")
-    if not (source / SUCCESS).is_file() and not allow_partial:
+    if not folder.complete and not allow_partial:
         raise BadInputError("the source run is not complete (no _SUCCESS)", path=str(source),
                             fix="finish it by re-running the same `codenib run`, or pass --allow-partial")
     try:
-        return json.loads(manifest.read_text())
+        return folder.manifest()
     except ValueError as exc:
         raise BadInputError(f"unreadable manifest: {exc}", path=str(manifest), fix="re-run the source job") from exc
 
@@ -278,8 +202,6 @@ def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
 
 
 def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: dict) -> list[RerankItem]:
-    from codenib.batch.sink import read_results
-
     table = read_results(source)
     index_paths: dict[str, str] = dict(meta.get("index_paths", {}))
     groups: dict[tuple[str, str], list[dict]] = {}

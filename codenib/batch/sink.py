@@ -1,10 +1,8 @@
-"""`ParquetSink`: sharded, resumable results folder.
+"""`ParquetSink`: writes a sharded, resumable results folder (layout: `codenib.results`).
 
-Layout: `part-NNNNN.parquet` (result rows of shard N), `_plans/part-NNNNN.parquet` (plan
-rows of shard N), `_manifest.json` (job fingerprint and committed shards), and, when every
-shard is committed, `plans.parquet` and finally `_SUCCESS`. A shard is written to
-`_staging/` and renamed into place; it counts as committed only once `_manifest.json` (replaced
-atomically) lists it, so a re-run skips it and never duplicates or loses rows.
+A shard is written to `_staging/` and renamed into place; it counts as committed only once
+`_manifest.json` (replaced atomically) lists it, so a re-run skips it and never duplicates or
+loses rows. When every shard is committed, `plans.parquet` and finally `_SUCCESS` are written.
 """
 
 from __future__ import annotations
@@ -19,15 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from codenib.artifact import pid_alive
 from codenib.errors import BadInputError
+from codenib.results import LOCK, MANIFEST, METADATA_KEY, PLANS, RESULTS_FORMAT, ResultsFolder, part_name
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
-
-RESULTS_FORMAT = "codenib-results"
-MANIFEST = "_manifest.json"
-SUCCESS = "_SUCCESS"
-PLANS = "plans.parquet"
-LOCK = "_LOCK"
-METADATA_KEY = b"codenib"
 
 
 class ParquetSink:
@@ -35,6 +28,7 @@ class ParquetSink:
 
     def __init__(self, out: str | Path, fingerprint: str, metadata: dict[str, Any], total_shards: int):
         self.out = Path(out)
+        self.folder = ResultsFolder(self.out)
         self.fingerprint = fingerprint
         self.metadata = metadata
         self.total_shards = total_shards
@@ -51,10 +45,10 @@ class ParquetSink:
         out = self.out
         if out.exists() and not out.is_dir():
             raise BadInputError("the output path is a file", path=str(out), fix="pass a folder to --out")
-        manifest_path = out / MANIFEST
+        manifest_path = self.folder.manifest_path
         if manifest_path.is_file():
             try:
-                manifest = json.loads(manifest_path.read_text())
+                manifest = self.folder.manifest()
             except ValueError as exc:
                 raise BadInputError(f"unreadable {MANIFEST}: {exc}", path=str(manifest_path),
                                     fix="remove the folder or pass another --out") from exc
@@ -73,8 +67,8 @@ class ParquetSink:
                               "total_shards": self.total_shards, "shards": {}, **self.metadata}
             self._write_manifest()
         self._lock()
-        (out / "_plans").mkdir(exist_ok=True)
-        staging = out / "_staging"
+        self.folder.plan_parts.mkdir(exist_ok=True)
+        staging = self.folder.staging
         if staging.exists():
             shutil.rmtree(staging)  # leftovers of an interrupted shard: it was never committed
         staging.mkdir()
@@ -83,7 +77,7 @@ class ParquetSink:
 
     @property
     def complete(self) -> bool:
-        return (self.out / SUCCESS).is_file()
+        return self.folder.complete
 
     @property
     def failed_shards(self) -> list[int]:
@@ -95,14 +89,14 @@ class ParquetSink:
         `failed` marks a shard whose queries could not run at all (an actor or index
         failure after retries): its error rows are kept, and a re-run retries it.
         """
-        name = f"part-{shard_id:05d}.parquet"
-        staging = self.out / "_staging"
+        name = part_name(shard_id)
+        staging = self.folder.staging
         meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
         results = results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)
         plans = plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)
         pq.write_table(results, staging / name)
         pq.write_table(plans, staging / f"plans-{name}")
-        os.replace(staging / f"plans-{name}", self.out / "_plans" / name)
+        os.replace(staging / f"plans-{name}", self.folder.plan_parts / name)
         os.replace(staging / name, self.out / name)
         self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
                                                        "queries": plans.num_rows, "failed": failed}
@@ -114,22 +108,22 @@ class ParquetSink:
         if len(done) != self.total_shards:
             raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
                                 path=str(self.out), fix="re-run the job to finish it")
-        tables = [pq.read_table(self.out / "_plans" / f"part-{s}.parquet") for s in done]
+        tables = [pq.read_table(self.folder.plan_parts / part_name(int(s))) for s in done]
         plans = pa.concat_tables(tables) if tables else PLANS_SCHEMA.empty_table()
         meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
-        tmp = self.out / "_staging" / PLANS
+        tmp = self.folder.staging / PLANS
         pq.write_table(plans.replace_schema_metadata(meta), tmp)
-        os.replace(tmp, self.out / PLANS)
-        shutil.rmtree(self.out / "_staging", ignore_errors=True)
+        os.replace(tmp, self.folder.plans_path)
+        shutil.rmtree(self.folder.staging, ignore_errors=True)
         if self.failed_shards:
             return self.out  # no _SUCCESS until a re-run has retried the failed shards
-        (self.out / SUCCESS).write_text(json.dumps({"run_id": self.metadata.get("run_id"),
+        self.folder.success_path.write_text(json.dumps({"run_id": self.metadata.get("run_id"),
                                                     "shards": len(done)}) + "\n")
         return self.out
 
     def close(self) -> None:
         """Release the folder (the lock file); safe to call more than once."""
-        lock = self.out / LOCK
+        lock = self.folder.lock_path
         try:
             if json.loads(lock.read_text()).get("pid") == os.getpid():
                 lock.unlink()
@@ -139,14 +133,14 @@ class ParquetSink:
     def _lock(self) -> None:
         """One writer per folder: a second job would delete the first one's staging files
         and overwrite its manifest. A lock left by a dead process on this host is taken over."""
-        lock = self.out / LOCK
+        lock = self.folder.lock_path
         me = {"pid": os.getpid(), "host": socket.gethostname()}
         try:
             held = json.loads(lock.read_text())
         except (OSError, ValueError):
             held = None
         if held and held.get("pid") != me["pid"]:
-            if held.get("host") != me["host"] or _alive(held.get("pid")):
+            if held.get("host") != me["host"] or pid_alive(held.get("pid")):
                 raise BadInputError(f"another job (pid {held.get('pid')} on {held.get('host')}) is writing to "
                                     "this results folder", path=str(self.out),
                                     fix=f"wait for it to finish, or remove {lock} if no job is running")
@@ -157,24 +151,4 @@ class ParquetSink:
     def _write_manifest(self) -> None:
         tmp = self.out / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True))
-        os.replace(tmp, self.out / MANIFEST)
-
-
-def _alive(pid) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, TypeError, ValueError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def read_results(out: str | Path) -> pa.Table:
-    """All committed result rows of a results folder, sorted by (qid, plan, rank)."""
-    out = Path(out)
-    manifest = json.loads((out / MANIFEST).read_text())
-    files = [out / v["file"] for _, v in sorted(manifest.get("shards", {}).items())]
-    tables = [pq.read_table(f) for f in files]
-    table = pa.concat_tables(tables) if tables else RESULTS_SCHEMA.empty_table()
-    return table.sort_by([("qid", "ascending"), ("plan", "ascending"), ("rank", "ascending")])
+        os.replace(tmp, self.folder.manifest_path)

@@ -75,15 +75,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show_examples(results_dir: Path) -> None:
-    import pyarrow.parquet as pq
-
-    from codenib.batch.sink import read_results
+    from codenib.results import ResultsFolder
     from codenib.specs import read_jsonl
 
     queries = {rec["qid"]: rec["query"] for rec in read_jsonl(data_file("demo_queries.jsonl"))}
-    plans = {p["qid"]: p["plan"] for p in pq.read_table(results_dir / "plans.parquet").to_pylist()}
+    folder = ResultsFolder(results_dir)
+    plans = {p["qid"]: p["plan"] for p in folder.plans().to_pylist()}
     top: dict[str, list[str]] = {}
-    for r in read_results(results_dir).to_pylist():
+    for r in folder.rows().to_pylist():
         if r["rank"] <= 3:
             top.setdefault(r["qid"], []).append(r["node_id"])
     print("\nexamples (top 3):")

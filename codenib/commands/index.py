@@ -8,6 +8,7 @@ from pathlib import Path
 
 from codenib.commands import Command
 from codenib.engines.embed import DEFAULT_MODEL
+from codenib.options import DEVICES
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="sentence-transformers model name or local path (offline only)")
     p.add_argument("--no-dense", action="store_true", help="skip dense vectors (BM25 and graph only)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+    p.add_argument("--device", choices=DEVICES, default="auto",
                    help="where to encode: auto picks CUDA when torch sees a GPU")
     p.add_argument("--reuse", metavar="PREVIOUS_INDEX_DIR",
                    help="reuse the vectors of unchanged nodes from an earlier index of this repository")

@@ -14,12 +14,12 @@ the specs in jobs/).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codenib.errors import BadInputError
+from codenib.options import check_spec_values, required_keys, spec_keys
 from codenib.specs import read_config_file
 
 SECTIONS = ("run", "eval", "rerank", "llm", "submit")
@@ -64,67 +64,52 @@ def load_job_spec(path: str | Path) -> JobSpec:
 
 def run_options(spec: JobSpec | None, overrides: dict[str, Any]):
     """`RunOptions` from a spec's [run] (and [llm]) with command-line values on top."""
-    from codenib.batch.driver import RunOptions
+    from codenib.batch.options import RunOptions
 
     merged: dict[str, Any] = dict(spec.run) if spec else {}
-    if spec and spec.llm and "llm" not in merged:
-        merged["llm"] = spec.llm
     if overrides.get("index") is not None or overrides.get("index_root") is not None:
         # A command-line index choice replaces the spec's, whichever of the two it used.
         merged.pop("index", None)
         merged.pop("index_root", None)
-    merged.update({k: v for k, v in overrides.items() if v is not None})
-    if "llm_config" in merged:
-        merged["llm"] = read_config_file(merged.pop("llm_config"), section="llm")
-    missing = [k for k in ("queries", "out") if not merged.get(k)]
-    if missing:
-        where = f" (in {spec.path} [run] or on the command line)" if spec else ""
-        raise BadInputError(f"missing {', '.join('--' + m for m in missing)}{where}",
-                            fix="pass --queries QUERIES.parquet --out RESULTS_DIR (and --index or --index-root)")
-    types = {f.name: f.type for f in dataclasses.fields(RunOptions)}
-    for key, value in merged.items():
-        if key in ("k", "shard_size", "workers", "max_indexes") and value is not None and not isinstance(value, int):
-            raise BadInputError(f"`{key}` must be an integer, got {value!r}", fix=f"write {key} = 100")
-        if types.get(key) == "bool" and not isinstance(value, bool):
-            raise BadInputError(f"`{key}` must be true or false, got {value!r}", fix=f"write {key} = true")
+    where = f" (in {spec.path} [run] or on the command line)" if spec else ""
+    merged = _merge(RunOptions, merged, spec, overrides, where,
+                    "pass --queries QUERIES.parquet --out RESULTS_DIR (and --index or --index-root)")
     if merged.get("rerank") == "none":
         merged["rerank"] = None if not merged.get("llm") else "none"
-    for key in ("queries", "out", "index", "index_root"):
-        if merged.get(key) is not None:
-            merged[key] = str(merged[key])
     return RunOptions(**merged)
 
 
 def rerank_options(spec: JobSpec | None, overrides: dict[str, Any]):
     """`RerankOptions` from a spec's [rerank] (and [llm]) with command-line values on top."""
-    from codenib.batch.rerank import RerankOptions
+    from codenib.batch.options import RerankOptions
 
-    valid = tuple(f.name for f in dataclasses.fields(RerankOptions)) + ("llm_config",)
     merged: dict[str, Any] = dict(spec.rerank) if spec else {}
     if spec:
-        _check_keys(merged, valid, "rerank", spec.path)
-        if spec.llm and "llm" not in merged:
-            merged["llm"] = spec.llm
-    merged.update({k: v for k, v in overrides.items() if v is not None})
-    if "llm_config" in merged:
-        merged["llm"] = read_config_file(merged.pop("llm_config"), section="llm")
-    missing = [k for k in ("results", "out") if not merged.get(k)]
-    if missing:
-        raise BadInputError(f"missing {', '.join('--' + m for m in missing)}",
-                            fix="pass --results RESULTS_DIR --out NEW_RESULTS_DIR (or a job spec with [rerank])")
-    for key in ("top_n", "shard_size", "workers"):
-        if merged.get(key) is not None and not isinstance(merged[key], int):
-            raise BadInputError(f"`{key}` must be an integer, got {merged[key]!r}", fix=f"write {key} = 50")
-    for key in ("results", "out", "queries", "index", "index_root"):
-        if merged.get(key) is not None:
-            merged[key] = str(merged[key])
+        _check_keys(merged, spec_keys(RerankOptions), "rerank", spec.path)
+    merged = _merge(RerankOptions, merged, spec, overrides, "",
+                    "pass --results RESULTS_DIR --out NEW_RESULTS_DIR (or a job spec with [rerank])")
     return RerankOptions(**merged)
 
 
-def _run_keys() -> tuple[str, ...]:
-    from codenib.batch.driver import RunOptions
+def _merge(cls: type, merged: dict[str, Any], spec: JobSpec | None, overrides: dict[str, Any], where: str,
+           fix: str) -> dict[str, Any]:
+    """A spec section's values, its [llm] and the command line's on top, read and checked."""
+    if spec and spec.llm and "llm" not in merged:
+        merged["llm"] = spec.llm
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    if "llm_config" in merged:
+        merged["llm"] = read_config_file(merged.pop("llm_config"), section="llm")
+    missing = [k for k in required_keys(cls) if not merged.get(k)]
+    if missing:
+        raise BadInputError(f"missing {', '.join('--' + m for m in missing)}{where}", fix=fix)
+    check_spec_values(cls, merged)
+    return merged
 
-    return tuple(f.name for f in dataclasses.fields(RunOptions)) + ("llm_config",)
+
+def _run_keys() -> tuple[str, ...]:
+    from codenib.batch.options import RunOptions
+
+    return spec_keys(RunOptions)
 
 
 def _check_keys(table: dict, valid, section: str, path) -> None:

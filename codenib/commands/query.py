@@ -7,16 +7,17 @@ import json
 import sys
 
 from codenib.commands import Command
+from codenib.model.planner import BUDGETS, MODES, RERANKERS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("index", metavar="INDEX_DIR", help="an index folder built by `codenib index`")
     p.add_argument("text", metavar="TEXT", help="the question, a symbol name, or a bug report")
-    p.add_argument("--budget", choices=["fast", "balanced", "thorough"], default="balanced",
+    p.add_argument("--budget", choices=tuple(BUDGETS), default="balanced",
                    help="how much work the query may cost")
-    p.add_argument("--mode", choices=["auto", "sparse", "dense", "hybrid", "graph"], default="auto",
+    p.add_argument("--mode", choices=MODES, default="auto",
                    help="auto lets the planner choose; the others force one plan")
-    p.add_argument("--rerank", choices=["none", "embedding", "llm"], default=None,
+    p.add_argument("--rerank", choices=RERANKERS, default=None,
                    help="force a reranker (default: the budget decides)")
     p.add_argument("--llm-config", metavar="TOML_OR_JSON",
                    help="LLM reranker settings (endpoint, model, ...); the key comes from $CODENIB_LLM_API_KEY")

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from codenib.errors import MissingDependencyError, ModelLoadError
+from codenib.options import DEVICES
 
 #: The name users and manifests use for the packaged all-MiniLM-L6-v2.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -55,7 +56,7 @@ class ModelSpec:
 
 def resolve_device(device: str = "auto") -> str:
     """`auto` is CUDA when torch sees a GPU, else the CPU."""
-    if device not in ("auto", "cpu", "cuda"):
+    if device not in DEVICES:
         raise ModelLoadError(f"unknown device {device!r}", fix="use auto, cpu or cuda")
     if device != "auto":
         return device

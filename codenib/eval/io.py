@@ -7,7 +7,6 @@ the column and the fix. Warnings (inputs that are usable but suspicious) go to t
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -21,15 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.errors import BadInputError
+from codenib.results import SUCCESS, ResultsFolder
 from codenib.specs import read_jsonl
 from codenib.types import file_of
 
 Warn = Callable[[str], None]
-
-SUCCESS_MARKER = "_SUCCESS"
-MANIFEST = "_manifest.json"
-PLANS_FILE = "plans.parquet"
-PART_GLOB = "part-*.parquet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,31 +138,30 @@ def read_results(path: str | os.PathLike, *, allow_partial: bool = False,
     if not p.is_dir():
         raise BadInputError("no such results folder or TREC run file", path=str(p),
                             fix="pass the --out folder of `codenib run`, or a TREC run file")
-    parts = sorted(p.glob(PART_GLOB))
-    complete = (p / SUCCESS_MARKER).is_file()
-    if not parts and not complete and not (p / MANIFEST).is_file():
+    folder = ResultsFolder(p)
+    parts = folder.parts()
+    complete = folder.complete
+    if not parts and not complete and not folder.manifest_path.is_file():
         raise BadInputError("this folder holds no part-*.parquet, _manifest.json or _SUCCESS; "
                             "it is not a results folder", path=str(p),
                             fix="pass the --out folder of `codenib run`")
     if not complete and not allow_partial:
         raise BadInputError(
-            f"results folder {p} has no {SUCCESS_MARKER}: the batch job has not finished "
+            f"results folder {p} has no {SUCCESS}: the batch job has not finished "
             f"({len(parts)} shard(s) written so far)", path=str(p),
             fix="re-run the same `codenib run` command to finish the missing shards, "
                 "or pass --allow-partial to evaluate the shards written so far")
     if not complete:
-        warn(f"{p}: no {SUCCESS_MARKER}; evaluating {len(parts)} shard(s) of an unfinished run "
+        warn(f"{p}: no {SUCCESS}; evaluating {len(parts)} shard(s) of an unfinished run "
              "(--allow-partial): queries not run yet count as zero")
     if not parts:
         warn(f"{p}: no part-*.parquet files; every query counts as zero")
-    tables = [_read_part(part) for part in parts]
-    table = pa.concat_tables(tables) if tables else _empty_results()
-    rankings, scores, kind_of, index_of, tag = _group_rankings(table)
+    rankings, scores, kind_of, index_of, tag = _group_rankings(folder.rows(_read_part, _empty_results()))
     attrs: dict[str, dict[str, str]] = {"plan": {}, "kind": kind_of, "index": index_of}
     chosen: dict[str, str] = {}
     errors: dict[str, str] = {}
-    if (p / PLANS_FILE).is_file():
-        chosen, errors = _merge_plans(p / PLANS_FILE, attrs)
+    if folder.plans_path.is_file():
+        chosen, errors = _merge_plans(folder.plans_path, attrs)
     if not _several_plans_per_query(rankings):
         # In a normal run the plan that produced a query's rows is the plan of the query.
         for run_plan, run in rankings.items():
@@ -176,7 +170,7 @@ def read_results(path: str | os.PathLike, *, allow_partial: bool = False,
                     attrs["plan"].setdefault(q, run_plan)
     return Results(source=str(p), label=p.name or str(p), rankings=rankings, scores=scores,
                    attrs=attrs, chosen=chosen, errors=errors, complete=complete,
-                   run_tag=tag, meta=_read_manifest(p, warn))
+                   run_tag=tag, meta=_read_manifest(folder, warn))
 
 
 def chosen_plans(results: Results) -> dict[str, str]:
@@ -409,8 +403,7 @@ def _read_part(path: Path) -> pa.Table:
 
 
 def _group_rankings(table: pa.Table):
-    # Sorted by (qid, plan, rank) so each group's node ids come out best first.
-    table = table.sort_by([("qid", "ascending"), ("plan", "ascending"), ("rank", "ascending")])
+    # `table` is sorted by (qid, plan, rank), so each group's node ids come out best first.
     qids = table.column("qid").to_pylist()
     nodes = table.column("node_id").to_pylist()
     plans = table.column("plan").to_pylist()
@@ -471,12 +464,12 @@ def _merge_plans(path: Path, attrs: dict[str, dict[str, str]]) -> tuple[dict[str
     return chosen, errors
 
 
-def _read_manifest(folder: Path, warn: Warn) -> dict:
+def _read_manifest(folder: ResultsFolder, warn: Warn) -> dict:
     meta: dict = {}
-    path = folder / MANIFEST
+    path = folder.manifest_path
     if path.is_file():
         try:
-            meta["manifest"] = json.loads(path.read_text())
+            meta["manifest"] = folder.manifest()
         except (OSError, ValueError) as exc:
             warn(f"{path}: unreadable ({exc}); ignored")
     return meta

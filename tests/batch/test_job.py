@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from codenib.batch.driver import RunOptions, run_job
-from codenib.batch.sink import METADATA_KEY, read_results
 from codenib.commands.cli import main
+from codenib.results import METADATA_KEY, read_results
 from tests.batch.conftest import QUERIES, write_queries
 
 

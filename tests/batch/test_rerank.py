@@ -7,8 +7,9 @@ import pytest
 
 from codenib.batch.driver import RunOptions, run_job
 from codenib.batch.rerank import RerankOptions, rerank_job
-from codenib.batch.sink import ParquetSink, read_results
+from codenib.batch.sink import ParquetSink
 from codenib.commands.cli import main
+from codenib.results import read_results
 from tests.batch.conftest import QUERIES, write_queries
 from tests.ops.llm_server import FakeChatServer, answer
 

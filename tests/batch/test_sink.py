@@ -7,8 +7,9 @@ import socket
 import pyarrow as pa
 import pytest
 
-from codenib.batch.sink import LOCK, ParquetSink, read_results
+from codenib.batch.sink import ParquetSink
 from codenib.errors import BadInputError
+from codenib.results import LOCK, read_results
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 

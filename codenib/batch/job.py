@@ -1,0 +1,237 @@
+"""One job lifecycle for `codenib run` and `codenib rerank`, after Ray Data's datasink:
+open the results folder (resuming its committed shards), write each remaining shard through
+worker actors, commit each result as it arrives, then complete (`plans.parquet`, `_SUCCESS`)
+or end with failed shards that a re-run retries.
+
+A job is a configuration of this loop (`Job`): its shards, its fingerprint and metadata, an
+actor factory, and the rows of a shard that could not run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+
+from codenib.batch.options import JobOptions
+from codenib.batch.sink import ParquetSink
+from codenib.errors import BadInputError
+from codenib.results import ResultsFolder
+
+Logger = Callable[[str], None]
+#: Shards resubmitted by the driver after Ray's own actor/task retries gave up.
+SHARD_RETRIES = 2
+#: Shards in flight per worker actor: enough to keep actors busy while the driver writes.
+INFLIGHT_PER_ACTOR = 2
+
+
+@dataclass
+class JobSummary:
+    """What a job did, for the closing summary and for tests."""
+
+    out: str
+    run_id: str
+    queries: int
+    shards: int
+    shards_run: int
+    shards_resumed: int
+    plans: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    seconds: float = 0.0
+    failed_shards: int = 0
+
+    def render(self) -> str:
+        qps = self.queries / self.seconds if self.seconds > 0 else 0.0
+        plans = ", ".join(f"{k} {v}" for k, v in sorted(self.plans.items()))
+        return "\n".join([
+            f"results written to {self.out}  (run {self.run_id})",
+            f"  queries    {self.queries}  in {self.shards} shards ({self.shards_run} run now, "
+            f"{self.shards_resumed} already committed)",
+            f"  plans      {plans or '-'}",
+            f"  errors     {self.errors}" + ("  (see the `error` column of plans.parquet)" if self.errors else ""),
+            f"  time       {self.seconds:.1f}s  ({qps:.1f} queries/s)",
+        ] + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
+              "re-run the same command to retry them (no _SUCCESS until then)"] if self.failed_shards else []))
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """What an actor factory sizes its actors by."""
+
+    cpus: float
+    gpus: float
+    device: str   # where encoders run: cpu or cuda (the job's --device, auto resolved)
+    prefix: str   # actor names start with it: the run id and a nonce, for `ray list actors`
+
+
+#: Starts a job's actors: returns (every actor started, the workers that take shards).
+ActorFactory = Callable[[Cluster, Sequence[Any], Logger], tuple[list, list]]
+#: The rows (results, plans) of a shard that could not run, recording the error.
+FailedRows = Callable[[Any, str], tuple[pa.Table, pa.Table]]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One configuration of the lifecycle. Shards have `shard_id` and `rows`; workers have
+    `run_shard(shard) -> (results, plans)`."""
+
+    run_id: str
+    fingerprint: str
+    metadata: dict[str, Any]
+    shards: Sequence[Any]
+    queries: int
+    start_actors: ActorFactory
+    failed_rows: FailedRows
+    dashboard: bool = False
+    #: Plan rows of mode "auto" only record auto's choice (a --mode all run): not counted.
+    choice_rows: bool = False
+
+
+def log_to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
+    """Run (or resume) `job` into `options.out`; returns its summary."""
+    sink = ParquetSink(options.out, job.fingerprint, job.metadata, len(job.shards))
+    done = sink.open()
+    t0 = time.perf_counter()
+    todo = [s for s in job.shards if s.shard_id not in done]
+    try:
+        if sink.complete and not todo:
+            log(f"{options.out}: already complete (run {job.run_id}); nothing to do")
+        elif todo:
+            if done:
+                log(f"resuming {job.run_id}: {len(done)} of {len(job.shards)} shards already committed")
+            _run_on_ray(job, todo, options, sink, log)
+        if not sink.complete:
+            sink.finalize()
+    finally:
+        sink.close()
+    seconds = time.perf_counter() - t0
+    plans = ResultsFolder(options.out).plans(columns=["plan", "error", "mode"]).to_pylist()
+    counted = [p for p in plans if p["mode"] != "auto" or not job.choice_rows]
+    return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
+                      dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
+                      len(sink.failed_shards))
+
+
+def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
+                 progress: bool) -> None:
+    """Keep every worker actor busy with shards, commit each result as it arrives.
+
+    A shard whose call fails even after Ray's own actor restarts and task retries is
+    resubmitted up to SHARD_RETRIES times, then recorded through `failed_rows` (error rows),
+    so a job always ends with every query accounted for.
+    """
+    import ray
+    from tqdm import tqdm
+
+    total = sum(len(s.rows) for s in todo)
+    bar = tqdm(total=total, unit="q", desc="queries", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    pending = list(todo)
+    inflight: dict[Any, Any] = {}
+    attempts: dict[int, int] = {}
+    errors = 0
+    t0 = time.perf_counter()
+    turn = 0
+    while pending or inflight:
+        while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
+            shard = pending.pop(0)
+            inflight[workers[turn % len(workers)].run_shard.remote(shard)] = shard
+            turn += 1
+        ready, _ = ray.wait(list(inflight), num_returns=1)
+        for ref in ready:
+            shard = inflight.pop(ref)
+            try:
+                results, plans = ray.get(ref)
+            except (ray.exceptions.RayError, BadInputError) as exc:
+                attempts[shard.shard_id] = attempts.get(shard.shard_id, 0) + 1
+                if attempts[shard.shard_id] <= SHARD_RETRIES:
+                    log(f"shard {shard.shard_id}: {type(exc).__name__}; retrying "
+                        f"({attempts[shard.shard_id]}/{SHARD_RETRIES})")
+                    pending.append(shard)
+                    continue
+                log(f"shard {shard.shard_id}: failed after {SHARD_RETRIES} retries; its queries "
+                    f"are recorded as errors and a re-run retries it: {_first_line(exc)}")
+                results, plans = failed_rows(shard, f"shard failed: {_first_line(exc)}")
+                sink.commit(shard.shard_id, results, plans, failed=True)
+                errors += plans.num_rows
+                bar.update(len(shard.rows))
+                continue
+            sink.commit(shard.shard_id, results, plans)
+            errors += sum(1 for e in plans.column("error").to_pylist() if e)
+            bar.update(len(shard.rows))
+            elapsed = max(time.perf_counter() - t0, 1e-9)
+            bar.set_postfix(shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
+                            qps=f"{bar.n / elapsed:.1f}", errors=errors, refresh=False)
+    bar.close()
+
+
+def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
+    """Join `address` (or the cluster of a submitted job), else start an embedded local Ray
+    that listens on 127.0.0.1 only (dashboard off, or on 127.0.0.1). Returns whether this
+    call connected, so the caller knows to shut down."""
+    in_job = os.environ.get("RAY_ADDRESS")  # set by Ray inside a submitted job
+    if not address and not in_job:
+        # Without this Ray advertises the machine's network address and its servers listen
+        # on every interface; an embedded Ray serves this machine only.
+        os.environ.setdefault(_LOOPBACK_ENV, "0")
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "configure_logging": False}
+    if address or in_job:
+        log(f"ray: joining the cluster at {address or in_job}")
+        ray.init(address=address or "auto", **kwargs)
+    else:
+        _force_loopback(ray)
+        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=dashboard,
+                 dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+    return True
+
+
+# --- private helpers -----------------------------------------------------------------------------
+
+def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, log: Logger) -> None:
+    import ray
+
+    started = start_ray(options.address, job.dashboard, log)
+    actors: list[Any] = []
+    try:
+        resources = ray.cluster_resources()
+        cpus, gpus = float(resources.get("CPU", 1.0)), float(resources.get("GPU", 0.0))
+        device = options.device if options.device != "auto" else ("cuda" if gpus > 0 else "cpu")
+        # Named per job (run id + a nonce), so operators can find them in `ray list actors`.
+        cluster = Cluster(cpus, gpus, device, f"codenib-{job.run_id}-{uuid.uuid4().hex[:6]}")
+        actors, workers = job.start_actors(cluster, todo, log)
+        drive_shards(todo, workers, job.failed_rows, sink, log, options.progress)
+    finally:
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
+        if started:
+            ray.shutdown()
+
+
+#: Ray's switch for "multi-node clusters from this machine"; off means loopback addresses only.
+_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def _force_loopback(ray) -> None:
+    """Ray reads the switch when it is first imported; if that happened earlier in this
+    process, set the constant it was read into as well."""
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        constants.ENABLE_RAY_CLUSTER = False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__

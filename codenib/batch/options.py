@@ -1,0 +1,126 @@
+"""The options of the batch jobs, declared once (field metadata: `codenib.options`).
+
+`JobOptions` holds what every job has: where rows come from and go, and how it runs on Ray.
+`RunOptions` (`codenib run`) and `RerankOptions` (`codenib rerank`) add their own. The
+command-line flags, the job-spec checks and `validate` are generated from these fields.
+Light imports only: the command line builds its parser from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from codenib.errors import BadInputError
+from codenib.model.planner import BUDGETS, MODES
+from codenib.model.planner import RERANKERS as PLAN_RERANKERS
+from codenib.options import DEVICES, option, required, validate_options
+
+#: `codenib run --mode`: a planner mode, or all: every fixed mode for every query.
+JOB_MODES = MODES + ("all",)
+#: `codenib rerank --reranker`: the rerankers (the planner's "none" means no rerank).
+RERANKERS = tuple(r for r in PLAN_RERANKERS if r != "none")
+#: The Ray-job flags both commands have, in --help order.
+JOB_FLAGS = ("llm", "address", "shard_size", "workers", "run_tag", "device")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobOptions:
+    """The options every job has (help texts are those of `codenib run`; see `HELP`)."""
+
+    #: Per-command metadata overrides (help, metavar) of inherited options.
+    HELP: ClassVar[dict[str, dict[str, str]]] = {}
+    #: The options that are command-line flags, in --help order.
+    FLAGS: ClassVar[tuple[str, ...]] = ()
+
+    queries: str | None = option(None, metavar="QUERIES", path=True,
+                                 help="query set: Parquet or JSONL with qid, query (and optionally index, budget, mode)")
+    out: str = option(metavar="RESULTS_DIR", path=True, help="results folder (resumed when it holds this same job)")
+    index: str | None = option(None, metavar="INDEX_DIR", path=True, help="one index for every query")
+    index_root: str | None = option(None, metavar="DIR", path=True,
+                                    help="resolve each query's `index` column under DIR")
+    llm: dict | None = option(None, flag="--llm-config", alias="llm_config", metavar="FILE",
+                              help="LLM reranker settings (TOML/JSON: endpoint, model, ...)")
+    address: str | None = option(None, metavar="RAY_ADDRESS",
+                                 help="join a Ray cluster (default: an embedded local Ray)")
+    shard_size: int = option(256, minimum=1,
+                             help="queries per shard: the unit of resume and parallelism (default: 256)")
+    workers: int | None = option(None, minimum=1, fix="leave it out to size to the cluster",
+                                 help="graph actors (default: one per CPU, at most 16)")
+    run_tag: str | None = option(None, help="the run_tag column (default: codenib-MODE-BUDGET)")
+    device: str = option("auto", choices=DEVICES, help="dense and rerank actors' device (default: auto)")
+    progress: bool = option(True, flag="--quiet", quiet=True, help="no progress bar")
+
+    def validate(self) -> None:
+        """Check option values (exit 2 with the valid choices)."""
+        validate_options(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions(JobOptions):
+    """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
+
+    FLAGS: ClassVar[tuple[str, ...]] = ("queries", "index", "index_root", "out", "budget", "mode", "k", "rerank",
+                                        *JOB_FLAGS, "dashboard", "progress")
+
+    queries: str = required(JobOptions, "queries")
+    budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
+    mode: str = option("auto", choices=JOB_MODES,
+                       help="auto: the planner chooses per query; all: every plan for every query (planner "
+                            "regret); default: auto")
+    k: int = option(100, flag="-k", minimum=1, help="results kept per query (default: 100)")
+    rerank: str | None = option(None, choices=PLAN_RERANKERS, label="reranker",
+                                help="force a reranker (default: the budget decides)")
+    max_indexes: int = option(4, help="loaded indexes each actor keeps (job specs only)")
+    dashboard: bool = option(False, help="start the Ray dashboard on 127.0.0.1")
+
+    def validate(self) -> None:
+        validate_options(self)
+        if self.rerank == "llm" and not self.llm:
+            raise BadInputError("--rerank llm needs an LLM configuration", fix="pass --llm-config FILE (endpoint, model)")
+        if self.llm:
+            from codenib.ops.llm import LLMConfig
+
+            LLMConfig.from_dict(self.llm)
+
+    def result_fields(self) -> dict[str, Any]:
+        """The options that decide the rows written (resume requires them unchanged)."""
+        return {k: v for k, v in asdict(self).items()
+                if k in ("budget", "mode", "k", "rerank", "llm", "shard_size", "run_tag", "device")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerankOptions(JobOptions):
+    """Every option of `codenib rerank` (a job spec's [rerank] section holds the same keys).
+    `queries` and `index` default to those the source run recorded."""
+
+    HELP: ClassVar[dict[str, dict[str, str]]] = {
+        "queries": {"help": "the query set (default: the one the source run recorded)"},
+        "out": {"metavar": "NEW_RESULTS_DIR", "help": "the new results folder (resumed when it holds this job)"},
+        "index": {"help": "index for every query (default: the source run's)"},
+        "index_root": {"help": "resolve the source run's index names under DIR"},
+        "shard_size": {"help": "ranked lists per shard (default: 256)"},
+        "workers": {"help": "rerank actors (default: one per CPU, at most 4)"},
+        "run_tag": {"help": "the run_tag column (default: the source tag + '+RERANKER')"},
+        "device": {"help": "default: auto"},
+    }
+    FLAGS: ClassVar[tuple[str, ...]] = ("results", "out", "reranker", "top_n", "queries", "index", "index_root",
+                                        *JOB_FLAGS, "allow_partial", "progress")
+
+    results: str = option(metavar="RESULTS_DIR", path=True, help="the earlier results folder (of `codenib run`)")
+    reranker: str = option("embedding", choices=RERANKERS, help="default: embedding")
+    top_n: int = option(50, minimum=1,
+                        help="candidates reranked per query; the rest keep their order (default: 50)")
+    allow_partial: bool = option(False, help="accept a source run without _SUCCESS")
+
+    def validate(self) -> None:
+        validate_options(self)
+        if self.reranker == "llm":
+            if not self.llm:
+                raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
+            from codenib.ops.llm import LLMConfig
+
+            LLMConfig.from_dict(self.llm)
+        if self.index and self.index_root:
+            raise BadInputError("give at most one of --index and --index-root",
+                                fix="--index for one index, --index-root for the source run's index names")

@@ -1,0 +1,92 @@
+"""Options declared once: metadata on the fields of an options dataclass says each option's
+help, flag, choices and lower bound. The command line (`codenib.commands.flags`), the job-spec
+key and type checks (`codenib.commands.jobs`) and `validate_options` all read it.
+
+Core level (standard library only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import MISSING, Field
+from typing import Any, Iterator
+
+from codenib.errors import BadInputError
+
+#: Where encoders run: auto picks CUDA when there is a GPU.
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def option(default: Any = MISSING, *, help: str, flag: str | None = None, choices: tuple | None = None,
+           metavar: str | None = None, minimum: int | None = None, label: str | None = None,
+           fix: str | None = None, path: bool = False, alias: str | None = None, quiet: bool = False) -> Any:
+    """A dataclass field with its option metadata.
+
+    flag: the command-line flag (default --name-with-dashes); alias: the flag's and spec key's
+    name when it gives a file to read into the field (llm_config -> llm); label: the word in
+    errors (default the name); fix: the fix of a failed check; path: a path, kept as str;
+    quiet: a boolean turned off by this flag (--quiet -> progress).
+    """
+    meta = {"help": help, "flag": flag, "choices": choices, "metavar": metavar, "minimum": minimum,
+            "label": label, "fix": fix, "path": path, "alias": alias, "quiet": quiet}
+    return dataclasses.field(default=default, metadata={k: v for k, v in meta.items() if v not in (None, False)})
+
+
+def required(cls: type, name: str) -> Any:
+    """The option `name` of `cls`, redeclared without a default (a subclass requires it)."""
+    return dataclasses.field(metadata=cls.__dataclass_fields__[name].metadata)
+
+
+def option_fields(cls_or_options: Any) -> Iterator[Field]:
+    """The fields that carry option metadata, in declaration order."""
+    return (f for f in dataclasses.fields(cls_or_options) if "help" in f.metadata)
+
+
+def flag_of(f: Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def validate_options(options: Any) -> None:
+    """Check every option against its choices and lower bound (BadInputError, exit 2)."""
+    for f in option_fields(options):
+        value, meta = getattr(options, f.name), f.metadata
+        if value is None:
+            continue
+        choices = meta.get("choices")
+        if choices is not None and value not in choices:
+            raise BadInputError(f"unknown {meta.get('label', f.name)} {value!r}",
+                                fix=meta.get("fix", f"use one of: {', '.join(choices)}"))
+        minimum = meta.get("minimum")
+        if minimum is not None and value < minimum:
+            raise BadInputError(f"{flag_of(f)} must be at least {minimum}, got {value}",
+                                fix=meta.get("fix", f"pass {flag_of(f)} {f.default}"))
+
+
+def spec_keys(cls: type) -> tuple[str, ...]:
+    """The keys a job-spec section may hold: every field, and the aliases (llm_config)."""
+    fields = dataclasses.fields(cls)
+    return tuple(f.name for f in fields) + tuple(f.metadata["alias"] for f in fields if "alias" in f.metadata)
+
+
+def required_keys(cls: type) -> list[str]:
+    """The fields without a default, in command-line order (`cls.FLAGS`)."""
+    missing = {f.name for f in dataclasses.fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+    return [name for name in getattr(cls, "FLAGS", ()) if name in missing]
+
+
+def check_spec_values(cls: type, values: dict[str, Any]) -> None:
+    """Type checks of values read from a job spec (TOML has no notion of our fields);
+    path options become strings."""
+    types = {f.name: f for f in dataclasses.fields(cls)}
+    for key, value in values.items():
+        f = types.get(key)
+        if f is None or value is None:
+            continue
+        if f.type in ("int", "int | None") and not isinstance(value, int):
+            example = f.default if isinstance(f.default, int) else 1
+            raise BadInputError(f"`{key}` must be an integer, got {value!r}", fix=f"write {key} = {example}")
+        if f.type == "bool" and not isinstance(value, bool):
+            raise BadInputError(f"`{key}` must be true or false, got {value!r}", fix=f"write {key} = true")
+    for f in types.values():
+        if f.metadata.get("path") and values.get(f.name) is not None:
+            values[f.name] = str(values[f.name])

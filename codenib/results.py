@@ -1,0 +1,115 @@
+"""The results folder of a job: its layout, and the one reader of its rows.
+
+```
+RESULTS_DIR/
+  part-NNNNN.parquet         result rows of shard N (RESULTS_SCHEMA)
+  _plans/part-NNNNN.parquet  plan rows of shard N (PLANS_SCHEMA)
+  _manifest.json             job fingerprint, metadata and committed shards
+  plans.parquet              every plan row, written once every shard is committed
+  _SUCCESS                   written last
+  _staging/                  shards being written (removed when the job ends)
+  _LOCK                      the writing process (one writer per folder)
+```
+
+Core level: the batch sink writes through these names; evaluation, re-ranking and the demo
+read through `ResultsFolder`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from codenib.types import RESULTS_SCHEMA
+
+RESULTS_FORMAT = "codenib-results"
+MANIFEST = "_manifest.json"
+SUCCESS = "_SUCCESS"
+PLANS = "plans.parquet"
+LOCK = "_LOCK"
+STAGING = "_staging"
+PLAN_PARTS = "_plans"
+PART_GLOB = "part-*.parquet"
+#: The schema metadata key of every Parquet file a job writes (its metadata, as JSON).
+METADATA_KEY = b"codenib"
+
+
+def part_name(shard_id: int) -> str:
+    """The file name of shard `shard_id` (in the folder, and under `_plans/`)."""
+    return f"part-{shard_id:05d}.parquet"
+
+
+@dataclass(frozen=True)
+class ResultsFolder:
+    """Paths of one results folder, and its reader."""
+
+    path: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def plans_path(self) -> Path:
+        return self.path / PLANS
+
+    @property
+    def success_path(self) -> Path:
+        return self.path / SUCCESS
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path / LOCK
+
+    @property
+    def staging(self) -> Path:
+        return self.path / STAGING
+
+    @property
+    def plan_parts(self) -> Path:
+        return self.path / PLAN_PARTS
+
+    @property
+    def complete(self) -> bool:
+        """True once `_SUCCESS` is written: every shard committed, none failed."""
+        return self.success_path.is_file()
+
+    def manifest(self) -> dict[str, Any]:
+        """The parsed `_manifest.json` (raises OSError or ValueError; callers word the error)."""
+        return json.loads(self.manifest_path.read_text())
+
+    def parts(self) -> list[Path]:
+        """The result part files, in shard order. A part is renamed into place only once
+        complete, so every file here holds a whole shard."""
+        return sorted(self.path.glob(PART_GLOB))
+
+    def rows(self, read_part: Callable[[Path], pa.Table] | None = None,
+             empty: pa.Table | None = None) -> pa.Table:
+        """Every result row, sorted by (qid, plan, rank).
+
+        `read_part` reads (and may validate or cast) one part file; `empty` is the table
+        of a folder without parts.
+        """
+        import pyarrow.parquet as pq
+
+        tables = [(read_part or pq.read_table)(part) for part in self.parts()]
+        table = pa.concat_tables(tables) if tables else (empty if empty is not None else RESULTS_SCHEMA.empty_table())
+        return table.sort_by([("qid", "ascending"), ("plan", "ascending"), ("rank", "ascending")])
+
+    def plans(self, columns: list[str] | None = None) -> pa.Table:
+        """The rows of `plans.parquet` (one per query and plan)."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.plans_path, columns=columns)
+
+
+def read_results(path: str | Path) -> pa.Table:
+    """Every result row of a results folder, sorted by (qid, plan, rank)."""
+    return ResultsFolder(path).rows()
