@@ -202,10 +202,16 @@ def _run(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_size: 
     if weights is not None:
         cmd += ["--localise-weights", str(weights)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    from codenib.eval.io import read_results
+    from codenib.results import read_results
 
-    results = read_results(str(out))
-    return results.run(None), {q: p for q, p in results.plans.items()}
+    rows = sorted(read_results(out).select(["qid", "rank", "node_id", "plan"]).to_pylist(),
+                  key=lambda r: (r["qid"], r["rank"]))
+    ranks: dict[str, list[str]] = {}
+    plans: dict[str, str] = {}
+    for r in rows:
+        ranks.setdefault(r["qid"], []).append(r["node_id"])
+        plans[r["qid"]] = r["plan"]
+    return ranks, plans
 
 
 def _feature_tables(queries: list[dict], idx_root: Path, dense: bool) -> dict:

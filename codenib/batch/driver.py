@@ -48,7 +48,7 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
                 "job_spec": {**asdict(options), "llm": _public_llm(options.llm)}, "queries": str(options.queries),
                 "query_set_sha256": query_set.digest}
     shard_opts = ShardOptions(options.budget, options.mode, options.k, options.rerank, run_tag,
-                              llm_configured=bool(options.llm))
+                              llm_configured=bool(options.llm), localise_weights=options.weights())
     job = Job(run_id, fingerprint, metadata, shards, len(query_set.rows),
               start_actors=partial(_start_actors, options, shard_opts, planned),
               failed_rows=lambda shard, error: failed_shard(shard, shard_opts, error),

@@ -61,7 +61,7 @@ class RunOptions(JobOptions):
     """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
 
     FLAGS: ClassVar[tuple[str, ...]] = ("queries", "index", "index_root", "out", "budget", "mode", "k", "rerank",
-                                        *JOB_FLAGS, "dashboard", "progress")
+                                        "localise_weights", *JOB_FLAGS, "dashboard", "progress")
 
     queries: str = required(JobOptions, "queries")
     budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
@@ -71,6 +71,9 @@ class RunOptions(JobOptions):
     k: int = option(100, flag="-k", minimum=1, help="results kept per query (default: 100)")
     rerank: str | None = option(None, choices=PLAN_RERANKERS, label="reranker",
                                 help="force a reranker (default: the budget decides)")
+    localise_weights: str | None = option(None, metavar="FILE", path=True,
+                                          help="bug-report localisation weights (JSON from scripts/swebench_dev.py "
+                                               "--fit; default: the packaged ones)")
     max_indexes: int = option(4, help="loaded indexes each actor keeps (job specs only)")
     dashboard: bool = option(False, help="start the Ray dashboard on 127.0.0.1")
 
@@ -82,11 +85,25 @@ class RunOptions(JobOptions):
             from codenib.ops.llm import LLMConfig
 
             LLMConfig.from_dict(self.llm)
+        if self.localise_weights:
+            self.weights()
+
+    def weights(self) -> tuple[tuple[str, float], ...] | None:
+        """The localisation weights file's values, checked (None: the packaged weights)."""
+        if not self.localise_weights:
+            return None
+        from codenib.model.localise import load_weights
+
+        return tuple(sorted(load_weights(self.localise_weights).values.items()))
 
     def result_fields(self) -> dict[str, Any]:
         """The options that decide the rows written (resume requires them unchanged)."""
-        return {k: v for k, v in asdict(self).items()
-                if k in ("budget", "mode", "k", "rerank", "llm", "shard_size", "run_tag", "device")}
+        out = {k: v for k, v in asdict(self).items()
+               if k in ("budget", "mode", "k", "rerank", "llm", "shard_size", "run_tag", "device")}
+        if self.localise_weights:
+            # The weights' values decide the ranking, not the file's name.
+            out["localise_weights"] = [list(kv) for kv in self.weights()]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -32,6 +32,7 @@ class ShardOptions:
     rerank: str | None = None
     run_tag: str = "codenib"
     llm_configured: bool = False
+    localise_weights: tuple[tuple[str, float], ...] | None = None   # None: the packaged weights
 
 
 class IndexCache:
@@ -119,8 +120,13 @@ def failed_shard(shard: Shard, options: ShardOptions, error: str) -> tuple[pa.Ta
 
 
 def _pipeline(index, engines, budget, options: ShardOptions, llm) -> RetrieveRerankPipeline:
+    weights = None
+    if options.localise_weights is not None:
+        from codenib.model.localise import LocaliseWeights
+
+        weights = LocaliseWeights(dict(options.localise_weights))
     return RetrieveRerankPipeline(index, budget=budget, rerank=options.rerank, llm=llm, engines=engines,
-                                  llm_configured=options.llm_configured)
+                                  llm_configured=options.llm_configured, localise_weights=weights)
 
 
 def _result_rows(cols: dict[str, list], row: QueryRow, res: QueryResult, options: ShardOptions) -> None:

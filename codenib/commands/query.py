@@ -21,6 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="force a reranker (default: the budget decides)")
     p.add_argument("--llm-config", metavar="TOML_OR_JSON",
                    help="LLM reranker settings (endpoint, model, ...); the key comes from $CODENIB_LLM_API_KEY")
+    p.add_argument("--localise-weights", metavar="FILE",
+                   help="bug-report localisation weights (JSON; default: the packaged ones)")
     p.add_argument("-k", type=int, default=10, help="results to show")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
@@ -34,9 +36,15 @@ def run(args: argparse.Namespace) -> int:
         raise QueryError(f"-k must be at least 1, got {args.k}", fix="pass -k 10")
     if not args.text.strip():
         raise QueryError("the query text is empty", fix='pass a question, e.g. codenib query IDX "who calls main?"')
+    weights = None
+    if args.localise_weights:
+        from codenib.model.localise import load_weights
+
+        weights = load_weights(args.localise_weights)
     index = load_index(args.index)
     llm = _llm(args.llm_config)
-    pipe = RetrieveRerankPipeline(index, retrieval_mode=args.mode, budget=args.budget, rerank=args.rerank, llm=llm)
+    pipe = RetrieveRerankPipeline(index, retrieval_mode=args.mode, budget=args.budget, rerank=args.rerank, llm=llm,
+                                  localise_weights=weights)
     # Planned here, in-process, as the batch driver plans; the pipeline executes the plan.
     result = pipe.execute([args.text], pipe.plan([args.text]), k=args.k)[0]
     if result.error:

@@ -75,3 +75,29 @@ def test_packaged_weights_cover_every_feature_and_demote_tests():
     w = default_weights().to_dict()
     assert set(w) == set(FEATURES)
     assert w["f_test"] < 0
+
+
+def test_weights_files_are_checked_and_named_in_errors(tmp_path):
+    from codenib.errors import BadInputError
+    from codenib.model.localise import load_weights
+
+    good = tmp_path / "w.json"
+    good.write_text('{"weights": {"f_bm25": 1.5, "f_test": -2}}')
+    assert load_weights(str(good)).to_dict()["f_test"] == -2.0
+    for text, message in [("{", "not JSON"), ('{"w": 1}', "no `weights`"), ('{"weights": {"f_nope": 1}}', "f_nope"),
+                          ('{"weights": {"f_bm25": "x"}}', "weights.f_bm25")]:
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        with pytest.raises(BadInputError, match=message) as err:
+            load_weights(str(bad))
+        assert str(bad) in str(err.value)
+
+
+def test_query_command_exits_2_on_a_bad_weights_file(bug_index, tmp_path, capsys):
+    from codenib.commands.cli import main
+
+    bad = tmp_path / "w.json"
+    bad.write_text('{"weights": {"no_such_feature": 1}}')
+    rc = main(["query", str(bug_index.path), "cart total is off by a cent", "--localise-weights", str(bad)])
+    assert rc == 2
+    assert "no_such_feature" in capsys.readouterr().err
