@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.errors import BadInputError
-    from codenib.eval import io, report
+    from codenib.eval import io, markdown, report
 
     if args.permutations < 1:
         raise BadInputError(f"--permutations must be at least 1, got {args.permutations}",
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"report written to {out}", file=sys.stderr)
     else:
         print(report.summary_json(evaluation))
-    print(report.render_summary(evaluation), file=sys.stderr)
+    print(markdown.render_summary(evaluation), file=sys.stderr)
     return 0
 
 
