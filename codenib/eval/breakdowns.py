@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 import numpy as np
 
 from codenib.eval import metrics
-from codenib.eval.io import QuerySet, Results
+from codenib.eval.queries import QuerySet
+from codenib.eval.runs import Results
 from codenib.eval.stats import paired_tests
 
 if TYPE_CHECKING:  # report imports this module; the options are only annotations here

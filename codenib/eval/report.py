@@ -22,9 +22,12 @@ from codenib.artifact import atomic_dir
 from codenib.errors import BadInputError
 from codenib.eval import metrics
 from codenib.eval.breakdowns import AUTO, breakdowns, comparison, plan_regret
-from codenib.eval.io import JudgedQrels, QuerySet, Results, Warn, chosen_plans
+from codenib.eval.io import Warn
 from codenib.eval.markdown import render_markdown
 from codenib.eval.plots import write_plots
+from codenib.eval.qrels import JudgedQrels
+from codenib.eval.queries import QuerySet
+from codenib.eval.runs import Results, chosen_plans
 
 REPORT_FORMAT = "codenib-eval/1"
 #: node: rankings as written; file: a file ranks at its first node; function: symbol nodes only,

@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from codenib.eval import io, report
+from codenib.eval import report
 from codenib.eval.breakdowns import planner_regret
+from codenib.eval.qrels import read_qrels
+from codenib.eval.queries import read_queries
+from codenib.eval.runs import read_results
 from codenib.eval.stats import paired_test
 
 from tests.eval.conftest import write_qrels, write_results
@@ -55,7 +58,7 @@ def _mode_all_case(tmp_path, *, auto_rows=True):
 
 def test_regret_from_a_mode_all_folder(tmp_path):
     results, qrels = _mode_all_case(tmp_path)
-    ev = report.evaluate_results(io.read_results(results), io.read_qrels(qrels), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(results), read_qrels(qrels), warn=lambda m: None)
     reg = ev.summary["regret"]["levels"]["node"]
     assert reg["RR@10"]["regret"] == pytest.approx(0.5 / 3)
     assert reg["R@10"]["regret"] == 0.0
@@ -70,8 +73,8 @@ def test_regret_with_choices_from_an_auto_run(tmp_path):
     results, qrels = _mode_all_case(tmp_path, auto_rows=False)
     auto = write_results(tmp_path / "auto", {("q1", "semantic"): ["x.py::n"], ("q2", "semantic"): ["b.py::h"],
                                              ("q3", "fast_lexical"): ["x.py::n"]})
-    ev = report.evaluate_results(io.read_results(results), io.read_qrels(qrels),
-                                 auto=io.read_results(auto), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(results), read_qrels(qrels),
+                                 auto=read_results(auto), warn=lambda m: None)
     assert ev.summary["regret"]["levels"]["node"]["RR@10"]["regret"] == pytest.approx(0.5 / 3)
 
 
@@ -107,9 +110,9 @@ def test_paired_test_samples_when_enumeration_is_too_large():
 def test_comparison_and_breakdowns_in_the_summary(small_case, tmp_path):
     worse = write_results(tmp_path / "worse", {("q1", "fast_lexical"): ["x.py::n"],
                                                ("q2", "semantic"): ["b.py::h"]})
-    ev = report.evaluate_results(io.read_results(small_case["results"]), io.read_qrels(small_case["qrels"]),
-                                 queries=io.read_queries(small_case["queries"]),
-                                 compare=io.read_results(worse), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(small_case["results"]), read_qrels(small_case["qrels"]),
+                                 queries=read_queries(small_case["queries"]),
+                                 compare=read_results(worse), warn=lambda m: None)
     s = ev.summary
     assert s["queries"]["evaluated"] == {"node": 3, "file": 3, "function": 3}
     assert s["queries"]["judged_without_results"] == 1 and s["queries"]["results_not_judged"] == 1
@@ -124,8 +127,8 @@ def test_comparison_and_breakdowns_in_the_summary(small_case, tmp_path):
 
 
 def test_write_report_replaces_an_old_report_atomically(small_case, tmp_path):
-    ev = report.evaluate_results(io.read_results(small_case["results"]), io.read_qrels(small_case["qrels"]),
-                                 queries=io.read_queries(small_case["queries"]), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(small_case["results"]), read_qrels(small_case["qrels"]),
+                                 queries=read_queries(small_case["queries"]), warn=lambda m: None)
     out = tmp_path / "report"
     report.write_report(ev, out, plots=False)
     report.write_report(ev, out, plots=False)
