@@ -21,15 +21,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from codenib.commands import submission
+from codenib.commands import job_client, packaging, submission
 from codenib.commands.cli import main
 from codenib.errors import BadInputError
-from codenib.commands.submission import (
-    AuthToken,
-    auth_token_from_environment,
-    plan_submission,
-    submission_id,
-)
+from codenib.commands.job_client import AuthToken, auth_token_from_environment
+from codenib.commands.submission import plan_submission, submission_id
 
 REPO = Path(__file__).resolve().parents[1]
 DAY = dt.date(2026, 1, 2)
@@ -150,7 +146,7 @@ def test_dry_run_prints_the_plan_and_contacts_nothing(tmp_path, monkeypatch, cap
         raise AssertionError("--dry-run must not open connections")
 
     monkeypatch.setattr(socket, "create_connection", no_network)
-    monkeypatch.setattr(submission, "connect", no_network)
+    monkeypatch.setattr(job_client, "connect", no_network)
     monkeypatch.setenv("RAY_AUTH_TOKEN", "s3cret-token-value")
     spec = write_repo(tmp_path, RUN_SPEC)
     assert main(["submit", str(spec), "--dry-run", "--address", "http://127.0.0.1:9"]) == 0
@@ -177,7 +173,7 @@ def test_address_comes_from_the_flag_then_ray_address_then_the_spec_then_the_def
     assert address("--address", "http://127.0.0.1:28265") == ("http://127.0.0.1:28265", "--address")
     monkeypatch.delenv("RAY_ADDRESS")
     spec.write_text(RUN_SPEC)
-    assert address() == (submission.DEFAULT_ADDRESS, "the default")
+    assert address() == (job_client.DEFAULT_ADDRESS, "the default")
 
 
 @pytest.mark.parametrize("spec_text, message", [
@@ -293,7 +289,7 @@ class FakeClient:
 def fake(monkeypatch):
     def install(**kwargs):
         client = FakeClient(**kwargs)
-        monkeypatch.setattr(submission, "connect", lambda *a, **k: client)
+        monkeypatch.setattr(job_client, "connect", lambda *a, **k: client)
         return client
     return install
 
@@ -362,8 +358,8 @@ def test_cluster_configs_are_valid_yaml_and_keep_the_dashboard_private():
     validate_config(prepare_config(launcher))  # Ray's own launcher schema and checks, offline
     head_start = " ".join(launcher["head_start_ray_commands"])
     assert "--dashboard-host=127.0.0.1" in head_start and "0.0.0.0" not in head_start
-    assert set(submission.read_runtime_env_file(REPO / "cluster" / "runtime_env.yaml")) <= set(
-        submission.RUNTIME_ENV_KEYS)
+    assert set(packaging.read_runtime_env_file(REPO / "cluster" / "runtime_env.yaml")) <= set(
+        packaging.RUNTIME_ENV_KEYS)
     subprocess.run(["bash", "-n", str(REPO / "cluster" / "start_local_head.sh")], check=True)
 
 

@@ -73,7 +73,8 @@ class RerankActor:
                                  max_indexes)
         self.llm = None
         if llm_config:
-            from codenib.ops.llm import LLMConfig, LLMReranker
+            from codenib.ops.llm import LLMReranker
+            from codenib.ops.llm_client import LLMConfig
 
             self.llm = LLMReranker(LLMConfig.from_dict(llm_config))
 

@@ -179,6 +179,6 @@ def _public_llm(llm: dict | None) -> dict | None:
     from the environment)."""
     if not llm:
         return None
-    from codenib.ops.llm import LLMConfig
+    from codenib.ops.llm_client import LLMConfig
 
     return LLMConfig.from_dict(llm).to_dict()

@@ -36,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from codenib.batch.driver import RunOptions, run_job
     from codenib.compiler.build import BuildOptions, build_index
     from codenib.errors import BadInputError
-    from codenib.eval import io, report
+    from codenib.eval import markdown, report
+    from codenib.eval.qrels import read_qrels
+    from codenib.eval.queries import read_queries
+    from codenib.eval.runs import read_results
 
     out = Path(args.out)
     if out.exists() and any(out.iterdir()) and not (out / "index").exists():
@@ -61,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
     print(job.render(), file=sys.stderr)
 
     _say("3/3  evaluating against the bundled judgments")
-    results = io.read_results(results_dir)
-    evaluation = report.evaluate_results(results, io.read_qrels(data_file("demo_qrels.txt")),
-                                         queries=io.read_queries(data_file("demo_queries.jsonl")))
+    results = read_results(results_dir)
+    evaluation = report.evaluate_results(results, read_qrels(data_file("demo_qrels.txt")),
+                                         queries=read_queries(data_file("demo_queries.jsonl")))
     report.write_report(evaluation, report_dir)
-    print(report.render_summary(evaluation), file=sys.stderr)
+    print(markdown.render_summary(evaluation), file=sys.stderr)
 
     _show_examples(results_dir)
     print(f"\nindex:   {index_dir}\nresults: {results_dir}  (part-*.parquet, plans.parquet)\n"

@@ -49,7 +49,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.errors import BadInputError
-    from codenib.eval import io, report
+    from codenib.eval import markdown, report
+    from codenib.eval.qrels import read_qrels
+    from codenib.eval.queries import read_queries
+    from codenib.eval.runs import read_results
+    from codenib.eval.trec import trec_rows, write_trec_run
 
     if args.permutations < 1:
         raise BadInputError(f"--permutations must be at least 1, got {args.permutations}",
@@ -60,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
     if args.qrels is None and args.export_trec is None:
         raise BadInputError("--qrels is required to evaluate",
                             fix="pass --qrels QRELS.parquet (or only --export-trec FILE to convert)")
-    results = io.read_results(args.results, allow_partial=args.allow_partial)
+    results = read_results(args.results, allow_partial=args.allow_partial)
     if args.export_trec:
-        rows = io.trec_rows(results.run(args.plan), results.run_scores(args.plan),
-                            args.tag or results.run_tag or results.label)
-        n = io.write_trec_run(rows, args.export_trec)
+        rows = trec_rows(results.run(args.plan), results.run_scores(args.plan),
+                         args.tag or results.run_tag or results.label)
+        n = write_trec_run(rows, args.export_trec)
         print(f"wrote {n} lines ({len({r.qid for r in rows})} queries) to {args.export_trec}",
               file=sys.stderr)
         if args.qrels is None:
@@ -72,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
     options = report.EvalOptions(measures=measures, permutations=args.permutations,
                                  seed=args.seed, plan=args.plan)
     evaluation = report.evaluate_results(
-        results, io.read_qrels(args.qrels),
-        queries=io.read_queries(args.queries) if args.queries else None,
-        auto=io.read_results(args.auto, allow_partial=args.allow_partial) if args.auto else None,
-        compare=io.read_results(args.compare, allow_partial=args.allow_partial) if args.compare else None,
+        results, read_qrels(args.qrels),
+        queries=read_queries(args.queries) if args.queries else None,
+        auto=read_results(args.auto, allow_partial=args.allow_partial) if args.auto else None,
+        compare=read_results(args.compare, allow_partial=args.allow_partial) if args.compare else None,
         options=options,
     )
     if args.out:
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"report written to {out}", file=sys.stderr)
     else:
         print(report.summary_json(evaluation))
-    print(report.render_summary(evaluation), file=sys.stderr)
+    print(markdown.render_summary(evaluation), file=sys.stderr)
     return 0
 
 

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
 def _llm(path: str | None):
     if not path:
         return None
-    from codenib.ops.llm import LLMConfig, LLMReranker
+    from codenib.ops.llm import LLMReranker
+    from codenib.ops.llm_client import LLMConfig
     from codenib.specs import read_config_file
 
     return LLMReranker(LLMConfig.from_dict(read_config_file(path, section="llm")))

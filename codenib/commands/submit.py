@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codenib.commands.submission import DEFAULT_ADDRESS, auth_token_from_environment, plan_submission, submit
+    from codenib.commands.job_client import DEFAULT_ADDRESS, auth_token_from_environment, submit
+    from codenib.commands.submission import plan_submission
 
     sub = plan_submission(args.spec)
     # The environment is read here, once, at the command-line edge.

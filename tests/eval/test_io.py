@@ -6,13 +6,15 @@ import pyarrow as pa
 import pytest
 
 from codenib.errors import BadInputError
-from codenib.eval import io
+from codenib.eval.qrels import read_qrels
+from codenib.eval.runs import read_results
+from codenib.eval.trec import read_trec_run, trec_rows, write_trec_run
 
 from tests.eval.conftest import write_qrels, write_results
 
 
 def test_results_folder_is_read_across_parts_in_rank_order(small_case):
-    results = io.read_results(small_case["results"])
+    results = read_results(small_case["results"])
     assert not results.multi_plan and results.complete and results.run_tag == "test-run"
     assert results.run() == {
         "q1": ["a.py::f", "a.py::g", "b.py::h"],
@@ -28,7 +30,7 @@ def test_mode_all_results_keep_each_plans_ranking(tmp_path):
     plans = [{"qid": "q1", "plan": "fast_lexical", "mode": "all"},
              {"qid": "q1", "plan": "semantic", "mode": "all"},
              {"qid": "q1", "plan": "semantic", "mode": "auto"}]
-    results = io.read_results(write_results(tmp_path / "all", rankings, plans=plans))
+    results = read_results(write_results(tmp_path / "all", rankings, plans=plans))
     assert results.multi_plan and results.plans == ["fast_lexical", "semantic"]
     assert results.chosen == {"q1": "semantic"}
     assert results.run("fast_lexical") == {"q1": ["a.py::f"]}
@@ -37,7 +39,7 @@ def test_mode_all_results_keep_each_plans_ranking(tmp_path):
 
 def test_mode_all_results_without_choices_need_a_plan(tmp_path):
     rankings = {("q1", "fast_lexical"): ["a.py::f"], ("q1", "semantic"): ["b.py::g"]}
-    results = io.read_results(write_results(tmp_path / "all", rankings))
+    results = read_results(write_results(tmp_path / "all", rankings))
     with pytest.raises(BadInputError, match="--plan"):
         results.run()
 
@@ -45,10 +47,10 @@ def test_mode_all_results_without_choices_need_a_plan(tmp_path):
 def test_folder_without_success_is_refused_unless_partial(tmp_path):
     folder = write_results(tmp_path / "run", {("q1", "semantic"): ["a.py::f"]}, success=False)
     with pytest.raises(BadInputError) as exc:
-        io.read_results(folder)
+        read_results(folder)
     assert "_SUCCESS" in str(exc.value) and "--allow-partial" in str(exc.value)
     warnings = []
-    results = io.read_results(folder, allow_partial=True, warn=warnings.append)
+    results = read_results(folder, allow_partial=True, warn=warnings.append)
     assert not results.complete and results.run() == {"q1": ["a.py::f"]} and warnings
 
 
@@ -58,14 +60,14 @@ def test_qrels_with_node_and_file_columns(tmp_path):
         {"qid": "q1", "node_id": "a.py::g", "file": "a.py", "relevance": 2},
         {"qid": "q2", "node_id": None, "file": "b.py", "relevance": 1},  # a file-only judgment
     ])
-    qrels = io.read_qrels(path)
+    qrels = read_qrels(path)
     assert qrels.nodes == {"q1": {"a.py::f": 1, "a.py::g": 2}}
     assert qrels.files == {"q1": {"a.py": 2}, "q2": {"b.py": 1}}
 
 
 def test_file_only_qrels_have_no_node_level(tmp_path):
     path = write_qrels(tmp_path / "q.parquet", [{"qid": "q1", "file": "a.py", "relevance": 1}])
-    qrels = io.read_qrels(path)
+    qrels = read_qrels(path)
     assert qrels.nodes is None and qrels.files == {"q1": {"a.py": 1}}
 
 
@@ -73,7 +75,7 @@ def test_whole_number_float_relevance_is_accepted_with_a_warning(tmp_path):
     path = write_qrels(tmp_path / "q.parquet", [{"qid": "q1", "node_id": "a.py::f", "relevance": 1.0}],
                        relevance_type=pa.float64())
     warnings = []
-    assert io.read_qrels(path, warn=warnings.append).nodes == {"q1": {"a.py::f": 1}}
+    assert read_qrels(path, warn=warnings.append).nodes == {"q1": {"a.py::f": 1}}
     assert "relevance" in warnings[0]
 
 
@@ -82,21 +84,21 @@ def test_non_integer_relevance_is_bad_input(tmp_path, values, typ):
     path = write_qrels(tmp_path / "q.parquet", [{"qid": "q1", "node_id": "a.py::f", "relevance": v}
                                                for v in values], relevance_type=typ)
     with pytest.raises(BadInputError) as exc:
-        io.read_qrels(path)
+        read_qrels(path)
     text = str(exc.value)
     assert str(path) in text and "relevance" in text and "fix:" in text
 
 
 def test_trec_round_trip(tmp_path, small_case):
-    results = io.read_results(small_case["results"])
-    rows = io.trec_rows(results.run(), results.run_scores(), "my run")
+    results = read_results(small_case["results"])
+    rows = trec_rows(results.run(), results.run_scores(), "my run")
     path = tmp_path / "run.trec"
-    assert io.write_trec_run(rows, path) == 7
+    assert write_trec_run(rows, path) == 7
     first = path.read_text().splitlines()[0].split()
     assert first[:4] == ["q1", "Q0", "a.py::f", "1"] and first[5] == "my_run"
-    back = io.read_trec_run(path)
+    back = read_trec_run(path)
     assert back == rows
-    again = io.read_results(path)
+    again = read_results(path)
     assert again.run() == results.run()
     assert again.run_scores() == results.run_scores()  # repr() of a float reads back exactly
 
@@ -104,21 +106,21 @@ def test_trec_round_trip(tmp_path, small_case):
 def test_trec_import_orders_by_score_like_trec_eval(tmp_path):
     path = tmp_path / "run.txt"
     path.write_text("q1 Q0 b 1 0.5 t\nq1 Q0 a 2 0.9 t\nq1 Q0 c 3 0.5 t\n")
-    assert io.read_results(path).run() == {"q1": ["a", "b", "c"]}  # ties keep rank order
+    assert read_results(path).run() == {"q1": ["a", "b", "c"]}  # ties keep rank order
 
 
 def test_trec_export_rewrites_tied_scores_so_order_survives(tmp_path):
     warnings = []
-    rows = io.trec_rows({"q": ["a", "b", "c"]}, {"q": [1.0, 1.0, math.nan]}, "t", warn=warnings.append)
+    rows = trec_rows({"q": ["a", "b", "c"]}, {"q": [1.0, 1.0, math.nan]}, "t", warn=warnings.append)
     assert [r.score for r in rows] == [3.0, 2.0, 1.0] and warnings
-    io.write_trec_run(rows, tmp_path / "r.trec")
-    assert io.read_results(tmp_path / "r.trec").run() == {"q": ["a", "b", "c"]}
+    write_trec_run(rows, tmp_path / "r.trec")
+    assert read_results(tmp_path / "r.trec").run() == {"q": ["a", "b", "c"]}
 
 
 def test_trec_export_refuses_ids_with_whitespace(tmp_path):
-    rows = io.trec_rows({"q": ["my file.py::f"]}, {"q": [1.0]}, "t")
+    rows = trec_rows({"q": ["my file.py::f"]}, {"q": [1.0]}, "t")
     with pytest.raises(BadInputError, match="whitespace"):
-        io.write_trec_run(rows, tmp_path / "r.trec")
+        write_trec_run(rows, tmp_path / "r.trec")
     assert not list(tmp_path.iterdir())  # nothing half-written
 
 
@@ -126,10 +128,10 @@ def test_malformed_trec_lines_are_bad_input(tmp_path):
     path = tmp_path / "r.trec"
     path.write_text("q1 Q0 a 1 notanumber t\n")
     with pytest.raises(BadInputError, match="line 1"):
-        io.read_trec_run(path)
+        read_trec_run(path)
     path.write_text("q1 a 1 0.5\n")
     with pytest.raises(BadInputError, match="expected 6"):
-        io.read_trec_run(path)
+        read_trec_run(path)
 
 
 def test_kind_and_index_are_read_from_result_rows_and_plans(tmp_path):
@@ -143,7 +145,7 @@ def test_kind_and_index_are_read_from_result_rows_and_plans(tmp_path):
     pq.write_table(pa.table({"qid": ["q2"], "plan": ["semantic"], "kind": ["semantic"],
                              "error": ["timeout"]}), folder / "plans.parquet")
     (folder / "_SUCCESS").write_text("")
-    results = io.read_results(folder)
+    results = read_results(folder)
     assert results.attrs["kind"] == {"q1": "lexical", "q2": "semantic"}
     assert results.attrs["index"] == {"q1": "idx/a", "q2": "idx/b"}
     assert results.attrs["plan"] == {"q2": "semantic"} and results.errors == {"q2": "timeout"}

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from codenib.eval import io, report
+from codenib.eval import report
+from codenib.eval.breakdowns import planner_regret
+from codenib.eval.qrels import read_qrels
+from codenib.eval.queries import read_queries
+from codenib.eval.runs import read_results
+from codenib.eval.stats import paired_test
 
 from tests.eval.conftest import write_qrels, write_results
 
@@ -17,7 +22,7 @@ def test_planner_regret_on_a_constructed_case():
     per_plan = {"fast_lexical": {"q1": 1.0, "q2": 0.0, "q3": 0.0},
                 "semantic": {"q1": 0.5, "q2": 1.0, "q3": 0.0}}
     chosen = {"q1": "semantic", "q2": "semantic", "q3": "fast_lexical"}
-    r = report.planner_regret(per_plan, chosen, ["q1", "q2", "q3", "q9"])
+    r = planner_regret(per_plan, chosen, ["q1", "q2", "q3", "q9"])
     assert r["queries"] == 3 and r["skipped"] == {"no recorded choice": 1}
     assert r["chosen"] == pytest.approx(1.5 / 3)
     assert r["best"] == pytest.approx(2.0 / 3)
@@ -53,7 +58,7 @@ def _mode_all_case(tmp_path, *, auto_rows=True):
 
 def test_regret_from_a_mode_all_folder(tmp_path):
     results, qrels = _mode_all_case(tmp_path)
-    ev = report.evaluate_results(io.read_results(results), io.read_qrels(qrels), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(results), read_qrels(qrels), warn=lambda m: None)
     reg = ev.summary["regret"]["levels"]["node"]
     assert reg["RR@10"]["regret"] == pytest.approx(0.5 / 3)
     assert reg["R@10"]["regret"] == 0.0
@@ -68,13 +73,13 @@ def test_regret_with_choices_from_an_auto_run(tmp_path):
     results, qrels = _mode_all_case(tmp_path, auto_rows=False)
     auto = write_results(tmp_path / "auto", {("q1", "semantic"): ["x.py::n"], ("q2", "semantic"): ["b.py::h"],
                                              ("q3", "fast_lexical"): ["x.py::n"]})
-    ev = report.evaluate_results(io.read_results(results), io.read_qrels(qrels),
-                                 auto=io.read_results(auto), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(results), read_qrels(qrels),
+                                 auto=read_results(auto), warn=lambda m: None)
     assert ev.summary["regret"]["levels"]["node"]["RR@10"]["regret"] == pytest.approx(0.5 / 3)
 
 
 def test_paired_test_with_a_constant_difference():
-    t = report.paired_test([0.9, 0.8, 0.7, 0.6, 0.5], [0.4, 0.3, 0.2, 0.1, 0.0])
+    t = paired_test([0.9, 0.8, 0.7, 0.6, 0.5], [0.4, 0.3, 0.2, 0.1, 0.0])
     assert t.delta == pytest.approx(0.5) and t.wins == 5 and t.losses == 0
     assert t.t_p == 0.0                       # zero spread, non-zero mean difference
     assert t.exact and t.permutations == 32
@@ -83,7 +88,7 @@ def test_paired_test_with_a_constant_difference():
 
 def test_paired_test_enumerates_sign_flips_exactly():
     a, b = [1.0, 2.0, 3.0, 0.0], [0.0, 0.0, 0.0, 1.0]  # differences 1, 2, 3, -1; sum 5
-    t = report.paired_test(a, b)
+    t = paired_test(a, b)
     # |sum| >= 5 for sign patterns (+,+,+,+/-1 flipped either way) and their mirror images: 6 of 16.
     assert t.permutation_p == pytest.approx(6 / 16)
     ref = stats.ttest_rel(a, b)
@@ -95,19 +100,19 @@ def test_paired_test_samples_when_enumeration_is_too_large():
     rng = np.random.default_rng(1)
     a = rng.uniform(0.4, 1.0, 200)
     b = a - 0.2 + rng.normal(0, 0.05, 200)
-    t = report.paired_test(a, b, permutations=2000, seed=3)
+    t = paired_test(a, b, permutations=2000, seed=3)
     assert not t.exact and t.permutations == 2000
     assert t.permutation_p == pytest.approx(1 / 2001) and t.t_p < 1e-10
-    same = report.paired_test(a, a, permutations=500)
+    same = paired_test(a, a, permutations=500)
     assert same.permutation_p == 1.0 and same.t_p == 1.0
 
 
 def test_comparison_and_breakdowns_in_the_summary(small_case, tmp_path):
     worse = write_results(tmp_path / "worse", {("q1", "fast_lexical"): ["x.py::n"],
                                                ("q2", "semantic"): ["b.py::h"]})
-    ev = report.evaluate_results(io.read_results(small_case["results"]), io.read_qrels(small_case["qrels"]),
-                                 queries=io.read_queries(small_case["queries"]),
-                                 compare=io.read_results(worse), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(small_case["results"]), read_qrels(small_case["qrels"]),
+                                 queries=read_queries(small_case["queries"]),
+                                 compare=read_results(worse), warn=lambda m: None)
     s = ev.summary
     assert s["queries"]["evaluated"] == {"node": 3, "file": 3, "function": 3}
     assert s["queries"]["judged_without_results"] == 1 and s["queries"]["results_not_judged"] == 1
@@ -122,8 +127,8 @@ def test_comparison_and_breakdowns_in_the_summary(small_case, tmp_path):
 
 
 def test_write_report_replaces_an_old_report_atomically(small_case, tmp_path):
-    ev = report.evaluate_results(io.read_results(small_case["results"]), io.read_qrels(small_case["qrels"]),
-                                 queries=io.read_queries(small_case["queries"]), warn=lambda m: None)
+    ev = report.evaluate_results(read_results(small_case["results"]), read_qrels(small_case["qrels"]),
+                                 queries=read_queries(small_case["queries"]), warn=lambda m: None)
     out = tmp_path / "report"
     report.write_report(ev, out, plots=False)
     report.write_report(ev, out, plots=False)

@@ -8,8 +8,10 @@ import time
 import pytest
 
 from codenib.errors import BadInputError
-from codenib.ops.llm import (LISTWISE_SYSTEM, LLMConfig, LLMReranker, MalformedAnswerError, listwise_windows,
-                             neutralize_untrusted, parse_listwise, parse_pointwise)
+from codenib.ops.llm import LLMReranker, listwise_windows
+from codenib.ops.llm_client import LLMConfig
+from codenib.ops.llm_prompts import (LISTWISE_SYSTEM, MalformedAnswerError, neutralize_untrusted, parse_listwise,
+                                     parse_pointwise)
 from codenib.ops.retrieve import QueriedNode
 from tests.ops.llm_server import (FakeChatServer, Reply, answer, by_marker, echo_authorization, http_error,
                                   llm_server, raw_body, score_by_marker, slow)

@@ -1,0 +1,138 @@
+"""Per-query aggregations of an evaluation: breakdowns by plan/kind/index, planner regret
+(auto's chosen plan vs the best plan per query) and the paired comparison of two runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import numpy as np
+
+from codenib.eval import metrics
+from codenib.eval.queries import QuerySet
+from codenib.eval.runs import Results
+from codenib.eval.stats import paired_tests
+
+if TYPE_CHECKING:  # report imports this module; the options are only annotations here
+    from codenib.eval.report import EvalOptions
+
+AUTO = "auto"
+ORACLE = "oracle"
+_NO_VALUE = "(not recorded)"  # breakdown group of queries whose plan/kind/index is unknown
+
+
+def planner_regret(per_plan: Mapping[str, Mapping[str, float]], chosen: Mapping[str, str],
+                   qids: Sequence[str]) -> dict:
+    """Regret of the planner for one measure.
+
+    `per_plan` maps plan -> qid -> value. Per query, regret = best plan's value minus the
+    chosen plan's value. A tie for best counts as the chosen plan when it is among the
+    tied, else as the first tied plan in name order.
+    """
+    plans = sorted(per_plan)
+    rows = []
+    skipped: Counter = Counter()
+    for q in qids:
+        plan = chosen.get(q)
+        if plan is None:
+            skipped["no recorded choice"] += 1
+            continue
+        if plan not in per_plan:
+            skipped["chosen plan not executed"] += 1
+            continue
+        values = {p: per_plan[p].get(q, 0.0) for p in plans}
+        top = max(values.values())
+        tied = [p for p in plans if values[p] == top]
+        best = plan if plan in tied else tied[0]
+        rows.append((q, plan, best, values[plan], top))
+    n = len(rows)
+    confusion: dict[str, dict[str, int]] = defaultdict(dict)
+    for _, plan, best, _, _ in rows:
+        confusion[plan][best] = confusion[plan].get(best, 0) + 1
+    return {
+        "queries": n,
+        "skipped": dict(skipped),
+        "chosen": math.fsum(r[3] for r in rows) / n if n else math.nan,
+        "best": math.fsum(r[4] for r in rows) / n if n else math.nan,
+        "regret": math.fsum(r[4] - r[3] for r in rows) / n if n else math.nan,
+        "queries_with_regret": sum(1 for r in rows if r[4] > r[3]),
+        "chose_best": sum(1 for r in rows if r[1] == r[2]),
+        "per_plan": {p: math.fsum(per_plan[p].get(r[0], 0.0) for r in rows) / n if n else math.nan
+                     for p in plans},
+        "confusion": {c: dict(sorted(b.items())) for c, b in sorted(confusion.items())},
+        "per_query": {r[0]: {"chosen": r[1], "best": r[2], "regret": r[4] - r[3]} for r in rows},
+    }
+
+
+def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str],
+                per_query: dict, qids: dict[str, list[str]]) -> dict:
+    """Means per group of queries, for plan (auto's choice in a --mode all run), kind, index."""
+    sources: dict[str, dict[str, str]] = {
+        "plan": chosen if results.multi_plan else results.attrs.get("plan", {}),
+        "kind": {**results.attrs.get("kind", {}), **(queries.attrs.get("kind", {}) if queries else {})},
+        "index": {**results.attrs.get("index", {}), **(queries.attrs.get("index", {}) if queries else {})},
+    }
+    out = {}
+    for attr, value_of in sources.items():
+        if not value_of:
+            continue
+        groups: dict[str, dict] = {}
+        values = sorted({value_of.get(q, _NO_VALUE) for lv in qids.values() for q in lv})
+        for value in values:
+            entry: dict = {"n": {}, "systems": {}}
+            for lv, level_qids in qids.items():
+                members = [q for q in level_qids if value_of.get(q, _NO_VALUE) == value]
+                entry["n"][lv] = len(members)
+                for name, levels in per_query.items():
+                    if lv in levels:
+                        entry["systems"].setdefault(name, {})[lv] = metrics.mean_of(levels[lv], members)
+            groups[value] = entry
+        out[attr] = groups
+    return out
+
+
+def plan_regret(results: Results, chosen: dict[str, str], per_query: dict, qids: dict[str, list[str]],
+            options: EvalOptions, note: Callable[[str], None]) -> dict | None:
+    if not results.multi_plan or options.plan is not None:
+        return None
+    if not chosen:
+        note("a --mode all run without auto's choices: planner regret is skipped (pass --auto "
+             "AUTO_RESULTS_DIR or write plans.parquet rows with mode='auto')")
+        return None
+    plans = results.plans
+    out: dict = {"plans": plans, "levels": {}, "oracle": {}}
+    for lv, level_qids in qids.items():
+        out["levels"][lv] = {}
+        for m in options.regret_measures:
+            per_plan = {p: per_query[p][lv][m] for p in plans}
+            out["levels"][lv][m] = planner_regret(per_plan, chosen, level_qids)
+        # Oracle: the best plan per query, per measure (an upper bound for any planner).
+        out["oracle"][lv] = {
+            m: (math.fsum(max(per_query[p][lv][m][q] for p in plans) for q in level_qids) / len(level_qids)
+                if level_qids else math.nan)
+            for m in options.measures
+        }
+    # Skips depend on the queries only, not on the measure: report them once per level.
+    for lv, by_m in out["levels"].items():
+        for why, n in next(iter(by_m.values()))["skipped"].items():
+            note(f"planner regret, {lv} level: {n} queries skipped ({why})")
+    return out
+
+
+def comparison(a: str, b: str, per_query: dict, qids: dict[str, list[str]], options: EvalOptions) -> dict:
+    out: dict = {"a": a, "b": b, "delta": "a - b", "permutations": options.permutations,
+                 "seed": options.seed, "levels": {},
+                 "note": "two-sided tests per measure, no correction for multiple comparisons"}
+    for lv, level_qids in qids.items():
+        if lv not in per_query[a] or lv not in per_query[b]:
+            continue
+        va = np.array([[per_query[a][lv][m][q] for m in options.measures] for q in level_qids], dtype=float)
+        vb = np.array([[per_query[b][lv][m][q] for m in options.measures] for q in level_qids], dtype=float)
+        tests = paired_tests(va.reshape(len(level_qids), len(options.measures)),
+                             vb.reshape(len(level_qids), len(options.measures)),
+                             permutations=options.permutations, seed=options.seed)
+        out["levels"][lv] = {m: asdict(t) for m, t in zip(options.measures, tests)}
+    return out

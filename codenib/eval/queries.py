@@ -1,0 +1,48 @@
+"""Reading a query set (Parquet or JSONL) into `QuerySet`: qids and their kind and index."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from codenib.errors import BadInputError
+from codenib.eval.io import read_parquet, string_column
+from codenib.specs import read_jsonl
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySet:
+    """The qids of a query set and their optional `kind` and `index` columns."""
+
+    source: str
+    qids: list[str]
+    attrs: dict[str, dict[str, str]]  # 'kind' | 'index' -> qid -> value
+
+
+def read_queries(path: str | os.PathLike) -> QuerySet:
+    """Read a query set (Parquet or JSONL): qid, and optional kind and index."""
+    p = Path(path)
+    if not p.is_file():
+        raise BadInputError("no such query set", path=str(p),
+                            fix="pass the --queries file of `codenib run` (Parquet or JSONL)")
+    if p.suffix in (".jsonl", ".json"):
+        rows = read_jsonl(p)
+        table = pa.Table.from_pylist(rows) if rows else pa.table({"qid": pa.array([], pa.string())})
+    else:
+        table = read_parquet(p, "query set")
+    if "qid" not in table.column_names:
+        raise BadInputError(f"query set {p} lacks column qid (has: {', '.join(table.column_names)})",
+                            path=str(p), fix="write the query set with columns qid, query (and optionally kind)")
+    qids = string_column(table, "qid", p, "query set")
+    dupes = sorted({q for q in qids if qids.count(q) > 1}) if len(set(qids)) != len(qids) else []
+    if dupes:
+        raise BadInputError(f"query set {p} repeats qid(s) {', '.join(dupes[:10])}", path=str(p),
+                            fix="make every qid unique")
+    attrs = {}
+    for col in ("kind", "index"):
+        if col in table.column_names:
+            attrs[col] = {q: str(v) for q, v in zip(qids, table.column(col).to_pylist()) if v is not None}
+    return QuerySet(source=str(p), qids=qids, attrs=attrs)

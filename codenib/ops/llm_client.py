@@ -1,0 +1,270 @@
+"""Where and how to ask the LLM (`LLMConfig`) and the HTTP client of its OpenAI-compatible
+chat-completions endpoint (vLLM, llama.cpp, Ollama).
+
+The config holds no secret; the API key reaches the client from the environment variable the
+config names, and no repr or error contains it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import random
+import re
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from codenib import __version__
+from codenib.errors import BadInputError, RerankError
+from codenib.ops.llm_prompts import MalformedAnswerError, excerpt, min_prompt_tokens
+
+#: The two ways of asking the model.
+MODES = ("listwise", "pointwise")
+#: Default variable holding the API key; local servers (vLLM, llama.cpp, Ollama) need none.
+DEFAULT_API_KEY_ENV = "CODENIB_LLM_API_KEY"
+#: Largest response body read; a ranking answer is a few KiB, so more is a broken server.
+MAX_RESPONSE_BYTES = 4 << 20
+
+
+class RequestFailedError(RerankError):
+    """A request that failed after its retries (recorded, never raised out of `rerank`)."""
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Where and how to ask the model. Holds no secret: the key comes from `api_key_env`.
+
+    `endpoint` is the base URL (``http://127.0.0.1:8000/v1``); requests go to
+    ``{endpoint}/chat/completions``. Only the first `top_n` candidates are reranked; the
+    rest keep their order below them.
+    """
+
+    endpoint: str
+    model: str
+    mode: str = "listwise"
+    window: int = 20
+    stride: int = 10
+    top_n: int = 50
+    max_prompt_tokens: int = 6144
+    max_output_tokens: int = 512
+    temperature: float = 0.0
+    timeout_s: float = 30.0
+    retries: int = 2
+    backoff_s: float = 0.5
+    concurrency: int = 4
+    api_key_env: str = DEFAULT_API_KEY_ENV
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "endpoint", _check_endpoint(self.endpoint))
+        _check(isinstance(self.model, str) and self.model.strip() != "", "model", self.model,
+               "a non-empty model name", "set model to the name the server serves (e.g. its --model)")
+        _check(self.mode in MODES, "mode", self.mode, "listwise or pointwise", "set mode to listwise or pointwise")
+        _check(_is_int(self.window) and self.window >= 2, "window", self.window, "an integer >= 2",
+               "set window to 2 or more (20 is the usual listwise window)")
+        # Overlapping windows let a good candidate climb from the bottom window to the top.
+        _check(_is_int(self.stride) and 1 <= self.stride < self.window, "stride", self.stride,
+               f"an integer from 1 to window - 1 ({self.window - 1})",
+               "set stride below window so that windows overlap (window / 2 is usual)")
+        _check(_is_int(self.top_n) and self.top_n >= 1, "top_n", self.top_n, "an integer >= 1",
+               "set top_n to how many of the first candidates to rerank")
+        _check(_is_int(self.max_output_tokens) and self.max_output_tokens >= 1, "max_output_tokens",
+               self.max_output_tokens, "an integer >= 1", "set max_output_tokens to 512 or more")
+        _check(_is_number(self.temperature) and 0.0 <= self.temperature <= 2.0, "temperature",
+               self.temperature, "a number from 0 to 2", "set temperature to 0 for reproducible rankings")
+        _check(_is_number(self.timeout_s) and self.timeout_s > 0, "timeout_s", self.timeout_s,
+               "a number of seconds > 0", "set timeout_s to e.g. 30")
+        _check(_is_int(self.retries) and self.retries >= 0, "retries", self.retries, "an integer >= 0",
+               "set retries to e.g. 2")
+        _check(_is_number(self.backoff_s) and self.backoff_s >= 0, "backoff_s", self.backoff_s,
+               "a number of seconds >= 0", "set backoff_s to e.g. 0.5")
+        _check(_is_int(self.concurrency) and self.concurrency >= 1, "concurrency", self.concurrency,
+               "an integer >= 1", "set concurrency to how many requests the server takes at once")
+        _check(isinstance(self.api_key_env, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env)
+               is not None, "api_key_env", self.api_key_env, "an environment variable name",
+               f"set api_key_env to a variable name such as {DEFAULT_API_KEY_ENV}")
+        floor = min_prompt_tokens(self.window if self.mode == "listwise" else 1)
+        _check(_is_int(self.max_prompt_tokens) and self.max_prompt_tokens >= floor, "max_prompt_tokens",
+               self.max_prompt_tokens, f"an integer >= {floor} for this mode and window",
+               f"raise max_prompt_tokens to at least {floor} or lower window")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LLMConfig":
+        """A config from a job spec or JSON mapping (an API key in it is refused)."""
+        if not isinstance(data, Mapping):
+            raise BadInputError(f"the LLM reranker config must be a mapping, got {type(data).__name__}",
+                                fix="give endpoint, model and optional settings as key: value pairs")
+        names = {f.name for f in fields(cls)}
+        secret_keys = sorted(k for k in data if isinstance(k, str) and k.lower() in ("api_key", "key", "token"))
+        if secret_keys:
+            raise BadInputError(f"the LLM reranker config holds {secret_keys[0]!r}; keys do not belong in configs",
+                                fix=f"remove it and export the key in the variable named by api_key_env "
+                                    f"(default {DEFAULT_API_KEY_ENV})")
+        unknown = sorted(str(k) for k in data if k not in names)
+        if unknown:
+            raise BadInputError(f"unknown LLM reranker setting(s) {unknown}",
+                                fix=f"use only {sorted(names)}")
+        missing = [k for k in ("endpoint", "model") if k not in data]
+        if missing:
+            raise BadInputError(f"the LLM reranker config lacks {missing}",
+                                fix="set endpoint (e.g. http://127.0.0.1:8000/v1) and model")
+        return cls(**dict(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain settings (the key's variable name, never the key)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    content: str
+    finish_reason: str | None
+
+
+class ChatClient:
+    """POSTs chat completions with a per-attempt deadline, retries and bounded concurrency.
+
+    It uses `http.client` directly: no proxy from the environment and no redirects, so
+    the key goes to the configured endpoint and nowhere else.
+    """
+
+    def __init__(self, config: LLMConfig, api_key: str | None):
+        parts = urlsplit(config.endpoint)
+        self.url = f"{config.endpoint}/chat/completions"
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or ""
+        self._port = parts.port
+        self._path = f"{parts.path.rstrip('/')}/chat/completions"
+        self._ssl = ssl.create_default_context() if self._https else None
+        self._config = config
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json",
+                         "User-Agent": f"codenib/{__version__}", "Connection": "close"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._slots = threading.BoundedSemaphore(config.concurrency)
+
+    def __repr__(self) -> str:
+        auth = "bearer" if "Authorization" in self._headers else "none"
+        return f"ChatClient(url={self.url!r}, auth={auth})"
+
+    def chat(self, messages: list[dict[str, str]]) -> ChatReply:
+        """One completion; retries timeouts, connection errors, 408/429 and 5xx."""
+        c = self._config
+        body = json.dumps({"model": c.model, "messages": messages, "temperature": c.temperature,
+                           "max_tokens": c.max_output_tokens, "stream": False, "n": 1}).encode()
+        attempts = c.retries + 1
+        problem = ""
+        for attempt in range(attempts):
+            if attempt:
+                # Jitter spreads the retries of many concurrent requests after a shared outage.
+                time.sleep(c.backoff_s * 2 ** (attempt - 1) * (1 + 0.25 * random.random()))
+            try:
+                with self._slots:
+                    status, raw = self._post(body)
+            except TimeoutError:
+                problem = f"timed out after {c.timeout_s:g} s"
+                continue
+            except (OSError, http.client.HTTPException) as exc:
+                problem = f"connection failed ({type(exc).__name__}: {exc})"
+                continue
+            except Exception as exc:  # noqa: BLE001 - a failed request is recorded, never raised
+                raise RequestFailedError(f"request to {self.url} failed ({type(exc).__name__}: {exc})") from None
+            if status == 200:
+                return _decode(raw)
+            problem = f"HTTP {status}: {excerpt(raw.decode('utf-8', 'replace'))}"
+            if not (status >= 500 or status in (408, 429)):
+                raise RequestFailedError(f"{problem} from {self.url} (not retried)")
+        raise RequestFailedError(f"{problem} from {self.url} after {attempts} attempt(s)")
+
+    def _post(self, body: bytes) -> tuple[int, bytes]:
+        timeout = float(self._config.timeout_s)
+        deadline = time.monotonic() + timeout
+        if self._https:
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                self._host, self._port, timeout=timeout, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+        try:
+            conn.request("POST", self._path, body=body, headers=self._headers)
+            # What is left of the deadline bounds each later read (the response may own the
+            # socket once headers are in), and the deadline is checked between reads.
+            _settimeout(conn.sock, deadline)
+            resp = conn.getresponse()
+            chunks, size = [], 0
+            while True:
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                chunk = resp.read(65536)
+                if not chunk:
+                    return resp.status, b"".join(chunks)
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise http.client.HTTPException(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+                chunks.append(chunk)
+        finally:
+            conn.close()
+
+
+# --- private helpers --------------------------------------------------------------------
+
+def _decode(raw: bytes) -> ChatReply:
+    try:
+        doc = json.loads(raw)
+        choice = doc["choices"][0]
+        content = choice["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise MalformedAnswerError(f"malformed response, not a chat completion: "
+                                   f"{excerpt(raw.decode('utf-8', 'replace'))}") from None
+    if not isinstance(content, str):
+        raise MalformedAnswerError("malformed response, choices[0].message.content is not text")
+    reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+    return ChatReply(content, reason if isinstance(reason, str) else None)
+
+
+def _settimeout(sock: socket.socket | None, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    if sock is not None:
+        sock.settimeout(left)
+
+
+def _check_endpoint(endpoint: Any) -> str:
+    fix = "give the server's base URL, e.g. http://127.0.0.1:8000/v1 (CodeNib appends /chat/completions)"
+    if not isinstance(endpoint, str):
+        raise BadInputError(f"endpoint must be a URL string, got {type(endpoint).__name__}", fix=fix)
+    try:
+        parts = urlsplit(endpoint.strip())
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise BadInputError("endpoint is not a valid URL", fix=fix) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInputError(f"endpoint must be an http(s) URL with a host, got {endpoint!r}", fix=fix)
+    if parts.username is not None or parts.password is not None:
+        # Never echo it: the user part may be a credential.
+        raise BadInputError("endpoint holds credentials (user:password@)",
+                            fix="remove them and export the key in the variable named by api_key_env")
+    if parts.query or parts.fragment:
+        raise BadInputError(f"endpoint must not have a query or fragment, got {endpoint!r}", fix=fix)
+    base = endpoint.strip().rstrip("/")
+    if base.endswith("/chat/completions"):
+        raise BadInputError(f"endpoint {endpoint!r} already ends in /chat/completions", fix=fix)
+    return base
+
+
+def _check(ok: bool, name: str, value: Any, expected: str, fix: str) -> None:
+    if not ok:
+        raise BadInputError(f"LLM reranker {name} must be {expected}, got {value!r}", fix=fix)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
