@@ -41,6 +41,8 @@ from codenib.model import localise
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "eval" / "swebench-dev"
 MODES = ("auto", "sparse", "dense", "hybrid", "graph")
+#: Per-query latency (ms) of every job's queries, by plan (plans.parquet).
+LATENCY: dict[str, list[float]] = {}
 FILE_KS = (1, 5, 10)
 FUNCTION_KS = (5, 10)
 #: L2 strength of the logistic fit (inverse: larger C, weaker regularisation); chosen by
@@ -125,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             row = _scores(rankings["codenib auto"], members, gold_files, gold_funcs)
             print(f"  {plan:<18} {len(members):>3} issues  " + _fmt(row))
     print("\njob wall time per mode (s): " + ", ".join(f"{m} {t:.0f}" for m, t in timings.items()))
+    print("query latency by plan (ms, median / p90, in the actors): " + ", ".join(
+        f"{p} {np.median(v):.0f} / {np.percentile(v, 90):.0f}" for p, v in sorted(LATENCY.items())))
 
     if a.ablation:
         print("\nablation (cross-validated by repository; in-process scoring of the same features):")
@@ -202,7 +206,7 @@ def _run(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_size: 
     if weights is not None:
         cmd += ["--localise-weights", str(weights)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    from codenib.results import read_results
+    from codenib.results import ResultsFolder, read_results
 
     rows = sorted(read_results(out).select(["qid", "rank", "node_id", "plan"]).to_pylist(),
                   key=lambda r: (r["qid"], r["rank"]))
@@ -211,6 +215,8 @@ def _run(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_size: 
     for r in rows:
         ranks.setdefault(r["qid"], []).append(r["node_id"])
         plans[r["qid"]] = r["plan"]
+    for r in ResultsFolder(out).plans(["qid", "plan", "latency_ms"]).to_pylist():
+        LATENCY.setdefault(r["plan"], []).append(r["latency_ms"])
     return ranks, plans
 
 
