@@ -48,12 +48,15 @@ FUNCTION_KS = (5, 10)
 #: L2 strength of the logistic fit (inverse: larger C, weaker regularisation); chosen by
 #: cross-validation over 0.01-100 on the dev set (C = 1 and 10 tied within one query).
 FIT_C = 10.0
+#: Dense features are left out of the fit: with MiniLM they lowered every cross-validated
+#: number on this dev set (file Acc@5 0.821 -> 0.795, function Acc@10 0.568 -> 0.514), and the
+#: bug_localisation plan does not fetch the dense run. The ablation shows them added back.
+DENSE_FEATURES = ("f_dense", "n_dense")
 #: Feature groups switched off together in the ablation.
 ABLATION = {
     "BM25 whole report": ("f_bm25", "f_bm25_top3", "n_bm25"),
     "BM25 title": ("f_title", "n_title"),
     "BM25 prose": ("f_prose", "n_prose"),
-    "dense": ("f_dense", "n_dense"),
     "mentions": ("f_mention", "n_mention"),
     "graph": ("f_graph", "n_graph"),
     "test demotion": ("f_test",),
@@ -132,11 +135,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.ablation:
         print("\nablation (cross-validated by repository; in-process scoring of the same features):")
-        base = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, ())
+        base = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, DENSE_FEATURES)
         print(f"  {'all signals':<24} " + _fmt(_scores(base, list(tables), gold_files, gold_funcs)))
         for name, feats in ABLATION.items():
-            ranks = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, feats)
+            ranks = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, feats + DENSE_FEATURES)
             print(f"  - {name:<22} " + _fmt(_scores(ranks, list(tables), gold_files, gold_funcs)))
+        if not a.no_dense:
+            ranks = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, ())
+            print(f"  + {'dense (MiniLM)':<22} " + _fmt(_scores(ranks, list(tables), gold_files, gold_funcs)))
     if a.fit:
         w = _fit(list(tables), tables, gold_files, gold_funcs)
         target = Path(a.weights_out)
@@ -246,7 +252,7 @@ def _labels(qid: str, table, node_ids, gold_files, gold_funcs) -> np.ndarray:
     return np.array(out)
 
 
-def _fit(qids: list[str], tables: dict, gold_files, gold_funcs, drop: tuple[str, ...] = ()):
+def _fit(qids: list[str], tables: dict, gold_files, gold_funcs, drop: tuple[str, ...] = DENSE_FEATURES):
     """Pointwise logistic regression over candidate features, each query's positives and
     negatives weighing the same (so long candidate lists do not dominate)."""
     from sklearn.linear_model import LogisticRegression

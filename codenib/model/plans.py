@@ -225,15 +225,18 @@ class StructuralGraph(RetrievalPlan):
 @register
 class BugLocalisation(RetrievalPlan):
     """Long bug reports: files first, then nodes within them, from BM25 of the whole text,
-    its title and its prose, the code the report mentions (tracebacks, paths, symbols), the
-    graph around those mentions and dense where the index has vectors; one fitted linear
-    score (`codenib.model.localise`), test code demoted unless the report is about tests."""
+    its title and its prose, the code the report mentions (tracebacks, paths, symbols) and
+    the graph around those mentions; one fitted linear score (`codenib.model.localise`), test
+    code demoted unless the report is about tests.
+
+    The dense run is not fetched: with the packaged MiniLM it lowered every cross-validated
+    number on the SWE-bench dev set (`scripts/swebench_dev.py --ablation`), so its features
+    weigh 0. The scorer still takes a dense run for encoders that earn it."""
 
     name = "bug_localisation"
 
     def parametrize(self, s, preset, planner):
-        # The signals' weights are the localisation weights (data), not RRF weights; the
-        # dense run joins when the index has vectors (the executor checks the capability).
+        # The signals' weights are the localisation weights (data), not RRF weights.
         return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0)
 
     def degrade(self, preset, caps):
@@ -242,7 +245,7 @@ class BugLocalisation(RetrievalPlan):
         return None
 
     def needs(self, plan):
-        return frozenset({"sparse", "dense"})
+        return frozenset({"sparse"})
 
     def searches(self, query, s):
         from codenib.model import localise
