@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -234,11 +234,14 @@ def _feature_tables(queries: list[dict], idx_root: Path, dense: bool) -> dict:
         index = load_index(idx_root / q["index"], dense=dense)
         dense_search = None
         if index.dense is not None:
-            def dense_search(texts, k, index=index):
-                return index.dense.search(index.encode_queries(list(texts)), k)
+            dense_search = partial(_dense_search, index)
         table = localise.feature_table(q["query"], index, index.sparse.search, dense_search)
         tables[q["qid"]] = (table, index.nodes.node_id)
     return tables
+
+
+def _dense_search(index, texts, k):
+    return index.dense.search(index.encode_queries(list(texts)), k)
 
 
 def _labels(qid: str, table, node_ids, gold_files, gold_funcs) -> np.ndarray:

@@ -14,6 +14,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping, Sequence
 
@@ -62,11 +63,6 @@ class LocaliseWeights:
     def vector(self) -> np.ndarray:
         return np.array([float(self.values.get(f, 0.0)) for f in FEATURES], dtype=np.float64)
 
-    def with_value(self, feature: str, value: float) -> "LocaliseWeights":
-        if feature not in FEATURES:
-            raise KeyError(f"unknown feature {feature!r}; valid: {', '.join(FEATURES)}")
-        return LocaliseWeights({**self.values, feature: float(value)})
-
     def to_dict(self) -> dict[str, float]:
         return {f: float(self.values.get(f, 0.0)) for f in FEATURES}
 
@@ -98,8 +94,9 @@ def load_weights(path: str) -> LocaliseWeights:
     return LocaliseWeights({k: float(v) for k, v in values.items()})
 
 
+@lru_cache(maxsize=1)
 def default_weights() -> LocaliseWeights:
-    """The packaged fitted weights (hand-set ones when the file is absent)."""
+    """The packaged fitted weights (hand-set ones when the file is absent); read once."""
     try:
         text = resources.files("codenib").joinpath("data/localise_weights.json").read_text()
     except (FileNotFoundError, ModuleNotFoundError):
