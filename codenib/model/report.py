@@ -100,13 +100,15 @@ def read_report(text: str) -> BugReport:
     title = next((line.strip() for line in text.splitlines() if line.strip()), "")[:300]
     code_spans = _code_spans(text)
     found: list[Mention] = []
-    taken: list[tuple[int, int]] = []
+    # Characters already inside a mention (a frame's path is not a second path mention):
+    # a mask keeps this linear in the text, logs of thousands of lines included.
+    taken = bytearray(len(text) + 1)
 
     def add(m: Mention) -> None:
-        if any(s <= m.start < e for s, e in taken):
+        if taken[m.start]:
             return
         found.append(m)
-        taken.append((m.start, m.end))
+        taken[m.start:m.end] = b"\x01" * (m.end - m.start)
 
     for m in _FRAME.finditer(text):
         func = m.group(3) if m.group(3) and not m.group(3).startswith("<") else None
