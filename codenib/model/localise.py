@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from codenib.model.report import BugReport, Prior, about_tests, read_report, resolve_mentions
+from codenib.ops.filter import is_test_path
 
 #: Runs a report is searched with: node-level BM25 of the whole text, of its title and of its
 #: prose (code blocks and logs removed), and dense.
@@ -45,7 +46,6 @@ GRAPH_EDGES = ("calls", "references", "inherits", "imports")
 GRAPH_PER_SEED = 30
 #: Paths that hold documentation, examples or benchmarks rather than the library.
 _NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extra)/")
-_TEST = re.compile(r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$|(^|/)conftest\.py$")
 
 #: Hand-set weights, used when the packaged fitted weights are missing.
 _HAND_WEIGHTS = {"f_bm25": 1.0, "f_bm25_top3": 0.5, "f_title": 0.5, "f_prose": 0.5,
@@ -224,7 +224,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     for r, s in near.items():
         bump(nodes.file[r], "f_graph", s)
     for f, feats in per_file.items():
-        if _TEST.search(f) and not inputs.about_tests:
+        if is_test_path(f) and not inputs.about_tests:
             feats["f_test"] = 1.0
         if _NONLIB.search(f):
             feats["f_nonlib"] = 1.0
@@ -273,11 +273,6 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
                        if w[c] * table.X[i, c] != 0}
         out.append(Scored(int(table.rows[i]), float(scores[i]), contrib))
     return out
-
-
-def is_test_file(path: str) -> bool:
-    """Test code by the usual conventions (tests/ folders, test_*.py, conftest.py)."""
-    return bool(_TEST.search(path))
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ give `RetrievalPlanner._choose` a line that picks it.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from codenib.errors import BadInputError
@@ -35,8 +36,9 @@ LONG_QUERY_WEIGHTS = (0.5, 1.0)
 FILE_PRIOR_WEIGHT = 1.0
 
 
-class RetrievalPlan:
-    """A plan kind. Subclasses set `name` and `mode` and implement the four methods."""
+class RetrievalPlan(ABC):
+    """A plan kind. Subclasses set `name` (and `mode` when a fixed mode runs them) and implement
+    `parametrize`, `needs` and `assemble`; `degrade` and `searches` have defaults."""
 
     name: ClassVar[str]
     #: The fixed `--mode` that runs this plan (None: only the planner's choice reaches it).
@@ -46,21 +48,21 @@ class RetrievalPlan:
     #: by wording.
     budget_rerank: ClassVar[bool] = True
 
+    @abstractmethod
     def parametrize(self, s: QuerySignals, preset: BudgetPreset, planner: RetrievalPlanner) -> RetrievalPathPlan:
         """The plan's parameters for this query and budget (the reranker is set afterwards)."""
-        raise NotImplementedError
 
     def degrade(self, preset: BudgetPreset, caps: Any) -> tuple[str, str] | None:
         """(fallback plan, reason) when the capabilities or budget cannot run this plan."""
         return None
 
+    @abstractmethod
     def needs(self, plan: RetrievalPathPlan) -> frozenset[str]:
         """Which of NEEDS executing `plan` requires."""
-        raise NotImplementedError
 
+    @abstractmethod
     def assemble(self, q: PlanInput, parts: PlanParts) -> Candidates:
         """The query's ranking from its branch results."""
-        raise NotImplementedError
 
     def searches(self, query: str, s: QuerySignals) -> tuple[dict[str, tuple[str, int]], str | None] | None:
         """Named BM25 queries with their depths, and the dense text, when the plan searches

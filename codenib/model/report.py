@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from functools import lru_cache
+from typing import Sequence
 
 #: Mention kinds, with the confidence that a resolved mention of that kind points at the fix.
 #: Traceback frames and paths are what the failing run printed; identifiers in prose are
@@ -57,10 +58,6 @@ class Mention:
     line: int | None = None    # a frame's or `path:line` mention's line number
     function: str | None = None  # a frame's function name
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "span": [self.start, self.end],
-                **({"line": self.line} if self.line is not None else {}),
-                **({"function": self.function} if self.function else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +89,12 @@ class Prior:
     mention: Mention
 
 
+@lru_cache(maxsize=256)
 def read_report(text: str) -> BugReport:
-    """Find the code a bug report mentions. Never raises on any string."""
+    """Find the code a bug report mentions. Never raises on any string.
+
+    Cached: a plan reads a report when it names its searches and again when it assembles
+    (the result is immutable)."""
     text = text or ""
     truncated = len(text) > MAX_CHARS
     text = text[:MAX_CHARS]
