@@ -34,8 +34,9 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
         log(f"warning: {w}")
     query_set, indexes = _check_indexes(query_set, options, log)
     caps = {path: meta["capabilities"] for path, meta in indexes.items()}
+    symbols = _symbol_tables(query_set.rows, options.mode, indexes)
     query_set = dataclasses.replace(query_set, rows=plan_rows(query_set.rows, options.budget, options.mode,
-                                                              options.rerank, caps))
+                                                              options.rerank, caps, symbols))
     shards = [dataclasses.replace(s, index_sha=indexes.get(s.index_path, {}).get("manifest_sha256", ""))
               for s in query_set.shards(options.shard_size)]
     planned = _engines_needed(query_set.rows)
@@ -95,10 +96,11 @@ def _start_actors(options: RunOptions, shard_opts: ShardOptions, planned: Counte
 # --- fingerprint and metadata ------------------------------------------------------------------
 
 def plan_rows(rows: Sequence[QueryRow], budget: str, mode: str, rerank: str | None,
-              capabilities: dict[str, Any]) -> tuple[QueryRow, ...]:
+              capabilities: dict[str, Any], symbols: dict[str, Any] | None = None) -> tuple[QueryRow, ...]:
     """Plan every query once, here: each row carries its plans (one per mode it runs; for
     `--mode all` every fixed mode plus the planner's own choice) to the actors as data.
-    Rows with an error or an unusable index stay unplanned.
+    Rows with an error or an unusable index stay unplanned. `symbols` maps an index path to
+    its symbol table, which grounds the planner's targets.
 
     Raises:
         BadInputError: options no query can run with (an index without sparse or dense).
@@ -114,9 +116,18 @@ def plan_rows(rows: Sequence[QueryRow], budget: str, mode: str, rerank: str | No
         plans = []
         for m in ALL_MODES + ("auto",) if row_mode == "all" else (row_mode,):
             planner.check(row.budget or budget, m, rerank, caps)
-            plans.append(planner.plan_query(row.query, row.budget or budget, caps, m, rerank))
+            plans.append(planner.plan_query(row.query, row.budget or budget, caps, m, rerank,
+                                            (symbols or {}).get(row.index_path)))
         out.append(dataclasses.replace(row, plans=tuple(plans)))
     return tuple(out)
+
+
+def _symbol_tables(rows: Sequence[QueryRow], mode: str, indexes: dict[str, Any]) -> dict[str, Any]:
+    """The symbol table of every usable index that some row lets the planner choose for."""
+    from codenib.index.loaded import load_symbols
+
+    wanted = {r.index_path for r in rows if r.index_path in indexes and (r.mode or mode) in ("auto", "all")}
+    return {path: load_symbols(path) for path in sorted(wanted)}
 
 
 def _engines_needed(rows: Sequence[QueryRow]) -> Counter:

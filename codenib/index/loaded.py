@@ -122,6 +122,17 @@ class LoadedIndex:
             return self._texts
 
 
+def load_symbols(path: str | Path) -> SymbolIndex:
+    """The symbol table of an index folder, read from its node table alone (what the batch
+    driver plans with, without loading the index's engines)."""
+    path = Path(path)
+    manifest = artifact.read_manifest(path, verify=False)
+    table = _read(path / artifact.NODES_FILE, ["node_id", "kind", "file", "qualname", "name"])
+    cols = {c: table.column(c).to_pylist() for c in table.column_names}
+    return SymbolIndex(cols["node_id"], cols["kind"], cols["file"], cols["qualname"], cols["name"],
+                       manifest.get("root_package"))
+
+
 def capabilities_of(manifest: dict, llm_configured: bool = False) -> Capabilities:
     """What an index can do, read from its manifest alone."""
     has_dense = bool(manifest.get("model"))

@@ -81,6 +81,12 @@ class SymbolIndex:
         """Build from a `NodeTable` (columns node_id, kind, file, qualname, name)."""
         return cls(nodes.node_id, nodes.kind, nodes.file, nodes.qualname, nodes.name, root_package)
 
+    def definitions(self, symbol: str) -> tuple[str | None, int]:
+        """(match level, number of rows) `symbol` resolves to, as `lookup` finds them;
+        (None, 0) when it names nothing. What the planner weighs a candidate target by."""
+        matches = self.lookup(symbol)
+        return (matches[0].level, len(matches)) if matches else (None, 0)
+
     def lookup(self, symbol: str, limit: int | None = None) -> list[SymbolMatch]:
         """Rows named by `symbol`, all from the most specific level that matches, by row."""
         s = symbol.strip().strip("`'\"").removesuffix("()").strip()

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from codenib.index.loaded import LoadedIndex
 
 _CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+#: Target rows a graph question seeds from at most (a name with hundreds of definitions).
+MAX_TARGET_ROWS = 20
+#: Inheritance levels an override search climbs or descends.
+OVERRIDE_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,47 @@ class PlanParts:
         return self._file_rows
 
     def targets(self, s: QuerySignals) -> list[int]:
-        """Rows of the symbol a query targets (empty when it names none that exists)."""
-        return [m.row for m in self.index.symbols.lookup(s.target)] if s.target else []
+        """Rows of the symbols a query targets (empty when it names none that exists), at most
+        MAX_TARGET_ROWS. Import questions are about files: a symbol stands for its file."""
+        rows: list[int] = []
+        for name in s.targets or ((s.target,) if s.target else ()):
+            for m in self.index.symbols.lookup(name):
+                row = m.row
+                if s.relation == "imports" and self.index.nodes.kind[row] != "file":
+                    row = self.file_rows().get(self.index.nodes.file[row], row)
+                if row not in rows:
+                    rows.append(row)
+        return rows[:MAX_TARGET_ROWS]
+
+    def overrides(self, targets: Sequence[int], direction: str) -> list[int]:
+        """Methods that override the target methods (callers: in subclasses) or that they
+        override (callees: in base classes), nearest classes first. A class target stands
+        for all of its methods."""
+        nodes, graph = self.index.nodes, self.index.graph
+        out: list[int] = []
+        for t in targets:
+            if nodes.kind[t] == "class":
+                cls, names = t, {nodes.name[m] for m, _ in graph.successors_idx(t, ["contains"])
+                                 if nodes.kind[m] == "method"}
+            else:
+                owners = [c for c, _ in graph.predecessors_idx(t, ["contains"]) if nodes.kind[c] == "class"]
+                if not owners:
+                    continue
+                cls, names = owners[0], {nodes.name[t]}
+            step = graph.predecessors_idx if direction in ("callers", "both") else graph.successors_idx
+            seen, frontier = {cls}, [cls]
+            for _ in range(OVERRIDE_DEPTH):
+                nxt = []
+                for c in frontier:
+                    for k, _ in sorted(step(c, ["inherits"])):
+                        if k not in seen:
+                            seen.add(k)
+                            nxt.append(k)
+                for k in nxt:
+                    out.extend(m for m, _ in sorted(graph.successors_idx(k, ["contains"]))
+                               if nodes.name[m] in names and m not in out and m != t)
+                frontier = nxt
+        return out
 
     def symbol_hits(self, s: QuerySignals, detail: dict, all_keywords: bool = False) -> Candidates:
         """Exact-name matches of the target (or of every symbol keyword), in look-up order."""

@@ -18,7 +18,7 @@ from codenib.errors import BadInputError, CodeNibError
 from codenib.index.loaded import LoadedIndex
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.planner import BUDGETS, QueryPlan, RetrievalPlanner
-from codenib.model.plans import plan_class
+from codenib.model.plans import NAME_MATCH_RELATIONS, plan_class
 from codenib.model.signals import QuerySignals
 from codenib.model.traversal import WalkSpec, ranked_walk
 from codenib.ops.expand import ExpandParams, expand_graph_neighbors
@@ -135,7 +135,8 @@ class RetrieveRerankPipeline:
 
     def plan(self, queries: Sequence[str]) -> list[QueryPlan]:
         """Plan every query with this pipeline's mode, budget, reranker and capabilities."""
-        return self.planner.plan_queries(queries, self.budget, self.capabilities, self.mode, self.rerank)
+        return self.planner.plan_queries(queries, self.budget, self.capabilities, self.mode, self.rerank,
+                                         self.index.symbols)
 
     def run(self, queries: Sequence[str], k: int | None = None) -> list[QueryResult]:
         """Plan and retrieve for a batch of queries; a failing query becomes an error result."""
@@ -198,7 +199,8 @@ class RetrieveRerankPipeline:
         the name searches of call-graph queries), dense for plans that need it."""
         sparse_want = [i for i in live if "sparse" in needs[i]]
         dense_want = [i for i in live if "dense" in needs[i]] if self.capabilities.dense else []
-        mention_want = [i for i in sorted(targets) if targets[i] and plans[i].graph.direction in ("callers", "both")]
+        mention_want = [i for i in sorted(targets) if targets[i] and plans[i].graph.direction in ("callers", "both")
+                        and plans[i].graph.relation in NAME_MATCH_RELATIONS]
         # Plans with their own search texts (bug reports: whole text, title, prose) name them.
         own = {i: plan_class(plans[i].plan).searches(queries[i], signals[i]) for i in set(sparse_want) | set(dense_want)}
         named = {i: own[i][0] if own.get(i) else {"sparse": (_sparse_text(queries[i], signals[i]), k_fetch[i])}

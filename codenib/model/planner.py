@@ -22,6 +22,7 @@ from codenib.model.planspec import (  # noqa: F401 - the planner's public data t
     QueryPlan,
     RetrievalPathPlan,
 )
+from codenib.model.intent import SymbolTable
 from codenib.model.signals import QuerySignals, query_signals
 
 MODES = ("auto", *MODE_PLANS)
@@ -78,12 +79,17 @@ class RetrievalPlanner:
         return plan, trace
 
     def plan_query(self, text: str, budget: str = "balanced", capabilities: Any = None, mode: str = "auto",
-                   rerank: str | None = None) -> QueryPlan:
+                   rerank: str | None = None, symbols: SymbolTable | None = None) -> QueryPlan:
         """Signals and plan of one query text, as data; a query that cannot be planned
-        (empty text, bad options) carries its error instead of raising."""
+        (empty text, bad options) carries its error instead of raising.
+
+        Args:
+            symbols: the index's symbol table (`LoadedIndex.symbols`, `load_symbols`): with
+                it, plain words that name definitions can be targets ("who calls invoke").
+        """
         if not isinstance(text, str) or not text.strip():
             return QueryPlan(mode, error="empty query text")
-        signals = query_signals(text)
+        signals = query_signals(text, symbols)
         try:
             plan, trace = self.plan(signals, budget, capabilities, mode, rerank)
         except CodeNibError as exc:
@@ -91,15 +97,17 @@ class RetrievalPlanner:
         return QueryPlan(mode, signals, plan, trace)
 
     def plan_queries(self, texts: Sequence[str], budget: str = "balanced", capabilities: Any = None,
-                     mode: str = "auto", rerank: str | None = None) -> list[QueryPlan]:
+                     mode: str = "auto", rerank: str | None = None,
+                     symbols: SymbolTable | None = None) -> list[QueryPlan]:
         """`plan_query` for every text."""
-        return [self.plan_query(t, budget, capabilities, mode, rerank) for t in texts]
+        return [self.plan_query(t, budget, capabilities, mode, rerank, symbols) for t in texts]
 
     # -- choice ------------------------------------------------------------------------------
 
     def _choose(self, s: QuerySignals, reasons: list[str]) -> str:
         if s.structural >= STRUCTURAL_MIN and s.target:
-            reasons.append(f"structural signal {s.structural} with target {s.target!r} ({s.direction})")
+            reasons.append(f"structural signal {s.structural}: {s.relation} {s.direction} of "
+                           f"{', '.join(s.targets or (s.target,))} ({s.rule})")
             return "structural_graph"
         if s.lexical >= LEXICAL_MIN and s.target:
             reasons.append(f"lexical signal {s.lexical}: exact-name look-up of {s.target!r}")

@@ -34,6 +34,12 @@ SYMBOL_RUN_WEIGHT = 0.5
 LONG_QUERY_WEIGHTS = (0.5, 1.0)
 #: Weight of the "dense ranking within the files the report names" run.
 FILE_PRIOR_WEIGHT = 1.0
+#: A question's direction as the walk reads it: incoming edges are "callers", outgoing
+#: edges "callees", whatever the relation.
+WALK_DIRECTIONS = {"incoming": "callers", "outgoing": "callees", None: "both"}
+#: Relations whose answers call the target by name, so name-matched BM25 hits can stand in
+#: for calls the precise graph missed (untyped receivers).
+NAME_MATCH_RELATIONS = frozenset({"calls", "uses", "depends", "references", "raises", "instantiates"})
 
 
 class RetrievalPlan(ABC):
@@ -182,7 +188,8 @@ class HybridFusion(RetrievalPlan):
 
 @register
 class StructuralGraph(RetrievalPlan):
-    """Callers, callees, impact: the target symbol (or BM25 seeds), a graph walk from it,
+    """Graph questions (callers, callees, subclasses, importers, references, overrides,
+    impact): the target symbols (or BM25 seeds), a walk over the edges the question names,
     and name-matched neighbours; ranked by position."""
 
     name = "structural_graph"
@@ -190,7 +197,8 @@ class StructuralGraph(RetrievalPlan):
     budget_rerank = False
 
     def parametrize(self, s, preset, planner):
-        graph = GraphExpansionPlan(direction=s.direction or "both", method="ppr" if preset.ppr else "bfs",
+        graph = GraphExpansionPlan(direction=WALK_DIRECTIONS[s.direction], edge_types=s.edge_types,
+                                   relation=s.relation or "calls", method="ppr" if preset.ppr else "bfs",
                                    hops=2 if preset.ppr else 1)
         return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0, symbol_lookup=True, graph=graph)
 
@@ -213,11 +221,15 @@ class StructuralGraph(RetrievalPlan):
         if not targets:
             targets = [index.row_of[c.node_id] for c in sparse[: g.seeds]]
             detail["seeded_by"] = "sparse"
-        walked = ranked_walk(index.graph, targets, [1.0] * len(targets), WalkSpec(g.direction, g.edge_types,
-                             g.hub_degree), g.method, g.hops, g.per_seed, g.total)
+        if g.relation == "overrides":
+            walked = [(v, 1.0) for v in parts.overrides(targets, g.direction)]
+        else:
+            walked = ranked_walk(index.graph, targets, [1.0] * len(targets), WalkSpec(g.direction, g.edge_types,
+                                 g.hub_degree), g.method, g.hops, g.per_seed, g.total)
         detail["graph_nodes"] = len(walked)
+        detail["edge_types"] = list(g.edge_types)
         found = [parts.ctx.node(v, 1.0, "graph") for v, _ in walked]
-        mentions = parts.mentions(targets, g.direction, q.mention_rows)
+        mentions = parts.mentions(targets, g.direction, q.mention_rows) if g.relation in NAME_MATCH_RELATIONS else []
         detail["name_matches"] = len(mentions)
         tail = [parts.ctx.node(t, 0.5, "symbol") for t in targets]
         ranked = dedup(found + mentions + tail + list(sparse))

@@ -35,8 +35,9 @@ BUDGETS: dict[str, BudgetPreset] = {
 class GraphExpansionPlan:
     """How a structural plan walks the code graph from its seeds."""
 
-    direction: str                         # callers | callees | both
+    direction: str                         # callers (in-edges) | callees (out-edges) | both
     edge_types: tuple[str, ...] = ("calls",)
+    relation: str = "calls"                # what the question asks about (`intent.RELATIONS`)
     method: str = "bfs"                    # bfs | ppr
     hops: int = 1
     seeds: int = 5                         # BM25 seeds when the target symbol is not found

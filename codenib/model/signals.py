@@ -1,7 +1,10 @@
 """Query signals: how lexical, semantic and structural a query is, and what it targets.
 
-Read by `RetrievalPlanner` only; the keyword extraction they build on is an op
-(`codenib.ops.transform.extract_keywords`).
+Read by `RetrievalPlanner` only. They build on the keyword extraction op
+(`codenib.ops.transform.extract_keywords`) and on the structural intent parser
+(`codenib.model.intent`), which consults the index's symbol table when one is given.
+Greetings, requests and thanks around a question are stripped first, so they never
+change a plan.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from codenib.model.intent import RELATIONS, Intent, SymbolTable, TargetEvidence, parse_intent, strip_courtesy
 from codenib.ops.transform import QueryKeywords, extract_keywords, looks_symbol
 from codenib.tokens import ENGLISH_STOPWORDS
 
@@ -18,26 +22,16 @@ _WORD = re.compile(r"[A-Za-z]+")
 #: Words that frame a look-up ("where is X defined") rather than describe behaviour.
 LOOKUP_WORDS = frozenset(
     "where is are defined definition definitions of go to show me the find method function "
-    "class def declaration declared locate open jump source code a an symbol implementation".split())
-
-#: Phrases that ask about the call graph, with the direction they ask for.
-_CALLERS = re.compile(
-    r"\b(who|what|which\s+\w+|functions?\s+that|methods?\s+that|code\s+that)\s+(calls?|invokes?|uses?)\b"
-    r"|\bcall(?:ers|ing\s+sites?|\s+sites?)\s+(?:of|for|to)\b|\bcallers\b"
-    r"|\bcalled\s+from\b|\bwhere\s+is\s+.+\s+(?:called|used|invoked)\b"
-    r"|\b(?:usages?|uses|references?)\s+(?:of|to)\b|\bused\s+by\b|\bimpact\s+of\b|\bdepend(?:s|ents)?\s+on\b",
-    re.IGNORECASE)
-_CALLEES = re.compile(
-    r"\bcallees\b|\bdoes\s+.+\s+(?:call|invoke|use)\b|\bcalled\s+(?:by|inside|within|in)\b"
-    r"|\b(?:functions?|methods?)\s+(?:that\s+)?.+\s+(?:calls|invokes)\b|\bdependenc(?:y|ies)\s+of\b"
-    r"|\bcalls\s+(?:made\s+)?(?:by|in|inside|from)\b",
-    re.IGNORECASE)
+    "class def declaration declared locate open jump source code a an symbol implementation functions methods "
+    "classes named called does do lives live located".split())
 
 _PROSE = re.compile(r"(?<![\w.`])[A-Za-z][a-z]+(?![\w`(]|\.\w)")
 _TESTS = re.compile(r"\b(tests?|testing|pytest|unittest|fixtures?|conftest)\b", re.IGNORECASE)
 
 #: Queries longer than this (in words) are treated as bug reports / issue texts.
 LONG_QUERY_WORDS = 40
+#: Target evidence kept in a trace (the best candidates).
+MAX_EVIDENCE = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,36 +41,50 @@ class QuerySignals:
     lexical: float
     semantic: float
     structural: float
-    direction: str | None          # callers | callees | None
-    target: str | None             # the symbol a look-up or call-graph query is about
+    direction: str | None          # incoming | outgoing | None (graph questions only)
+    target: str | None             # the symbol a look-up or graph query is about
     words: int
     long_text: bool
     keywords: QueryKeywords = field(default_factory=QueryKeywords)
     about_tests: bool = False      # the query asks about tests themselves
+    relation: str | None = None    # calls | uses | imports | inherits | ... (`intent.RELATIONS`)
+    targets: tuple[str, ...] = ()  # every target of a graph query (ambiguous mentions: several)
+    rule: str | None = None        # the reading of the sentence that fired
+    evidence: tuple[TargetEvidence, ...] = ()   # symbol-table matches of the candidate targets
+
+    @property
+    def edge_types(self) -> tuple[str, ...]:
+        """The graph edges that answer this query's relation (calls when it names none)."""
+        return RELATIONS[self.relation].edge_types if self.relation else ("calls",)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["keywords"] = self.keywords.to_dict()
+        d["targets"] = list(self.targets)
+        d["evidence"] = [e.to_dict() for e in self.evidence]
         return d
 
 
-def query_signals(text: str) -> QuerySignals:
-    """Score a query's lexical, semantic and structural character (deterministic)."""
-    kw = extract_keywords(text)
-    words = _WORD.findall(text)
+def query_signals(text: str, symbols: SymbolTable | None = None) -> QuerySignals:
+    """Score a query's lexical, semantic and structural character (deterministic).
+
+    Args:
+        symbols: the index's symbol table; with it, plain words that name definitions can be
+            targets of graph questions ("who calls invoke").
+    """
+    core = strip_courtesy(text)
+    kw = extract_keywords(core)
+    words = _WORD.findall(core)
     n_words = len(words)
     long_text = n_words > LONG_QUERY_WORDS
-    callers = bool(_CALLERS.search(text))
-    callees = bool(_CALLEES.search(text))
-    direction = None
-    if callees and not _CALLERS_STRONG.search(text):
-        direction = "callees"
-    elif callers or callees:
-        direction = "callers"
-    target = _target(text, kw)
+    intent = parse_intent(core, symbols) if not long_text else Intent()
+    direction = intent.direction
+    target = intent.targets[0] if intent.structural else _target(core, kw, symbols)
     structural = 0.0
-    if direction and not long_text:
-        structural = 0.9 if target else 0.3
+    if intent.structural:
+        structural = 0.9
+    elif intent.relation and target is None:
+        structural = 0.3      # a graph question about something the sentence does not name
     leftover = [w for w in words if w.lower() not in LOOKUP_WORDS]
     lexical = 0.0
     if target and not long_text:
@@ -90,36 +98,39 @@ def query_signals(text: str) -> QuerySignals:
     # Content words of the prose (identifiers and function words removed): a sentence of
     # three or more describes behaviour.
     idents = set(kw.identifiers) | {p for d in kw.dotted for p in d.split(".")}
-    content = [w for w in _PROSE.findall(text) if w.lower() not in ENGLISH_STOPWORDS and w not in idents]
+    content = [w for w in _PROSE.findall(core) if w.lower() not in ENGLISH_STOPWORDS and w not in idents]
     semantic = min(1.0, max(0.0, (len(content) - 1) / 4.0))
     if long_text:
         semantic = 0.8
-    about_tests = bool(_TESTS.search(text))
+    about_tests = bool(_TESTS.search(core))
     return QuerySignals(round(lexical, 3), round(semantic, 3), round(structural, 3), direction, target,
-                        n_words, long_text, kw, about_tests)
+                        n_words, long_text, kw, about_tests, intent.relation,
+                        intent.targets if intent.structural else (), intent.rule, intent.evidence[:MAX_EVIDENCE])
 
 
 # --- helpers ---------------------------------------------------------------------------------
 
-_CALLERS_STRONG = re.compile(r"\b(who|what|which\s+\w+)\s+calls?\b(?!.*\bcall\b)|\bcallers\b|\bcalled\s+from\b"
-                             r"|\bwhere\s+is\s+.+\s+called\b", re.IGNORECASE)
-
-
-def _target(text: str, kw: QueryKeywords) -> str | None:
-    """The symbol the query is about: the most specific code-like token, else a lone word."""
+def _target(text: str, kw: QueryKeywords, symbols: SymbolTable | None) -> str | None:
+    """The symbol a look-up is about: the most specific code-like token, else a lone word
+    (a relation word too, "where is invoke defined", when the symbol table knows it)."""
     for group in (kw.dotted, [b for b in kw.backticked if looks_symbol(b)], kw.identifiers):
         for s in group:
             return s.removesuffix("()")
-    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text) if w.lower() not in LOOKUP_WORDS
-             and w.lower() not in _STRUCTURAL_WORDS]
-    if len(words) == 1:
-        return words[0]
+    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text) if w.lower() not in LOOKUP_WORDS]
+    plain = [w for w in words if w.lower() not in _RELATION_WORDS]
+    if len(plain) == 1:
+        return plain[0]
+    if not plain and symbols is not None:
+        known = [w for w in words if symbols.definitions(w)[1]]
+        if len(known) == 1:
+            return known[0]
     return None
 
 
-_STRUCTURAL_WORDS = frozenset("who what which calls call called callers callees caller callee from by "
-                              "functions function methods method does do uses use used usage usages "
-                              "references reference invoke invokes invoked all".split())
+#: Words of a graph question that are never a look-up's lone target.
+_RELATION_WORDS = frozenset("who what which calls call called callers callees caller callee from by "
+                            "functions function methods method does do uses use used usage usages "
+                            "references reference invoke invokes invoked all".split())
 
 
 def _split_words(symbol: str) -> set[str]:

@@ -46,7 +46,7 @@ def test_the_weights_are_a_resource_of_the_pipeline(bug_index):
 
 @pytest.mark.parametrize("text", [
     "Traceback (most recent call last):\n" + '  File "/x/y/z.py", line 3, in f\n    g()\n' * 20 + "KeyError: 'q'",
-    "please " * 60 + "help",
+    "it fails " * 30 + "help",   # no code at all
     "Total is wrong\n" + ("ERROR 2024-01-01 cart.py:14 total=0.26 expected=0.27\n" * 4500),
     "`validate` is wrong in several places " + "and the validate method keeps returning true " * 5,
 ])

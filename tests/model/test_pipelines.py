@@ -35,7 +35,7 @@ def test_auto_mode_end_to_end(fixture_index):
     assert pipe.last_selected_plan == "none"
     trace = results[1].trace
     assert trace["plan"] == "structural_graph" and trace["budget"] == "balanced"
-    assert trace["capabilities"]["graph"] is True and trace["signals"]["direction"] == "callers"
+    assert trace["capabilities"]["graph"] is True and trace["signals"]["direction"] == "incoming"
     assert trace["detail"]["targets"] == ["pkg/core.py::Engine.prepare"]
     for r in results[:4]:
         scores = [c.score for c in r.candidates]

@@ -10,11 +10,11 @@ def test_signals():
     lookup = query_signals("where is `Context.invoke` defined?")
     assert (lookup.lexical, lookup.target) == (1.0, "Context.invoke")
     callers = query_signals("who calls term_len?")
-    assert (callers.direction, callers.target, callers.structural) == ("callers", "term_len", 0.9)
+    assert (callers.direction, callers.target, callers.structural) == ("incoming", "term_len", 0.9)
     callees = query_signals("which functions does Parser.subparse call?")
-    assert (callees.direction, callees.target) == ("callees", "Parser.subparse")
-    assert query_signals("functions called by do_join").direction == "callees"
-    assert query_signals("where is get_bucket called from?").direction == "callers"
+    assert (callees.direction, callees.target) == ("outgoing", "Parser.subparse")
+    assert query_signals("functions called by do_join").direction == "outgoing"
+    assert query_signals("where is get_bucket called from?").direction == "incoming"
     prose = query_signals("Return the default stream encoding if not found.")
     assert prose.semantic == 1.0 and prose.lexical == 0 and prose.target is None
     assert query_signals("method reset").target == "reset"
