@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="bug-report localisation weights (JSON; default: the packaged ones)")
     p.add_argument("-k", type=int, default=10, help="results to show")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--explain", action="store_true",
+                   help="print how the planner read the query: each signal, the symbol-table matches of the "
+                        "candidate targets with their specificity, and the rule that fired")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
         print()
         return 0
     print(f"plan: {result.plan}   ({result.latency_ms:.1f} ms)")
+    if args.explain:
+        for line in explain_lines(result.trace):
+            print(line)
     for reason in result.trace.get("reasons", []):
         print(f"  why: {reason}")
     width = max((len(c.node_id) for c in result.candidates), default=10)
@@ -69,6 +75,34 @@ def run(args: argparse.Namespace) -> int:
         print("  (no results)")
     print("trace: " + json.dumps({k: v for k, v in result.trace.items() if k != "signals"}, default=str))
     return 0
+
+
+def explain_lines(trace: dict) -> list[str]:
+    """How the planner read a query, as lines: signals, intent, symbol-table evidence, choice."""
+    s = trace.get("signals", {})
+    yes = lambda v: "yes" if v else "no"  # noqa: E731
+    out = ["signals:",
+           f"  lexical {s.get('lexical')}  semantic {s.get('semantic')}  structural {s.get('structural')}  "
+           f"words {s.get('words')}  long text {yes(s.get('long_text'))}  about tests {yes(s.get('about_tests'))}",
+           f"  relation {s.get('relation') or '-'}  direction {s.get('direction') or '-'}  "
+           f"target {s.get('target') or '-'}  targets {', '.join(s.get('targets') or []) or '-'}",
+           f"  reading: {s.get('rule') or '-'}"]
+    keywords = {k: v for k, v in (s.get("keywords") or {}).items() if v}
+    if keywords:
+        out.append("  keywords: " + "; ".join(f"{k} {', '.join(v[:5])}" for k, v in keywords.items()))
+    evidence = s.get("evidence") or []
+    out.append("symbol table (candidate targets, best first):")
+    if not evidence:
+        out.append("  (none)")
+    else:
+        width = max(len(e["word"]) for e in evidence)
+        out.append(f"  {'word':<{width}}  code  level            defs  specificity  score")
+        for e in evidence:
+            out.append(f"  {e['word']:<{width}}  {yes(e['code_like']):<4}  {e['level'] or '-':<15}  "
+                       f"{e['definitions']:>4}  {e['specificity']:>11.3f}  {e['score']:.3f}")
+    out.append(f"choice: mode {trace.get('mode')}, intended {trace.get('intended')}, plan {trace.get('plan')}, "
+               f"budget {trace.get('budget')}")
+    return out
 
 
 def _llm(path: str | None):

@@ -145,6 +145,13 @@ _NOT_FRAME = frozenset("how why when if because while unless whether should woul
 #: where?", "what does X depend on"): anything else makes the sentence a statement.
 _CLOSERS = _FRAME | _TO_TARGET | _FROM_ACTOR | frozenset("up end ends directly indirectly transitively at all "
                                                           "else ever".split())
+#: Words that make a sentence a behaviour question or a statement, whatever else it holds.
+_STATEMENT = frozenset("how why when if because while unless this it".split())
+#: Words that may stand between a relation word and its target ("callers of the method X",
+#: "impact of changing X").
+_NEAR = _TO_TARGET | _FROM_ACTOR | frozenset(
+    "and or the a an is are does do did was method function class module made being gets get changing "
+    "change changes modifying editing removing renaming".split())
 #: Conjunctions that join several targets ("who calls run or echo").
 _AND = frozenset("and or".split())
 #: Function words and look-up words: never targets.
@@ -161,7 +168,7 @@ MAX_RESIDUAL_WORDS = 2
 #: Targets at most (ambiguous mentions become several seeds, not a guess).
 MAX_TARGETS = 3
 
-_TOKEN = re.compile(r"`([^`\n]{1,200})`|((?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?)")
+_TOKEN = re.compile(r"`([^`\n]{1,200})`|((?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?(?:'s)?)")
 _CODE = re.compile(r"[\w.]*(?:_\w|\w\.\w|[a-z][A-Z])[\w.]*|_\w*|\w+\.py")
 
 
@@ -326,7 +333,7 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | 
     if direction == "outgoing" and not spec.outgoing:
         return Intent(relation, None, f"'{toks[r].text}' about what {targets[0]} does: behaviour, not the graph",
                       targets, evidence, residual)
-    if residual > MAX_RESIDUAL_WORDS or words & {"how", "why", "when", "if", "because", "while", "unless"}:
+    if residual > MAX_RESIDUAL_WORDS or words & _STATEMENT:
         return Intent(relation, None, f"{rule}, but {residual} other content words: a description, not a "
                       "graph question", targets, evidence, residual)
     return Intent(relation, direction, rule, targets, evidence, residual)
@@ -336,10 +343,12 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
     word = toks[r].text
     before = t < r
     prep_after = toks[r + 1].low if r + 1 < len(toks) else None
-    if form == "in":
-        return "incoming", f"'{word}' -> incoming"
-    if form == "out":
-        return "outgoing", f"'{word}' -> outgoing"
+    if form in ("in", "out"):
+        # "callers of X", "X callers": the noun names the target's neighbours only when it
+        # stands by the target ("a usage line", "subclasses have to override ..." do not).
+        if not _near(toks, r, t):
+            return None, f"'{word}' far from the target"
+        return ("incoming" if form == "in" else "outgoing"), f"'{word}' -> {'incoming' if form == 'in' else 'outgoing'}"
     if form == "noun":
         if before:
             return "outgoing", f"'X {word}' -> outgoing"
@@ -403,12 +412,23 @@ def _targets(toks: list[_Tok], r: int | None, symbols: SymbolTable | None
     plain_left = [i for i, x in enumerate(toks) if i != r and not x.code and x.low not in _SKIP
                   and (x.relation is None or symbols is not None)]
     for i, x in enumerate(toks):
-        if i == r or (not x.code and x.low in _SKIP):
+        if i == r:
+            continue
+        near = r is not None and _near(toks, r, i)
+        framing = not x.code and x.low in _SKIP
+        if framing and (x.low in ENGLISH_STOPWORDS or len(x.low) < 3):
+            continue
+        # A framing word ("get", "find", "name") is a target only where the table knows it
+        # and it stands right by the relation word ("who calls get").
+        if framing and not (near and symbols is not None):
             continue
         level, n = symbols.definitions(x.text) if symbols is not None else (None, 0)
+        if framing and not n:
+            continue
         spec = 1.0 / (1.0 + math.log2(n)) if n else 0.0
-        near = r is not None and _near(toks, r, i)
-        if x.code:
+        if framing:
+            score = (0.4 + 0.5 * spec) * 0.5
+        elif x.code:
             score = 1.0 + 0.1 * spec
         elif n:
             score = (0.4 + 0.5 * spec) * (1.0 if near or r is None else 0.7)
@@ -444,10 +464,7 @@ def _near(toks: list[_Tok], r: int, i: int) -> bool:
     """Whether token i stands next to the relation word, prepositions and articles aside."""
     lo, hi = sorted((r, i))
     between = [x.low for x in toks[lo + 1:hi]]
-    return all(w in _TO_TARGET | _FROM_ACTOR | _AND | {"the", "a", "an", "is", "are", "does", "do", "did", "was",
-                                                        "method", "function", "class", "module", "made", "being",
-                                                        "gets", "get"}
-               for w in between) and len(between) <= 3
+    return all(w in _NEAR for w in between) and len(between) <= 3
 
 
 def _residual(toks: list[_Tok], r: int, t: int, targets: tuple[str, ...]) -> int:
