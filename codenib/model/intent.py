@@ -80,6 +80,7 @@ _words("depends", "verb", "depend depends rely relies")
 _words("depends", "part", "depended")
 _words("depends", "ger", "depending relying")
 _words("depends", "in", "dependents dependants")
+_words("depends", "adj", "dependent reliant")
 _words("depends", "out", "dependencies dependency deps")
 _words("references", "verb", "reference references refer refers mention mentions")
 _words("references", "part", "referenced referred mentioned")
@@ -152,6 +153,8 @@ _STATEMENT = frozenset("how why when if because while unless this it".split())
 _NEAR = _TO_TARGET | _FROM_ACTOR | frozenset(
     "and or the a an is are does do did was method function class module made being gets get changing "
     "change changes modifying editing removing renaming".split())
+#: Nouns that close a scope phrase ("in the click package").
+_SCOPE_NOUNS = frozenset("package module library codebase repo repository project code source".split())
 #: Conjunctions that join several targets ("who calls run or echo").
 _AND = frozenset("and or".split())
 #: Function words and look-up words: never targets.
@@ -237,7 +240,9 @@ def strip_courtesy(text: str) -> str:
 
 _EDGE_PUNCT = " \t\r\n?!.,;:"
 _LEAD = re.compile(
-    r"^(?:(?:hey|hi|hello|yo|ok|okay|so|um|uh|dear\s+\w+|quick\s+question|question|sorry|excuse\s+me)\b[\s,:;!.-]*"
+    r"^(?:(?:hey|hi|hello|yo|ok|okay|so|um|uh|dear\s+\w+|quick\s+question|question|excuse\s+me)\b[\s,:;!.-]*"
+    r"|(?:sorry(?:\s+if\s+(?:this\s+is\s+|it'?s\s+)?(?:obvious|a\s+dumb\s+question|a\s+silly\s+question|silly))?"
+    r"(?:\s*,?\s*but)?\b[\s,:;!.-]*)"
     r"|(?:please|pls|plz|kindly)\b[\s,:;!.-]*"
     r"|(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?:tell|show|help)\s+me\b[\s,:;]*(?:find\b\s*)?)"
     r"|(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?=(?:find|list|show|locate|get)\b))"
@@ -349,6 +354,9 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
         if not _near(toks, r, t):
             return None, f"'{word}' far from the target"
         return ("incoming" if form == "in" else "outgoing"), f"'{word}' -> {'incoming' if form == 'in' else 'outgoing'}"
+    if form == "adj":
+        # "X is dependent on what" (the target depends) / "what is dependent on X".
+        return ("outgoing", f"'X ... {word}' -> outgoing") if before else ("incoming", f"'{word} on X' -> incoming")
     if form == "noun":
         if before:
             return "outgoing", f"'X {word}' -> outgoing"
@@ -385,9 +393,22 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
 
 
 def _closes(words: list[_Tok]) -> bool:
-    """Whether the words after a verb close a question ("X calls what?") rather than go on
-    to say what it acts on ("the command invokes the callback")."""
-    return all(w.low in _CLOSERS for w in words)
+    """Whether the words after a verb close a question ("X calls what?", "X is used
+    internally", "X is referenced in jinja2") rather than go on to say what it acts on
+    ("the command invokes the callback")."""
+    i = 0
+    while i < len(words):
+        w = words[i].low
+        if w in ("in", "inside", "within") and i + 1 < len(words):
+            # A scope: "in jinja2", "in the click package".
+            j = i + 1 + (words[i + 1].low == "the")
+            if j < len(words):
+                i = j + 1 + (j + 1 < len(words) and words[j + 1].low in _SCOPE_NOUNS)
+                continue
+        if w not in _CLOSERS and not (w.endswith("ly") and len(w) > 4):
+            return False
+        i += 1
+    return True
 
 
 def _is_frame(words: list[_Tok]) -> bool:
