@@ -9,7 +9,7 @@ from codenib.types import plain_qualname
 
 
 #: Match levels, most specific first: a look-up returns every row of the best level that hits.
-LEVELS = ("path", "module_qualname", "qualname", "qualname_suffix", "name", "name_nocase")
+LEVELS = ("path", "module_qualname", "qualname", "qualname_suffix", "qualname_nocase", "name", "name_nocase")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,7 @@ class SymbolIndex:
         self.by_qual: dict[str, list[int]] = {}
         self.by_name: dict[str, list[int]] = {}
         self.by_name_lower: dict[str, list[int]] = {}
+        self.by_qual_lower: dict[str, list[int]] = {}
         self.qual_suffixes: dict[str, list[int]] = {}
         for row, (nid, kind, f, q, name) in enumerate(zip(node_ids, kinds, files, qualnames, names)):
             module = module_of[f]
@@ -46,6 +47,7 @@ class SymbolIndex:
                 continue
             plain = plain_qualname(q)
             self.by_qual.setdefault(plain, []).append(row)
+            self.by_qual_lower.setdefault(plain.lower(), []).append(row)
             if module:
                 self.by_module_qual.setdefault(f"{module}.{plain}", []).append(row)
             self.by_name.setdefault(name, []).append(row)
@@ -121,5 +123,11 @@ class SymbolIndex:
                 rows = self.by_qual.get(".".join(parts[i:]))
                 if rows:
                     out = [SymbolMatch(r, "qualname_suffix") for r in sorted(set(rows))]
+                    return out[:limit] if limit is not None else out
+            # Typed in another case ("progressbar.format_eta"): the qualified name, any case.
+            for i in range(len(parts) - 1):
+                rows = self.by_qual_lower.get(".".join(parts[i:]).lower())
+                if rows:
+                    out = [SymbolMatch(r, "qualname_nocase") for r in sorted(set(rows))]
                     return out[:limit] if limit is not None else out
         return []

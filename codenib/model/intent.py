@@ -66,9 +66,9 @@ def _words(relation: str, form: str, words: str) -> None:
         _LEXICON.setdefault(w, (relation, form))
 
 
-_words("calls", "verb", "call calls invoke invokes")
-_words("calls", "part", "called invoked")
-_words("calls", "ger", "calling invoking")
+_words("calls", "verb", "call calls invoke invokes reach reaches delegate delegates")
+_words("calls", "part", "called invoked reached delegated")
+_words("calls", "ger", "calling invoking reaching delegating")
 _words("calls", "in", "callers caller invokers invoker callsites callsite")
 _words("calls", "out", "callees callee")
 _words("calls", "noun", "invocations invocation")
@@ -144,8 +144,10 @@ _NOT_FRAME = frozenset("how why when if because while unless whether should woul
                        "he she".split())
 #: Words that may close a graph question after its verb ("what does X call", "X is called
 #: where?", "what does X depend on"): anything else makes the sentence a statement.
-_CLOSERS = _FRAME | _TO_TARGET | _FROM_ACTOR | frozenset("up end ends directly indirectly transitively at all "
+_CLOSERS = _FRAME | _TO_TARGET | _FROM_ACTOR | frozenset("up out end ends directly indirectly transitively at all "
                                                           "else ever".split())
+#: "what gets called when X runs": the clause names the target as the one acting.
+_RUNS = frozenset("runs run executes execute executed runs is called invoked starts".split())
 #: Words that make a sentence a behaviour question or a statement, whatever else it holds.
 _STATEMENT = frozenset("how why when if because while unless this it".split())
 #: Words that may stand between a relation word and its target ("callers of the method X",
@@ -338,7 +340,8 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | 
     if direction == "outgoing" and not spec.outgoing:
         return Intent(relation, None, f"'{toks[r].text}' about what {targets[0]} does: behaviour, not the graph",
                       targets, evidence, residual)
-    if residual > MAX_RESIDUAL_WORDS or words & _STATEMENT:
+    statement = words & _STATEMENT - ({"when"} if "when X runs" in rule else set())
+    if residual > MAX_RESIDUAL_WORDS or statement:
         return Intent(relation, None, f"{rule}, but {residual} other content words: a description, not a "
                       "graph question", targets, evidence, residual)
     return Intent(relation, direction, rule, targets, evidence, residual)
@@ -365,12 +368,18 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
         return "outgoing", f"'{word} {prep_after} X' -> outgoing"
     if form == "part":
         if before:
+            if t > 0 and toks[t - 1].low in ("inside", "within", "in", "by"):
+                # "inside X, what gets called": the target is where the calls are made.
+                if _closes(toks[r + 1:]):
+                    return "outgoing", f"'{toks[t - 1].low} X, ... {word}' -> outgoing"
             if not _is_frame(toks[:t]) or not _closes(toks[r + 1:]):
                 return None, f"'X ... {word}' in a statement"
             if relation == "inherits" and prep_after == "from":
                 return "outgoing", f"'X {word} from' -> outgoing (the target's bases)"
             return "incoming", f"passive 'X ... {word}' -> incoming"
         between = [x.low for x in toks[r + 1:t]]
+        if between == ["when"] and _closes_run(toks[t + 1:]) and _is_frame(toks[:r]):
+            return "outgoing", f"'{word} when X runs' -> outgoing"
         if not between:
             return None, f"'{word} X' names the target (a look-up)"
         if relation == "inherits" and "from" in between:
@@ -390,6 +399,11 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
     if not toks[:r] or not _is_frame(toks[:r]):
         return None, f"'{word} X' in a statement (subject: {' '.join(x.text for x in toks[:r]) or '-'})"
     return "incoming", f"'... {word} X' -> incoming"
+
+
+def _closes_run(words: list[_Tok]) -> bool:
+    """Whether the words after the target say only that it runs ("when X runs?")."""
+    return bool(words) and all(w.low in _RUNS or w.low in _CLOSERS for w in words) and words[0].low in _RUNS
 
 
 def _closes(words: list[_Tok]) -> bool:

@@ -177,8 +177,8 @@ def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = M
         matches = symbols.lookup(m.text)
         if not matches:
             continue
-        if matches[0].level == "name_nocase":
-            continue   # an English word that happens to spell a symbol in another case
+        if matches[0].level in ("name_nocase", "qualname_nocase"):
+            continue   # words that happen to spell a symbol in another case
         rows = [x.row for x in matches]
         if len(rows) > max_definitions:
             continue

@@ -30,6 +30,8 @@ def test_levels():
     assert ids(idx, "click.core") == [(1, "module_qualname")]
     assert ids(idx, "click") == [(0, "module_qualname")]
     assert ids(idx, "CONTEXT") == [(2, "name_nocase")]
+    assert ids(idx, "context.INVOKE") == [(3, "qualname_nocase"), (4, "qualname_nocase")]
+    assert idx.definitions("invoke") == ("name", 3) and idx.definitions("nothing_here") == (None, 0)
     assert ids(idx, "other.pkg.Context.invoke") == [(3, "qualname_suffix"), (4, "qualname_suffix")]
     assert idx.lookup("") == [] and idx.lookup("nothing_here") == []
 

@@ -121,7 +121,11 @@ SUITE: list[tuple[str, str, str | None, str | None]] = [
     ("what methods does Engine.run invoke?", G, "calls", OUT),
     ("callees: Lexer.run", G, "calls", OUT),
     ("Engine.run's callees", G, "calls", OUT),
-    ("what gets invoked when main runs", S, None, None),
+    ("what gets invoked when main runs", G, "calls", OUT),
+    ("which methods does run_engine delegate to", G, "calls", OUT),
+    ("inside Engine.run, what gets called?", G, "calls", OUT),
+    ("what does connect call out to", G, "calls", OUT),
+    ("which code paths reach escape", G, "calls", IN),
     # -- uses / impact ------------------------------------------------------------------------
     ("what uses echo?", G, "uses", IN),
     ("who uses Session", G, "uses", IN),
