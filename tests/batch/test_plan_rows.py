@@ -44,3 +44,21 @@ def test_unplanned_rows_and_bad_options_are_errors(sparse_only_index):
                       ShardOptions())
     with pytest.raises(BadInputError, match="unknown reranker"):
         plan_rows(_rows(path), "balanced", "auto", "magic", {path: sparse_only_index.capabilities()})
+
+
+def test_the_driver_plans_with_each_index_symbol_table(sparse_only_index):
+    from codenib.batch.driver import _symbol_tables
+
+    path = str(sparse_only_index.path)
+    # Two plain words: only the index's symbol table says they name definitions.
+    rows = (QueryRow("q1", "who calls prepare or slugify", "ix", path),
+            QueryRow("q2", "who calls prepare or slugify", "ix", path, mode="sparse"))
+    tables = _symbol_tables(rows, "auto", {path: {}})
+    assert list(tables) == [path] and tables[path].definitions("slugify") == ("name", 1)
+    planned = plan_rows(rows, "balanced", "auto", None, {path: sparse_only_index.capabilities()}, tables)
+    auto = planned[0].planned("auto")
+    assert auto.plan.plan == "structural_graph" and auto.signals.targets == ("prepare", "slugify")
+    unplanned = plan_rows(rows, "balanced", "auto", None, {path: sparse_only_index.capabilities()})
+    assert unplanned[0].planned("auto").plan.plan != "structural_graph"
+    # Rows of a fixed mode need no table.
+    assert _symbol_tables(rows[1:], "auto", {path: {}}) == {}
