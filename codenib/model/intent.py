@@ -102,9 +102,9 @@ _words("overrides", "in", "implementations overriders")
 _words("raises", "verb", "raise raises throw throws")
 _words("raises", "part", "raised thrown")
 _words("raises", "ger", "raising throwing")
-_words("instantiates", "verb", "instantiate instantiates construct constructs")
+_words("instantiates", "verb", "instantiate instantiates construct constructs create creates")
 _words("instantiates", "part", "instantiated constructed created")
-_words("instantiates", "ger", "instantiating constructing")
+_words("instantiates", "ger", "instantiating constructing creating")
 _words("instantiates", "in", "instantiations instances")
 _words("returns", "verb", "return returns")
 _words("returns", "part", "returned")
@@ -122,7 +122,7 @@ _VERB_OR_NOUN = {"calls": "calls", "call": "calls", "uses": "uses", "use": "uses
                  "overrides": "overrides", "override": "overrides", "subclass": "inherits"}
 #: Prepositions after an action noun that point at what is acted on (incoming) or at the actor (outgoing).
 _TO_TARGET = frozenset("to of into on against at for".split())
-_FROM_ACTOR = frozenset("from in inside within by made".split())
+_FROM_ACTOR = frozenset("from in inside within by made out issued performed".split())
 #: Words that say the direction outright.
 _INCOMING = frozenset("incoming inbound reverse".split())
 _OUTGOING = frozenset("outgoing outbound".split())
@@ -136,8 +136,9 @@ _FRAME = frozenset(
     "functions function methods method code classes class modules module files file places place sites site "
     "everything anything something things thing symbols symbol callables callable routines routine helpers "
     "helper definitions definition tests test me us i there lines line spots spot parts part "
-    "in of from by inside within ones one".split())
-_WH = frozenset("who whom whose what which where".split())
+    "in of from by inside within ones one anyone anybody someone somebody need want looking look "
+    "im know see trying list".split())
+_WH = frozenset("who whom whose what which where whos wheres whats".split())
 #: Words that open a behaviour question or a subordinate clause, or a statement's subject:
 #: never a graph question frame.
 _NOT_FRAME = frozenset("how why when if because while unless whether should would this it its they "
@@ -145,7 +146,9 @@ _NOT_FRAME = frozenset("how why when if because while unless whether should woul
 #: Words that may close a graph question after its verb ("what does X call", "X is called
 #: where?", "what does X depend on"): anything else makes the sentence a statement.
 _CLOSERS = _FRAME | _TO_TARGET | _FROM_ACTOR | frozenset("up out end ends directly indirectly transitively at all "
-                                                          "else ever".split())
+                                                          "else ever anywhere somewhere everywhere".split())
+#: Prepositions that open a phrase closing a question ("in jinja2", "under the hood", "at runtime").
+_CLOSING_PREPS = frozenset("in inside within under behind at on during".split())
 #: "what gets called when X runs": the clause names the target as the one acting.
 _RUNS = frozenset("runs run executes execute executed runs is called invoked starts".split())
 #: Words that make a sentence a behaviour question or a statement, whatever else it holds.
@@ -154,9 +157,11 @@ _STATEMENT = frozenset("how why when if because while unless this it".split())
 #: "impact of changing X").
 _NEAR = _TO_TARGET | _FROM_ACTOR | frozenset(
     "and or the a an is are does do did was method function class module made being gets get changing "
-    "change changes modifying editing removing renaming".split())
+    "change changes modifying editing removing renaming list lists".split())
 #: Nouns that close a scope phrase ("in the click package").
 _SCOPE_NOUNS = frozenset("package module library codebase repo repository project code source".split())
+#: Pronouns that stand for a topic named first ("X: anyone calling this?").
+_PRONOUNS = frozenset("it this".split())
 #: Conjunctions that join several targets ("who calls run or echo").
 _AND = frozenset("and or".split())
 #: Function words and look-up words: never targets.
@@ -166,6 +171,10 @@ _LOOKUP = frozenset(
 _SKIP = _FRAME | _LOOKUP | ENGLISH_STOPWORDS | _INCOMING | _OUTGOING | frozenset(
     "many much often times made happen happens anywhere somewhere everywhere else directly indirectly "
     "transitively exactly also still just only really actually currently".split())
+
+#: Words a misspelt question word is corrected to, and words never corrected.
+_TYPO_TARGETS = tuple(sorted(w for w in set(_LEXICON) | _WH if len(w) >= 5))
+_VOCABULARY = frozenset(_LEXICON) | _FRAME | _WH | _LOOKUP
 
 #: Residual content words (not frame, relation, target or function words) above which a
 #: sentence reads as a description of behaviour rather than a graph question.
@@ -210,11 +219,11 @@ class Intent:
 
 def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
     """Relation, direction and targets of a (courtesy-stripped) question."""
-    toks = _tokens(text)
-    if not toks:
-        return Intent()
     if symbols is not None:
         symbols = _Memo(symbols)
+    toks = _tokens(text, symbols)
+    if not toks:
+        return Intent()
     readings = [_reading(toks, r, symbols) for r, t in enumerate(toks) if t.relation is not None and not t.code]
     readings = [r for r in readings if r is not None]
     if not readings:
@@ -253,7 +262,7 @@ _LEAD = re.compile(
     re.IGNORECASE)
 _TRAIL = re.compile(
     r"(?:[\s,:;!.?-]*\b(?:thanks(?:\s+a\s+lot|\s+in\s+advance)?|thank\s+you(?:\s+so\s+much)?|thx|ty|cheers|please|pls|plz"
-    r"|if\s+you\s+can|if\s+possible|by\s+any\s+chance)|[\s,:;!.?-]*(?:[:;]\)|🙏|🙂))[\s,:;!.?-]*$",
+    r"|if\s+you\s+can|if\s+possible|by\s+any\s+chance|if\s+any(?:thing|one)?|at\s+all)|[\s,:;!.?-]*(?:[:;]\)|🙏|🙂))[\s,:;!.?-]*$",
     re.IGNORECASE)
 
 
@@ -278,7 +287,7 @@ class _Tok:
     relation: tuple[str, str] | None   # (relation, form) when it is a relation word
 
 
-def _tokens(text: str) -> list[_Tok]:
+def _tokens(text: str, symbols: SymbolTable | None = None) -> list[_Tok]:
     raw: list[tuple[str, bool]] = []
     for m in _TOKEN.finditer(text):
         if m.group(1) is not None:
@@ -306,6 +315,9 @@ def _tokens(text: str) -> list[_Tok]:
     out = []
     for j, (word, code) in enumerate(merged):
         low = word.lower()
+        if not code and len(low) >= 5 and low not in _VOCABULARY and low not in ENGLISH_STOPWORDS and \
+                (symbols is None or not symbols.definitions(word)[1]):
+            low = _typo_of(low)
         # A capitalised word inside the sentence is a class name as people write it.
         code = code or (j > 0 and word[:1].isupper() and word[1:].islower() and low not in _LEXICON
                         and low not in _SKIP)
@@ -314,8 +326,40 @@ def _tokens(text: str) -> list[_Tok]:
     return out
 
 
+def _typo_of(word: str) -> str:
+    """The relation or question word `word` misspells by one edit inside it ("calers",
+    "whcih"), else `word`. Edits at the end are inflections of other words ("based",
+    "given", "instance"), not typos."""
+    near = [v for v in _TYPO_TARGETS if abs(len(v) - len(word)) <= 1 and _one_inner_edit(word, v)]
+    return near[0] if len(near) == 1 else word
+
+
+def _one_inner_edit(a: str, b: str) -> bool:
+    """Whether a and b differ by one insertion, deletion, substitution or transposition,
+    before the last letter of both."""
+    if a == b or a[-1] != b[-1]:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = sorted((a, b), key=len)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
+
+
 def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | None:
     """The intent when toks[r] is the relation word (None when the sentence does not read so)."""
+    targets, _ = _targets(toks, r, symbols)
+    if targets and r > 0 and _position(toks, targets[0]) == 0:
+        # "Group.add_command -> what does it call": the topic first, then a question about
+        # it. Read the question with the topic in the pronoun's place.
+        pron = next((i for i, x in enumerate(toks) if i > r - 1 and i > 1 and x.low in _PRONOUNS), None)
+        if pron is None:
+            pron = next((i for i, x in enumerate(toks) if i > 1 and x.low in _PRONOUNS), None)
+        if pron is not None:
+            toks = toks[1:pron] + [toks[0]] + toks[pron + 1:]
+            r -= 1
     relation, form = toks[r].relation
     low = toks[r].low
     nxt = toks[r + 1].low if r + 1 < len(toks) else None
@@ -413,8 +457,8 @@ def _closes(words: list[_Tok]) -> bool:
     i = 0
     while i < len(words):
         w = words[i].low
-        if w in ("in", "inside", "within") and i + 1 < len(words):
-            # A scope: "in jinja2", "in the click package".
+        if w in _CLOSING_PREPS and i + 1 < len(words):
+            # A scope or manner phrase: "in jinja2", "in the click package", "under the hood".
             j = i + 1 + (words[i + 1].low == "the")
             if j < len(words):
                 i = j + 1 + (j + 1 < len(words) and words[j + 1].low in _SCOPE_NOUNS)

@@ -23,7 +23,7 @@ _WORD = re.compile(r"[A-Za-z]+")
 LOOKUP_WORDS = frozenset(
     "where is are defined definition definitions of go to show me the find method function "
     "class def declaration declared locate open jump source code a an symbol implementation functions methods "
-    "classes named called does do lives live located".split())
+    "classes named called does do lives live located defines define".split())
 
 _PROSE = re.compile(r"(?<![\w.`])[A-Za-z][a-z]+(?![\w`(]|\.\w)")
 _TESTS = re.compile(r"\b(tests?|testing|pytest|unittest|fixtures?|conftest)\b", re.IGNORECASE)
@@ -89,7 +89,9 @@ def query_signals(text: str, symbols: SymbolTable | None = None) -> QuerySignals
     lexical = 0.0
     if target and not long_text:
         # Nearly nothing but the symbol and look-up words: an exact-name look-up.
-        plain = [w for w in leftover if w not in _split_words(target)]
+        # Function words and a scope ("in click": a module the table knows) do not count.
+        plain = [w for w in leftover if w not in _split_words(target) and w.lower() not in ENGLISH_STOPWORDS
+                 and not _is_scope(w, symbols)]
         lexical = {0: 1.0, 1: 0.7, 2: 0.5}.get(len(plain), 0.2)
     elif not long_text and n_words <= 2 and words:
         lexical = 0.6
@@ -131,6 +133,10 @@ def _target(text: str, kw: QueryKeywords, symbols: SymbolTable | None) -> str | 
 _RELATION_WORDS = frozenset("who what which calls call called callers callees caller callee from by "
                             "functions function methods method does do uses use used usage usages "
                             "references reference invoke invokes invoked all".split())
+
+
+def _is_scope(word: str, symbols: SymbolTable | None) -> bool:
+    return symbols is not None and symbols.definitions(word)[0] in ("module_qualname", "path")
 
 
 def _split_words(symbol: str) -> set[str]:

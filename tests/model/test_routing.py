@@ -212,6 +212,18 @@ SUITE: list[tuple[str, str, str | None, str | None]] = [
     ("instantiations of Engine", G, "instantiates", IN),
     ("functions returning Response", G, "returns", IN),
     ("what returns a Template", G, "returns", IN),
+    # -- typos, topics named first, trailing phrases -------------------------------------------
+    ("calers of tokenize", G, "calls", IN),
+    ("whcih methods invoke escape", G, "calls", IN),
+    ("Session.send: anyone calling this?", G, "calls", IN),
+    ("load_config -> what does it call", G, "calls", OUT),
+    ("is validate called anywhere?", G, "calls", IN),
+    ("what does connect end up calling under the hood?", G, "calls", OUT),
+    ("what does escape call, if anything", G, "calls", OUT),
+    ("i need all the places that call retry", G, "calls", IN),
+    ("calls out of Engine.run", G, "calls", OUT),
+    ("who creates Session objects?", G, "instantiates", IN),
+    ("which objects does Engine.run create", G, "instantiates", OUT),
     # -- look-ups -----------------------------------------------------------------------------
     ("where is invoke defined", L, None, None),
     ("definition of echo", L, None, None),
@@ -233,6 +245,8 @@ SUITE: list[tuple[str, str, str | None, str | None]] = [
     ("invoke", L, None, None),
     ("app.http.Session", L, None, None),
     ("source of load_config", L, None, None),
+    ("locate load_config in app", L, None, None),
+    ("which file defines run_engine?", L, None, None),
     # -- behaviour ----------------------------------------------------------------------------
     ("how are templates compiled into python code", S, None, None),
     ("how does the lexer split text into tokens", S, None, None),
@@ -254,6 +268,13 @@ SUITE: list[tuple[str, str, str | None, str | None]] = [
     ("which function decides how to page long output", S, None, None),
     ("what does echo return", H, None, None),
     ("how is the Context object created", S, None, None),
+    # Docstring sentences with relation words or symbol names in them: behaviour.
+    ("For use as a postprocessor for render.", S, None, None),
+    ("Expect a given token type and return it.", S, None, None),
+    ("Return a shallow copy of the instance.", S, None, None),
+    ("Writes a usage line into the buffer.", S, None, None),
+    ("Subclasses have to override this method to load bytecode into a bucket.", S, None, None),
+    ("Open the file lazily.", S, None, None),
 ]
 
 
