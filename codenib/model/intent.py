@@ -132,12 +132,12 @@ _OUTGOING = frozenset("outgoing outbound".split())
 #: invokes the command") makes the sentence a statement about behaviour.
 _FRAME = frozenset(
     "who whom whose what which where find list show get give locate search enumerate count name identify print "
-    "display all any every each other the a an some that which are is was were be been do does did can could "
+    "display all any every each other the a an some that are is was were be been do does did can could "
     "functions function methods method code classes class modules module files file places place sites site "
     "everything anything something things thing symbols symbol callables callable routines routine helpers "
     "helper definitions definition tests test me us i there lines line spots spot parts part "
     "in of from by inside within ones one anyone anybody someone somebody need want looking look "
-    "im know see trying list".split())
+    "im know see trying objects object exceptions exception errors error types type".split())
 _WH = frozenset("who whom whose what which where whos wheres whats".split())
 #: Words that open a behaviour question or a subordinate clause, or a statement's subject:
 #: never a graph question frame.
@@ -150,7 +150,7 @@ _CLOSERS = _FRAME | _TO_TARGET | _FROM_ACTOR | frozenset("up out end ends direct
 #: Prepositions that open a phrase closing a question ("in jinja2", "under the hood", "at runtime").
 _CLOSING_PREPS = frozenset("in inside within under behind at on during".split())
 #: "what gets called when X runs": the clause names the target as the one acting.
-_RUNS = frozenset("runs run executes execute executed runs is called invoked starts".split())
+_RUNS = frozenset("run runs executes execute executed is called invoked starts".split())
 #: Words that make a sentence a behaviour question or a statement, whatever else it holds.
 _STATEMENT = frozenset("how why when if because while unless this it".split())
 #: Words that may stand between a relation word and its target ("callers of the method X",
@@ -164,17 +164,18 @@ _SCOPE_NOUNS = frozenset("package module library codebase repo repository projec
 _PRONOUNS = frozenset("it this".split())
 #: Conjunctions that join several targets ("who calls run or echo").
 _AND = frozenset("and or".split())
-#: Function words and look-up words: never targets.
-_LOOKUP = frozenset(
-    "where is are defined definition definitions declared declaration declare go goto jump open locate show me "
-    "find source code symbol implementation implemented lives live located".split())
-_SKIP = _FRAME | _LOOKUP | ENGLISH_STOPWORDS | _INCOMING | _OUTGOING | frozenset(
+#: Words that frame a look-up ("where is X defined") rather than describe behaviour.
+LOOKUP_WORDS = frozenset(
+    "where is are defined definition definitions of go goto to show me the find method function class def "
+    "declaration declared declare locate open jump source code a an symbol implementation implemented functions "
+    "methods classes named called does do lives live located defines define".split())
+_SKIP = _FRAME | LOOKUP_WORDS | ENGLISH_STOPWORDS | _INCOMING | _OUTGOING | frozenset(
     "many much often times made happen happens anywhere somewhere everywhere else directly indirectly "
     "transitively exactly also still just only really actually currently".split())
 
 #: Words a misspelt question word is corrected to, and words never corrected.
-_TYPO_TARGETS = tuple(sorted(w for w in set(_LEXICON) | _WH if len(w) >= 5))
-_VOCABULARY = frozenset(_LEXICON) | _FRAME | _WH | _LOOKUP
+_TYPO_TARGETS = tuple(sorted(w for w in set(_LEXICON) | _WH if len(w) >= 5 or w in _WH))
+_VOCABULARY = frozenset(_LEXICON) | _FRAME | _WH | LOOKUP_WORDS
 
 #: Residual content words (not frame, relation, target or function words) above which a
 #: sentence reads as a description of behaviour rather than a graph question.
@@ -315,7 +316,7 @@ def _tokens(text: str, symbols: SymbolTable | None = None) -> list[_Tok]:
     out = []
     for j, (word, code) in enumerate(merged):
         low = word.lower()
-        if not code and len(low) >= 5 and low not in _VOCABULARY and low not in ENGLISH_STOPWORDS and \
+        if not code and len(low) >= 4 and low not in _VOCABULARY and low not in ENGLISH_STOPWORDS and \
                 (symbols is None or not symbols.definitions(word)[1]):
             low = _typo_of(low)
         # A capitalised word inside the sentence is a class name as people write it.
@@ -330,7 +331,8 @@ def _typo_of(word: str) -> str:
     """The relation or question word `word` misspells by one edit inside it ("calers",
     "whcih"), else `word`. Edits at the end are inflections of other words ("based",
     "given", "instance"), not typos."""
-    near = [v for v in _TYPO_TARGETS if abs(len(v) - len(word)) <= 1 and _one_inner_edit(word, v)]
+    near = [v for v in _TYPO_TARGETS if abs(len(v) - len(word)) <= 1 and _one_inner_edit(word, v)
+            and (len(word) >= 5 or v in _WH)]
     return near[0] if len(near) == 1 else word
 
 
@@ -422,6 +424,8 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
                 return "outgoing", f"'X {word} from' -> outgoing (the target's bases)"
             return "incoming", f"passive 'X ... {word}' -> incoming"
         between = [x.low for x in toks[r + 1:t]]
+        if not (_is_frame(toks[:r]) or _noun_subject(toks[:r])):
+            return None, f"'... {word} ... X' in a statement"
         if between == ["when"] and _closes_run(toks[t + 1:]) and _is_frame(toks[:r]):
             return "outgoing", f"'{word} when X runs' -> outgoing"
         if not between:
@@ -443,6 +447,12 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
     if not toks[:r] or not _is_frame(toks[:r]):
         return None, f"'{word} X' in a statement (subject: {' '.join(x.text for x in toks[:r]) or '-'})"
     return "incoming", f"'... {word} X' -> incoming"
+
+
+def _noun_subject(words: list[_Tok]) -> bool:
+    """A bare noun phrase of one or two words before a participle ("names referenced by X")."""
+    ws = [w for w in words if w.low not in ("the", "a", "an", "all")]
+    return 0 < len(ws) <= 2 and not any(w.code or w.low in _NOT_FRAME or w.relation for w in ws)
 
 
 def _closes_run(words: list[_Tok]) -> bool:
@@ -504,6 +514,8 @@ def _targets(toks: list[_Tok], r: int | None, symbols: SymbolTable | None
         level, n = symbols.definitions(x.text) if symbols is not None else (None, 0)
         if framing and not n:
             continue
+        if i == 0 and not x.code and x.text[:1].isupper() and symbols is not None and not n:
+            continue           # a sentence's capitalised first word the table does not know
         spec = 1.0 / (1.0 + math.log2(n)) if n else 0.0
         if framing:
             score = (0.4 + 0.5 * spec) * 0.5

@@ -13,17 +13,19 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from codenib.model.intent import RELATIONS, Intent, SymbolTable, TargetEvidence, parse_intent, strip_courtesy
+from codenib.model.intent import (
+    LOOKUP_WORDS,
+    RELATIONS,
+    Intent,
+    SymbolTable,
+    TargetEvidence,
+    parse_intent,
+    strip_courtesy,
+)
 from codenib.ops.transform import QueryKeywords, extract_keywords, looks_symbol
 from codenib.tokens import ENGLISH_STOPWORDS
 
 _WORD = re.compile(r"[A-Za-z]+")
-
-#: Words that frame a look-up ("where is X defined") rather than describe behaviour.
-LOOKUP_WORDS = frozenset(
-    "where is are defined definition definitions of go to show me the find method function "
-    "class def declaration declared locate open jump source code a an symbol implementation functions methods "
-    "classes named called does do lives live located defines define".split())
 
 _PROSE = re.compile(r"(?<![\w.`])[A-Za-z][a-z]+(?![\w`(]|\.\w)")
 _TESTS = re.compile(r"\b(tests?|testing|pytest|unittest|fixtures?|conftest)\b", re.IGNORECASE)

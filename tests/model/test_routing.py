@@ -222,6 +222,8 @@ SUITE: list[tuple[str, str, str | None, str | None]] = [
     ("what does escape call, if anything", G, "calls", OUT),
     ("i need all the places that call retry", G, "calls", IN),
     ("calls out of Engine.run", G, "calls", OUT),
+    ("wich functions are invoked from inside `connect`", G, "calls", OUT),
+    ("names referenced by Template.render", G, "references", OUT),
     ("who creates Session objects?", G, "instantiates", IN),
     ("which objects does Engine.run create", G, "instantiates", OUT),
     # -- look-ups -----------------------------------------------------------------------------
@@ -275,6 +277,8 @@ SUITE: list[tuple[str, str, str | None, str | None]] = [
     ("Writes a usage line into the buffer.", S, None, None),
     ("Subclasses have to override this method to load bytecode into a bucket.", S, None, None),
     ("Open the file lazily.", S, None, None),
+    ("Format an object using.", S, None, None),
+    ("Dump the macro definition for the def created by render.", S, None, None),
 ]
 
 
