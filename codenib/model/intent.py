@@ -114,7 +114,9 @@ _words("returns", "ger", "returning")
 _PHRASES = {("call", "sites"): "callsites", ("call", "site"): "callsite", ("base", "classes"): "bases",
             ("base", "class"): "bases", ("parent", "classes"): "parents", ("parent", "class"): "parents",
             ("child", "classes"): "children", ("child", "class"): "children", ("super", "classes"): "superclasses",
-            ("super", "class"): "superclass", ("blast", "radius"): "impact", ("sub", "classes"): "subclasses"}
+            ("super", "class"): "superclass", ("blast", "radius"): "impact", ("sub", "classes"): "subclasses",
+            ("call", "edges"): "calls", ("call", "graph"): "calls", ("call", "chain"): "calls",
+            ("call", "tree"): "calls", ("class", "hierarchy"): "subclasses"}
 #: "calls", "uses", "references", "imports", "mentions", "overrides" are nouns too: "calls
 #: to X", "uses of X", "overrides of X". Read as nouns when a preposition follows.
 _VERB_OR_NOUN = {"calls": "calls", "call": "calls", "uses": "uses", "use": "uses", "references": "references",
@@ -137,7 +139,8 @@ _FRAME = frozenset(
     "everything anything something things thing symbols symbol callables callable routines routine helpers "
     "helper definitions definition tests test me us i there lines line spots spot parts part "
     "in of from by inside within ones one anyone anybody someone somebody need want looking look "
-    "im know see trying objects object exceptions exception errors error types type".split())
+    "im know see trying objects object exceptions exception errors error types type end ends up bits bit "
+    "pieces piece has have had".split())
 _WH = frozenset("who whom whose what which where whos wheres whats".split())
 #: Words that open a behaviour question or a subordinate clause, or a statement's subject:
 #: never a graph question frame.
@@ -148,20 +151,20 @@ _NOT_FRAME = frozenset("how why when if because while unless whether should woul
 _CLOSERS = _FRAME | _TO_TARGET | _FROM_ACTOR | frozenset("up out end ends directly indirectly transitively at all "
                                                           "else ever anywhere somewhere everywhere".split())
 #: Prepositions that open a phrase closing a question ("in jinja2", "under the hood", "at runtime").
-_CLOSING_PREPS = frozenset("in inside within under behind at on during".split())
+_CLOSING_PREPS = frozenset("in inside within under behind at on during outside besides".split())
 #: "what gets called when X runs": the clause names the target as the one acting.
 _RUNS = frozenset("run runs executes execute executed is called invoked starts".split())
 #: Words that make a sentence a behaviour question or a statement, whatever else it holds.
-_STATEMENT = frozenset("how why when if because while unless this it".split())
+_STATEMENT = frozenset("how why when if because while unless".split())
 #: Words that may stand between a relation word and its target ("callers of the method X",
 #: "impact of changing X").
 _NEAR = _TO_TARGET | _FROM_ACTOR | frozenset(
     "and or the a an is are does do did was method function class module made being gets get changing "
-    "change changes modifying editing removing renaming list lists".split())
+    "change changes modifying editing removing renaming list lists set sets".split())
 #: Nouns that close a scope phrase ("in the click package").
 _SCOPE_NOUNS = frozenset("package module library codebase repo repository project code source".split())
 #: Pronouns that stand for a topic named first ("X: anyone calling this?").
-_PRONOUNS = frozenset("it this".split())
+_PRONOUNS = frozenset("it this its".split())
 #: Conjunctions that join several targets ("who calls run or echo").
 _AND = frozenset("and or".split())
 #: Words that frame a look-up ("where is X defined") rather than describe behaviour.
@@ -183,8 +186,14 @@ MAX_RESIDUAL_WORDS = 2
 #: Targets at most (ambiguous mentions become several seeds, not a guess).
 MAX_TARGETS = 3
 
+#: Where a question splits into clauses: sentence ends, dashes, colons, commas, brackets.
+_CLAUSE = re.compile(r"(?<=[?!.;])\s+|\s+[-\u2013\u2014]+\s+|:\s+|,\s+|\s+[(\[]|(?<![(\[])[)\]](?=\s|$)|\s+->\s+")
+#: Words that make a clause a request of its own ("Need the functions X calls.").
+_ASKING = frozenset("find list show get give locate search enumerate need want trace".split())
+#: Words that open a yes/no question ("is it invoked from anywhere else").
+_AUX = frozenset("is are was were does do did has have can could".split())
 _TOKEN = re.compile(r"`([^`\n]{1,200})`|((?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?(?:'s)?)")
-_CODE = re.compile(r"[\w.]*(?:_\w|\w\.\w|[a-z][A-Z])[\w.]*|_\w*|\w+\.py")
+_CODE = re.compile(r"[\w.]*(?:_\w|\w\.\w|[a-z][A-Z])[\w.]*|_\w*|\w+\.py|[A-Z][A-Z0-9_]{3,}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,10 +228,35 @@ class Intent:
 
 
 def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
-    """Relation, direction and targets of a (courtesy-stripped) question."""
+    """Relation, direction and targets of a (courtesy-stripped) question.
+
+    The whole text is read first; when it does not read as a graph question, each clause is
+    read on its own ("BUG-331: getchar hangs. Need the functions getchar() calls."), with
+    a pronoun standing for the code a clause before it named ("`format_filename()` - where
+    does it get called?").
+    """
     if symbols is not None:
         symbols = _Memo(symbols)
-    toks = _tokens(text, symbols)
+    whole = _intent_of(_tokens(text, symbols), symbols)
+    clauses = [c for c in _CLAUSE.split(text) if c and c.strip()]
+    if whole.structural or len(clauses) < 2:
+        return whole
+    topic: _Tok | None = None
+    for clause in clauses:
+        toks = _tokens(clause, symbols)
+        if topic is not None and not any(x.code for x in toks):
+            toks = [topic if x.low in _PRONOUNS else x for x in toks]
+        intent = _intent_of(toks, symbols)
+        # A clause counts when it asks ("...?", a wh-word, "find", "need"), not when it is
+        # a fragment of a statement ("... referenced by extends, includes and imports").
+        if intent.structural and (clause.rstrip().endswith("?") or toks[0].low in _AUX
+                                  or any(x.low in _WH | _ASKING for x in toks)):
+            return intent
+        topic = next((x for x in reversed(toks) if x.code), topic)
+    return whole
+
+
+def _intent_of(toks: list[_Tok], symbols: SymbolTable | None) -> Intent:
     if not toks:
         return Intent()
     readings = [_reading(toks, r, symbols) for r, t in enumerate(toks) if t.relation is not None and not t.code]
@@ -258,7 +292,8 @@ _LEAD = re.compile(
     r"|(?:please|pls|plz|kindly)\b[\s,:;!.-]*"
     r"|(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?:tell|show|help)\s+me\b[\s,:;]*(?:find\b\s*)?)"
     r"|(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?=(?:find|list|show|locate|get)\b))"
-    r"|(?:i\s+(?:want|need|would\s+like|'d\s+like)\s+to\s+know\b[\s,:;]*)"
+    r"|(?:i\s*(?:want|need|would\s+like|'?d\s+like)\s+to\s+(?:know|see|find|understand)\b[\s,:;]*)"
+    r"|(?:(?:tell|give)\s+me\b[\s,:;]*)"
     r"|(?:do\s+you\s+know\b[\s,:;]*)|(?:i\s+wonder\b[\s,:;]*))",
     re.IGNORECASE)
 _TRAIL = re.compile(
@@ -365,7 +400,9 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | 
     relation, form = toks[r].relation
     low = toks[r].low
     nxt = toks[r + 1].low if r + 1 < len(toks) else None
-    if low in _VERB_OR_NOUN and nxt in _TO_TARGET | _FROM_ACTOR and low not in ("import",):
+    prev = toks[r - 1].low if r > 0 else None
+    if low in _VERB_OR_NOUN and low not in ("import",) and (nxt in _TO_TARGET | _FROM_ACTOR
+                                                            or prev in _INCOMING | _OUTGOING):
         relation, form = _VERB_OR_NOUN[low], "noun"
     if low == "subclass" and nxt in _TO_TARGET:
         form = "in"
@@ -473,7 +510,10 @@ def _closes(words: list[_Tok]) -> bool:
             if j < len(words):
                 i = j + 1 + (j + 1 < len(words) and words[j + 1].low in _SCOPE_NOUNS)
                 continue
-        if w not in _CLOSERS and not (w.endswith("ly") and len(w) > 4):
+        if w in _WH:
+            # "X overrides which base method?", "X is calling which functions?"
+            return len(words) - i <= 4
+        if w not in _CLOSERS and w not in _PRONOUNS and not (w.endswith("ly") and len(w) > 4):
             return False
         i += 1
     return True
