@@ -69,8 +69,8 @@ def _words(relation: str, form: str, words: str) -> None:
 _words("calls", "verb", "call calls invoke invokes reach reaches delegate delegates")
 _words("calls", "part", "called invoked reached delegated")
 _words("calls", "ger", "calling invoking reaching delegating")
-_words("calls", "in", "callers caller invokers invoker callsites callsite")
-_words("calls", "out", "callees callee")
+_words("calls", "in", "callers caller invokers invoker callsites callsite upstream")
+_words("calls", "out", "callees callee downstream")
 _words("calls", "noun", "invocations invocation")
 _words("uses", "verb", "use uses utilize utilizes utilise utilises")
 _words("uses", "part", "used utilized utilised")
@@ -116,7 +116,7 @@ _PHRASES = {("call", "sites"): "callsites", ("call", "site"): "callsite", ("base
             ("child", "classes"): "children", ("child", "class"): "children", ("super", "classes"): "superclasses",
             ("super", "class"): "superclass", ("blast", "radius"): "impact", ("sub", "classes"): "subclasses",
             ("call", "edges"): "calls", ("call", "graph"): "calls", ("call", "chain"): "calls",
-            ("call", "tree"): "calls", ("class", "hierarchy"): "subclasses"}
+            ("call", "tree"): "calls", ("call", "hierarchy"): "calls", ("class", "hierarchy"): "subclasses"}
 #: "calls", "uses", "references", "imports", "mentions", "overrides" are nouns too: "calls
 #: to X", "uses of X", "overrides of X". Read as nouns when a preposition follows.
 _VERB_OR_NOUN = {"calls": "calls", "call": "calls", "uses": "uses", "use": "uses", "references": "references",
@@ -140,7 +140,7 @@ _FRAME = frozenset(
     "helper definitions definition tests test me us i there lines line spots spot parts part "
     "in of from by inside within ones one anyone anybody someone somebody need want looking look "
     "im know see trying objects object exceptions exception errors error types type end ends up bits bit "
-    "pieces piece has have had".split())
+    "pieces piece has have had set paths path stuff".split())
 _WH = frozenset("who whom whose what which where whos wheres whats".split())
 #: Words that open a behaviour question or a subordinate clause, or a statement's subject:
 #: never a graph question frame.
@@ -163,6 +163,8 @@ _NEAR = _TO_TARGET | _FROM_ACTOR | frozenset(
     "change changes modifying editing removing renaming list lists set sets".split())
 #: Nouns that close a scope phrase ("in the click package").
 _SCOPE_NOUNS = frozenset("package module library codebase repo repository project code source".split())
+#: Words that open a subordinate clause after the question ("... so we can estimate it").
+_SUBORDINATE = frozenset("so before after since that".split())
 #: Pronouns that stand for a topic named first ("X: anyone calling this?").
 _PRONOUNS = frozenset("it this its".split())
 #: Conjunctions that join several targets ("who calls run or echo").
@@ -188,8 +190,11 @@ MAX_TARGETS = 3
 
 #: Where a question splits into clauses: sentence ends, dashes, colons, commas, brackets.
 _CLAUSE = re.compile(r"(?<=[?!.;])\s+|\s+[-\u2013\u2014]+\s+|:\s+|,\s+|\s+[(\[]|(?<![(\[])[)\]](?=\s|$)|\s+->\s+")
+#: Verbs that open a request ("list the functions that call X").
+_REQUESTS = frozenset("find finding list listing show get give locate search enumerate count name identify print "
+                      "display collect gather document check double trace audit".split())
 #: Words that make a clause a request of its own ("Need the functions X calls.").
-_ASKING = frozenset("find list show get give locate search enumerate need want trace".split())
+_ASKING = _REQUESTS | frozenset("need want".split())
 #: Words that open a yes/no question ("is it invoked from anywhere else").
 _AUX = frozenset("is are was were does do did has have can could".split())
 _TOKEN = re.compile(r"`([^`\n]{1,200})`|((?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?(?:'s)?)")
@@ -243,7 +248,10 @@ def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
         return whole
     topic: _Tok | None = None
     for clause in clauses:
+        clause = strip_courtesy(clause)
         toks = _tokens(clause, symbols)
+        if not toks:
+            continue
         if topic is not None and not any(x.code for x in toks):
             toks = [topic if x.low in _PRONOUNS else x for x in toks]
         intent = _intent_of(toks, symbols)
@@ -259,6 +267,7 @@ def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
 def _intent_of(toks: list[_Tok], symbols: SymbolTable | None) -> Intent:
     if not toks:
         return Intent()
+    toks = _resolve_pronoun(toks)
     readings = [_reading(toks, r, symbols) for r, t in enumerate(toks) if t.relation is not None and not t.code]
     readings = [r for r in readings if r is not None]
     if not readings:
@@ -294,7 +303,7 @@ _LEAD = re.compile(
     r"|(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?=(?:find|list|show|locate|get)\b))"
     r"|(?:i\s*(?:want|need|would\s+like|'?d\s+like)\s+to\s+(?:know|see|find|understand)\b[\s,:;]*)"
     r"|(?:(?:tell|give)\s+me\b[\s,:;]*)"
-    r"|(?:do\s+you\s+know\b[\s,:;]*)|(?:i\s+wonder\b[\s,:;]*))",
+    r"|(?:do\s+you\s+know\b[\s,:;]*)|(?:i\s+wonder\b[\s,:;]*)|(?:(?:would|do)\s+you\s+mind\s+))",
     re.IGNORECASE)
 _TRAIL = re.compile(
     r"(?:[\s,:;!.?-]*\b(?:thanks(?:\s+a\s+lot|\s+in\s+advance)?|thank\s+you(?:\s+so\s+much)?|thx|ty|cheers|please|pls|plz"
@@ -362,6 +371,23 @@ def _tokens(text: str, symbols: SymbolTable | None = None) -> list[_Tok]:
     return out
 
 
+def _resolve_pronoun(toks: list[_Tok]) -> list[_Tok]:
+    """The code named before "it"/"its" (or a final "this") moved into the pronoun's place:
+    "I keep seeing X and wonder which functions invoke it" reads "... invoke X"."""
+    for p, x in enumerate(toks):
+        if x.low in ("it", "its") or (x.low == "this" and p == len(toks) - 1):
+            if p > 0 and (toks[p - 1].low in ("inside", "within", "in")
+                          or (p > 1 and toks[p - 1].low == "of" and toks[p - 2].low in ("inside", "out"))):
+                return toks     # "X is calling inside (of) it": the pronoun restates the target
+            topic = next((i for i in range(p - 1, -1, -1) if toks[i].code), None)
+            # Only a topic that a relation word comes after ("X ... which functions invoke
+            # it"), not one the relation already governs ("call sites of X before deprecating it").
+            if topic is not None and any(toks[i].relation for i in range(topic + 1, len(toks))):
+                return toks[:topic] + toks[topic + 1:p] + [toks[topic]] + toks[p + 1:]
+            return toks
+    return toks
+
+
 def _typo_of(word: str) -> str:
     """The relation or question word `word` misspells by one edit inside it ("calers",
     "whcih"), else `word`. Edits at the end are inflections of other words ("based",
@@ -401,8 +427,10 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | 
     low = toks[r].low
     nxt = toks[r + 1].low if r + 1 < len(toks) else None
     prev = toks[r - 1].low if r > 0 else None
-    if low in _VERB_OR_NOUN and low not in ("import",) and (nxt in _TO_TARGET | _FROM_ACTOR
-                                                            or prev in _INCOMING | _OUTGOING):
+    nxt2 = toks[r + 2].low if r + 2 < len(toks) else None
+    if low in _VERB_OR_NOUN and low not in ("import",) and (nxt in _TO_TARGET | _FROM_ACTOR | _INCOMING | _OUTGOING
+                                                            or prev in _INCOMING | _OUTGOING
+                                                            or (nxt in ("are", "were", "is") and nxt2 in _FROM_ACTOR)):
         relation, form = _VERB_OR_NOUN[low], "noun"
     if low == "subclass" and nxt in _TO_TARGET:
         form = "in"
@@ -424,6 +452,9 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | 
         return Intent(relation, None, f"'{toks[r].text}' about what {targets[0]} does: behaviour, not the graph",
                       targets, evidence, residual)
     statement = words & _STATEMENT - ({"when"} if "when X runs" in rule else set())
+    # "... will break X callers": an agent noun beside its target says enough on its own.
+    if form in ("in", "out") and not statement:
+        residual = 0
     if residual > MAX_RESIDUAL_WORDS or statement:
         return Intent(relation, None, f"{rule}, but {residual} other content words: a description, not a "
                       "graph question", targets, evidence, residual)
@@ -451,11 +482,12 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
         return "outgoing", f"'{word} {prep_after} X' -> outgoing"
     if form == "part":
         if before:
-            if t > 0 and toks[t - 1].low in ("inside", "within", "in", "by"):
+            k = t - 1 - (t > 1 and toks[t - 1].low == "the")
+            if k >= 0 and toks[k].low in ("inside", "within", "in", "by"):
                 # "inside X, what gets called": the target is where the calls are made.
                 if _closes(toks[r + 1:]):
-                    return "outgoing", f"'{toks[t - 1].low} X, ... {word}' -> outgoing"
-            if not _is_frame(toks[:t]) or not _closes(toks[r + 1:]):
+                    return "outgoing", f"'{toks[k].low} X, ... {word}' -> outgoing"
+            if not _is_frame(_subject(toks[:t])) or not _closes(toks[r + 1:]):
                 return None, f"'X ... {word}' in a statement"
             if relation == "inherits" and prep_after == "from":
                 return "outgoing", f"'X {word} from' -> outgoing (the target's bases)"
@@ -476,14 +508,21 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
         return None, f"'{word} {' '.join(between)} X'"
     # verb and gerund: the target after the word is acted on; before it, the target acts.
     if before:
-        if not _is_frame(toks[:t]) or not _closes(toks[r + 1:]):
+        if not _is_frame(_subject(toks[:t])) or not _closes(toks[r + 1:]):
             return None, f"'X {word} ...' in a statement"
         return "outgoing", f"'X ... {word}' -> outgoing"
     # "Invokes the command with ...", "Calling the hook ...": a docstring's opening verb,
     # not a question; a question names who acts ("who calls X", "code using X").
-    if not toks[:r] or not _is_frame(toks[:r]):
+    if not toks[:r] or not _is_frame(_subject(toks[:r])):
         return None, f"'{word} X' in a statement (subject: {' '.join(x.text for x in toks[:r]) or '-'})"
     return "incoming", f"'... {word} X' -> incoming"
+
+
+def _subject(words: list[_Tok]) -> list[_Tok]:
+    """The words of the question proper: from its last wh-word or request ("I keep seeing X
+    and want to know which functions ..." -> "which functions ...")."""
+    k = max((i for i, w in enumerate(words) if w.low in _WH or w.low in ("need", "want")), default=0)
+    return words[k:]
 
 
 def _noun_subject(words: list[_Tok]) -> bool:
@@ -513,6 +552,8 @@ def _closes(words: list[_Tok]) -> bool:
         if w in _WH:
             # "X overrides which base method?", "X is calling which functions?"
             return len(words) - i <= 4
+        if w == "that" and (i > 0 or (i + 1 < len(words) and words[i + 1].low in ("i", "we", "you", "they"))):
+            return True     # a relative clause about the answer ("... call that I'd need to bring along")
         if w not in _CLOSERS and w not in _PRONOUNS and not (w.endswith("ly") and len(w) > 4):
             return False
         i += 1
@@ -527,8 +568,7 @@ def _is_frame(words: list[_Tok]) -> bool:
         return True
     if any(w.low in _NOT_FRAME for w in ws) or len(ws) > 6:
         return False
-    if ws[0].low in _WH or ws[0].low in ("find", "list", "show", "get", "give", "locate", "search", "enumerate",
-                                          "count", "name", "identify", "print", "display"):
+    if ws[0].low in _WH or ws[0].low in _REQUESTS:
         # "which template filters call X": up to three words of any kind after a wh-word.
         return sum(1 for w in ws if w.low not in _FRAME and not w.code) <= 3
     return all(w.low in _FRAME or w.relation is not None for w in ws)
@@ -599,9 +639,14 @@ def _near(toks: list[_Tok], r: int, i: int) -> bool:
 
 
 def _residual(toks: list[_Tok], r: int, t: int, targets: tuple[str, ...]) -> int:
+    """Content words of the question proper: from its last wh-word or request before the
+    relation and target, up to a subordinate clause ("so we can ...", "before ...")."""
     names = set(targets)
-    return sum(1 for i, x in enumerate(toks) if i not in (r, t) and x.text not in names and not x.code
-               and x.low not in _SKIP and x.relation is None)
+    lo = min(r, t)
+    start = max((i for i in range(lo) if toks[i].low in _WH or toks[i].low in ("need", "want")), default=0)
+    end = next((i for i in range(max(r, t) + 1, len(toks)) if toks[i].low in _SUBORDINATE), len(toks))
+    return sum(1 for i in range(start, end) if i not in (r, t) and toks[i].text not in names and not toks[i].code
+               and toks[i].low not in _SKIP and toks[i].relation is None)
 
 
 def _position(toks: list[_Tok], word: str) -> int:
