@@ -269,7 +269,6 @@ def _intent_of(toks: list[_Tok], symbols: SymbolTable | None) -> Intent:
         return Intent()
     toks = _resolve_pronoun(toks)
     readings = [_reading(toks, r, symbols) for r, t in enumerate(toks) if t.relation is not None and not t.code]
-    readings = [r for r in readings if r is not None]
     if not readings:
         targets, evidence = _targets(toks, None, symbols)
         return Intent(targets=targets, evidence=evidence)
@@ -411,15 +410,16 @@ def _one_inner_edit(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1:]
 
 
-def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | None:
-    """The intent when toks[r] is the relation word (None when the sentence does not read so)."""
+def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent:
+    """The intent when toks[r] is the relation word (no direction when the sentence does not
+    read as a graph question that way)."""
     targets, _ = _targets(toks, r, symbols)
     if targets and r > 0 and _position(toks, targets[0]) == 0:
-        # "Group.add_command -> what does it call": the topic first, then a question about
-        # it. Read the question with the topic in the pronoun's place.
-        pron = next((i for i, x in enumerate(toks) if i > r - 1 and i > 1 and x.low in _PRONOUNS), None)
-        if pron is None:
-            pron = next((i for i, x in enumerate(toks) if i > 1 and x.low in _PRONOUNS), None)
+        # "echo: who calls it?": a topic the table knows first, then a question about it.
+        # Read the question with the topic in the pronoun's place (the first pronoun from
+        # the relation word on, else any after the topic).
+        pronouns = [i for i, x in enumerate(toks) if i > 1 and x.low in _PRONOUNS]
+        pron = next((i for i in pronouns if i >= r), pronouns[0] if pronouns else None)
         if pron is not None:
             toks = toks[1:pron] + [toks[0]] + toks[pron + 1:]
             r -= 1
@@ -455,7 +455,10 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent | 
     # "... will break X callers": an agent noun beside its target says enough on its own.
     if form in ("in", "out") and not statement:
         residual = 0
-    if residual > MAX_RESIDUAL_WORDS or statement:
+    if statement:
+        return Intent(relation, None, f"{rule}, but '{sorted(statement)[0]}' makes it a behaviour question",
+                      targets, evidence, residual)
+    if residual > MAX_RESIDUAL_WORDS:
         return Intent(relation, None, f"{rule}, but {residual} other content words: a description, not a "
                       "graph question", targets, evidence, residual)
     return Intent(relation, direction, rule, targets, evidence, residual)
