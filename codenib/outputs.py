@@ -72,8 +72,8 @@ def refuse_foreign(folder: Path, foreign: list[str], what: str, force: bool) -> 
     raise BadInputError(
         f"{what} {folder} holds a file CodeNib did not write{more}; nothing was changed",
         path=str(folder / first),
-        fix=f"move {first} out of {folder}, pass another --out, or pass --force to replace the "
-            "folder and delete the files CodeNib did not write")
+        fix=f"move {first} out of {folder}, pass another --out, or pass --force to go on and "
+            "delete the files CodeNib did not write")
 
 
 def refuse_unknown(folder: Path, what: str) -> None:
