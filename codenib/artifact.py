@@ -1,5 +1,9 @@
 """The index folder on disk: manifest, checksums and atomic replacement.
 
+The manifest lists every artifact with its sha256 and size, and carries its own checksum
+(`self_sha256`: sha256 of the manifest's canonical JSON without that field), so an edited
+manifest cannot vouch for an edited artifact. Every file the loader reads must be listed.
+
 Core level (standard library only): the compiler writes through it, the index layer reads.
 """
 
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from codenib import __version__
+from codenib import outputs
 from codenib.errors import BadInputError, CodeNibError, IndexFormatError
 from codenib.types import FORMAT_VERSION
 
@@ -26,6 +31,12 @@ EDGES_FILE = "edges.parquet"
 SPARSE_DIR = "sparse"
 DENSE_DIR = "dense"
 VECTORS_FILE = "dense/vectors.npy"
+#: The manifest's own checksum field.
+SELF_CHECKSUM = "self_sha256"
+#: What the loader reads: these files, and every file under these folders. Each must be listed
+#: in the manifest (bm25s and faiss pick their files by name, so an unlisted one would be read).
+LOADED_FILES = (NODES_FILE, EDGES_FILE)
+LOADED_DIRS = (SPARSE_DIR, DENSE_DIR)
 
 
 def sha256_file(path: Path) -> str:
@@ -59,11 +70,13 @@ def is_index_dir(path: Path) -> bool:
 
 
 def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, Any]:
-    """Read and check an index manifest; with `verify`, check every artifact's sha256.
+    """Read and check an index manifest: its own checksum, and that it lists every file the
+    loader reads; with `verify`, also every artifact's size and sha256.
 
     Raises:
-        IndexFormatError: missing folder or manifest, other format version, or a file
-            that is missing, has another size or another checksum (named in the message).
+        IndexFormatError: missing folder or manifest, other format version, a manifest
+            without or failing its own checksum, a file read but not listed, or a file that
+            is missing, has another size or another checksum (named in the message).
     """
     folder = Path(folder)
     fix_rebuild = f"rebuild it with `codenib index REPO --out {folder}`"
@@ -78,28 +91,69 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise IndexFormatError(f"unreadable manifest: {exc}", path=str(path), fix=fix_rebuild) from exc
-    if manifest.get("format") != FORMAT_NAME:
-        raise IndexFormatError(f"expected format '{FORMAT_NAME}', found {manifest.get('format')!r}",
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise IndexFormatError(f"expected format '{FORMAT_NAME}', found {found!r}",
                                path=str(path), fix=fix_rebuild)
     if manifest.get("format_version") != FORMAT_VERSION:
         raise IndexFormatError(
             f"index format version {manifest.get('format_version')!r}; this CodeNib "
             f"({__version__}) reads version {FORMAT_VERSION}", path=str(path), fix=fix_rebuild)
+    _check_self_checksum(path, manifest, fix_rebuild)
+    check_listing(folder, manifest)
     if verify:
         verify_artifacts(folder, manifest)
     return manifest
 
 
+def manifest_checksum(manifest: dict[str, Any]) -> str:
+    """sha256 of `manifest` without its own checksum field, as canonical JSON (sorted keys,
+    compact separators, UTF-8): what `self_sha256` holds."""
+    body = {k: v for k, v in manifest.items() if k != SELF_CHECKSUM}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_listing(folder: Path, manifest: dict[str, Any]) -> None:
+    """Every file the loader may read is listed in the manifest (names only: cheap, so it
+    holds even where checksums are skipped; `verify_artifacts` checks the bytes).
+
+    Raises:
+        IndexFormatError: naming the first file read but not listed.
+    """
+    fix = f"rebuild the index with `codenib index REPO --out {folder}`"
+    listed = manifest.get("artifacts")
+    if not isinstance(listed, dict):
+        raise IndexFormatError("the manifest lists no artifacts", path=str(folder / MANIFEST), fix=fix)
+    read = list(LOADED_FILES)
+    for part in LOADED_DIRS:
+        if (folder / part).is_dir():
+            read += sorted(p.relative_to(folder).as_posix() for p in (folder / part).rglob("*")
+                           if not p.is_dir() or p.is_symlink())
+    model = manifest.get("model")
+    if isinstance(model, dict):
+        read.append(VECTORS_FILE)
+        name_field = model.get("name_field")
+        if isinstance(name_field, dict) and name_field.get("file"):
+            read.append(f"{DENSE_DIR}/{name_field['file']}")
+    for rel in read:
+        if rel not in listed:
+            raise IndexFormatError(f"the loader reads {rel}, but the manifest does not list it (added "
+                                   "or edited after the build)", path=str(folder / rel), fix=fix)
+
+
 def verify_artifacts(folder: Path, manifest: dict[str, Any]) -> None:
     """Check each artifact listed in the manifest against its size and sha256."""
     fix = f"rebuild the index with `codenib index REPO --out {folder}`"
-    for rel, meta in sorted(manifest.get("artifacts", {}).items()):
+    check_listing(folder, manifest)
+    for rel, meta in sorted(manifest["artifacts"].items()):
         path = folder / rel
         if not path.is_file():
             raise IndexFormatError("artifact listed in the manifest is missing", path=str(path), fix=fix)
         size = path.stat().st_size
-        if size != meta.get("size"):
-            raise IndexFormatError(f"artifact has {size} bytes, the manifest says {meta.get('size')} "
+        expected = meta.get("size") if isinstance(meta, dict) else None
+        if size != expected:
+            raise IndexFormatError(f"artifact has {size} bytes, the manifest says {expected} "
                                    "(truncated or replaced)", path=str(path), fix=fix)
         if sha256_file(path) != meta.get("sha256"):
             raise IndexFormatError("artifact checksum does not match the manifest (corrupted or "
@@ -116,33 +170,50 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         **manifest,
         "artifacts": describe_artifacts(folder),
     }
-    tmp = folder / (MANIFEST + ".tmp")
+    full[SELF_CHECKSUM] = manifest_checksum(full)
+    tmp = outputs.tmp_path(folder / MANIFEST)
     tmp.write_text(json.dumps(full, indent=2, sort_keys=True))
     os.replace(tmp, folder / MANIFEST)
     return full
 
 
-def check_output_dir(out: Path) -> None:
-    """Refuse an output path that exists and is not a CodeNib index (nothing is deleted)."""
+def index_ownership(folder: Path) -> outputs.Ownership | None:
+    """What CodeNib wrote in the index folder `folder`: its manifest and the artifacts it
+    lists (None when `folder` holds no CodeNib index manifest)."""
+    if not is_index_dir(folder):
+        return None
+    try:
+        listed = json.loads((folder / MANIFEST).read_text()).get("artifacts")
+    except (OSError, ValueError):
+        return None
+    return outputs.files_of([MANIFEST, *(listed if isinstance(listed, dict) else ())])
+
+
+def check_output_dir(out: Path, force: bool = False) -> None:
+    """Refuse an output path that is a file, a non-empty folder that is not a CodeNib index,
+    or an index that also holds files CodeNib did not write (unless `force`). Reads only."""
     if out.exists() and not out.is_dir():
         raise BadInputError("the output path exists and is a file", path=str(out),
                             fix="pass a new folder path to --out")
-    if out.is_dir() and any(out.iterdir()) and not is_index_dir(out):
-        raise BadInputError("the output folder exists, is not empty and is not a CodeNib index; "
-                            "refusing to overwrite it", path=str(out),
-                            fix="choose a new --out folder or remove this one yourself")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    ownership = index_ownership(out)
+    if ownership is None:
+        outputs.refuse_unknown(out, "CodeNib index")
+    outputs.refuse_foreign(out, outputs.foreign_files(out, ownership), "the index folder", force)
 
 
 @contextlib.contextmanager
-def atomic_index_dir(out: str | os.PathLike) -> Iterator[Path]:
+def atomic_index_dir(out: str | os.PathLike, force: bool = False) -> Iterator[Path]:
     """Yield a staging folder beside `out`; on success it replaces `out` in one rename.
 
     An interrupted or failed build leaves `out` as it was: the staging folder has no
     manifest until the very end, so it never loads as an index, and it is removed on
-    failure (or by the next build, when the process was killed).
+    failure (or by the next build, when the process was killed). `force` replaces an `out`
+    that also holds files CodeNib did not write (they are deleted with it).
     """
     out = Path(out).absolute()
-    check_output_dir(out)
+    check_output_dir(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_staging(out)
     with atomic_dir(out, MANIFEST) as staging:
@@ -171,6 +242,17 @@ def atomic_dir(out: str | os.PathLike, last_file: str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _check_self_checksum(path: Path, manifest: dict[str, Any], fix: str) -> None:
+    recorded = manifest.get(SELF_CHECKSUM)
+    if recorded is None:
+        raise IndexFormatError(f"the manifest has no {SELF_CHECKSUM} (written before manifests "
+                               "checked themselves), so its checksums cannot be trusted",
+                               path=str(path), fix=fix)
+    if recorded != manifest_checksum(manifest):
+        raise IndexFormatError(f"the manifest's own checksum ({SELF_CHECKSUM}) does not match its "
+                               "content (edited after the build)", path=str(path), fix=fix)
 
 
 def _remove_stale_staging(out: Path) -> None:

@@ -8,8 +8,11 @@ RESULTS_DIR/
   plans.parquet              every plan row, written once every shard is committed
   _SUCCESS                   written last
   _staging/                  shards being written (removed when the job ends)
-  _LOCK                      the writing process (one writer per folder)
+  _LOCK                      the writing process (one writer per folder: it holds an flock on it)
 ```
+
+Nothing else belongs in a results folder: a job stops (exit 2) at any other file, unless `--force`
+(see `codenib.outputs`). Temporary files carry the writing process's id (`outputs.tmp_path`).
 
 Core level: the batch sink writes through these names; evaluation, re-ranking and the demo
 read through `ResultsFolder`.
@@ -18,12 +21,14 @@ read through `ResultsFolder`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
 
+from codenib.outputs import TMP_NAME, Ownership, foreign_files, refuse_foreign, refuse_unknown
 from codenib.types import RESULTS_SCHEMA
 
 RESULTS_FORMAT = "codenib-results"
@@ -34,6 +39,7 @@ LOCK = "_LOCK"
 STAGING = "_staging"
 PLAN_PARTS = "_plans"
 PART_GLOB = "part-*.parquet"
+_PART = re.compile(r"part-\d{5}\.parquet")
 #: The schema metadata key of every Parquet file a job writes (its metadata, as JSON).
 METADATA_KEY = b"codenib"
 
@@ -41,6 +47,40 @@ METADATA_KEY = b"codenib"
 def part_name(shard_id: int) -> str:
     """The file name of shard `shard_id` (in the folder, and under `_plans/`)."""
     return f"part-{shard_id:05d}.parquet"
+
+
+def owns_result_file(rel: str) -> bool:
+    """Whether a job writes the file at `rel` (a relative posix path) in a results folder."""
+    folder, _, name = rel.rpartition("/")
+    if TMP_NAME.fullmatch(name):
+        return folder in ("", STAGING, PLAN_PARTS)
+    if folder == "":
+        return name in (MANIFEST, SUCCESS, PLANS, LOCK) or bool(_PART.fullmatch(name))
+    if folder == PLAN_PARTS:
+        return bool(_PART.fullmatch(name))
+    if folder == STAGING:  # also the names of earlier versions, which staged without tmp names
+        return name == PLANS or bool(_PART.fullmatch(name.removeprefix("plans-")))
+    return False
+
+
+#: What a job may write in a results folder.
+RESULTS_OWNERSHIP = Ownership(owns_result_file, frozenset({STAGING, PLAN_PARTS}))
+
+
+def check_results_dir(path: Path, force: bool = False) -> None:
+    """Refuse (reading only) a non-empty folder with nothing of a job's in it, or a results
+    folder that also holds files CodeNib did not write (unless `force`).
+
+    Raises:
+        BadInputError: naming the folder, or its first foreign file, and the fix.
+    """
+    if not path.is_dir():
+        return
+    entries = list(path.iterdir())
+    # A folder with nothing of a job's in it is never taken over, --force or not.
+    if entries and not any(_ours(e) for e in entries):
+        refuse_unknown(path, "CodeNib results folder")
+    refuse_foreign(path, foreign_files(path, RESULTS_OWNERSHIP), "the results folder", force)
 
 
 @dataclass(frozen=True)
@@ -113,3 +153,10 @@ class ResultsFolder:
 def read_results(path: str | Path) -> pa.Table:
     """Every result row of a results folder, sorted by (qid, plan, rank)."""
     return ResultsFolder(path).rows()
+
+
+def _ours(entry: Path) -> bool:
+    """Whether a top-level entry of a results folder has a name a job writes."""
+    if entry.is_dir() and not entry.is_symlink():
+        return entry.name in RESULTS_OWNERSHIP.dirs
+    return RESULTS_OWNERSHIP.owns(entry.name)

@@ -99,7 +99,7 @@ def log_to_stderr(message: str) -> None:
 
 def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     """Run (or resume) `job` into `options.out`; returns its summary."""
-    sink = ParquetSink(options.out, job.fingerprint, job.metadata, len(job.shards))
+    sink = ParquetSink(options.out, job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log)
     done = sink.open()
     t0 = time.perf_counter()
     todo = [s for s in job.shards if s.shard_id not in done]

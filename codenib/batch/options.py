@@ -21,7 +21,7 @@ JOB_MODES = MODES + ("all",)
 #: `codenib rerank --reranker`: the rerankers (the planner's "none" means no rerank).
 RERANKERS = tuple(r for r in PLAN_RERANKERS if r != "none")
 #: The Ray-job flags both commands have, in --help order.
-JOB_FLAGS = ("llm", "address", "shard_size", "workers", "run_tag", "device")
+JOB_FLAGS = ("llm", "address", "shard_size", "workers", "run_tag", "device", "force")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +49,8 @@ class JobOptions:
                                  help="graph actors (default: one per CPU, at most 16)")
     run_tag: str | None = option(None, help="the run_tag column (default: codenib-MODE-BUDGET)")
     device: str = option("auto", choices=DEVICES, help="dense and rerank actors' device (default: auto)")
+    force: bool = option(False, help="go on in a results folder that also holds files CodeNib did not "
+                                     "write, deleting them (without it: exit 2 naming the first)")
     progress: bool = option(True, flag="--quiet", quiet=True, help="no progress bar")
 
     def validate(self) -> None:

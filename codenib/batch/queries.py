@@ -154,7 +154,10 @@ def _read_table(path: Path) -> pa.Table:
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            return pq.read_table(path)
+            table = pq.read_table(path)
+            if table.num_rows == 0:  # as an empty JSONL file is
+                raise BadInputError("the query set is empty", path=str(path), fix="add at least one query")
+            return table
         if suffix in (".jsonl", ".json", ".ndjson"):
             return _read_jsonl(path)
     except BadInputError:

@@ -3,75 +3,84 @@
 A shard is written to `_staging/` and renamed into place; it counts as committed only once
 `_manifest.json` (replaced atomically) lists it, so a re-run skips it and never duplicates or
 loses rows. When every shard is committed, `plans.parquet` and finally `_SUCCESS` are written.
+
+One writer per folder: `open` takes an exclusive `flock` on `_LOCK` (the kernel drops it when
+the process dies, so a crashed job never blocks the next), then writes its pid and host into
+it for the message others get. The folder is inspected before the lock (so nothing is written
+into a folder that is refused) and again under it (the answer that counts).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import shutil
 import socket
+import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.artifact import pid_alive
 from codenib.errors import BadInputError
-from codenib.results import LOCK, MANIFEST, METADATA_KEY, PLANS, RESULTS_FORMAT, ResultsFolder, part_name
+from codenib.outputs import TMP_NAME, foreign_files, remove_foreign, tmp_path
+from codenib.results import (MANIFEST, METADATA_KEY, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, ResultsFolder,
+                             check_results_dir, part_name)
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+
+#: How long a process that lost the lock waits for the holder to write its name into `_LOCK`.
+HOLDER_WAIT_S = 5.0
 
 
 class ParquetSink:
     """Writes one results folder; `open` validates it and returns the shards already done."""
 
-    def __init__(self, out: str | Path, fingerprint: str, metadata: dict[str, Any], total_shards: int):
+    def __init__(self, out: str | Path, fingerprint: str, metadata: dict[str, Any], total_shards: int, *,
+                 force: bool = False, log: Callable[[str], None] | None = None):
         self.out = Path(out)
         self.folder = ResultsFolder(self.out)
         self.fingerprint = fingerprint
         self.metadata = metadata
         self.total_shards = total_shards
+        self.force = force
+        self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
         self._manifest: dict[str, Any] = {}
+        self._lock_fd: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> set[int]:
-        """Create or resume the folder; refuse one that holds something else.
+        """Create or resume the folder under its lock; refuse one that holds something else.
 
         Raises:
-            BadInputError: the folder holds another job's results or unrelated files.
+            BadInputError: the folder holds another job's results or files CodeNib did not
+                write (without `force`), or another live job writes to it (its pid and host).
         """
-        out = self.out
-        if out.exists() and not out.is_dir():
-            raise BadInputError("the output path is a file", path=str(out), fix="pass a folder to --out")
-        manifest_path = self.folder.manifest_path
-        if manifest_path.is_file():
-            try:
-                manifest = self.folder.manifest()
-            except ValueError as exc:
-                raise BadInputError(f"unreadable {MANIFEST}: {exc}", path=str(manifest_path),
-                                    fix="remove the folder or pass another --out") from exc
-            if manifest.get("format") != RESULTS_FORMAT or manifest.get("fingerprint") != self.fingerprint:
-                raise BadInputError(
-                    "the output folder holds another job's results (different queries, indexes or "
-                    "options)", path=str(out),
-                    fix="pass a new --out, or re-run with exactly the options of that job to resume it")
-            self._manifest = manifest
-        elif out.is_dir() and any(out.iterdir()):
-            raise BadInputError("the output folder is not empty and is not a CodeNib results folder",
-                                path=str(out), fix="pass a new or empty --out folder")
-        else:
-            out.mkdir(parents=True, exist_ok=True)
-            self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
-                              "total_shards": self.total_shards, "shards": {}, **self.metadata}
-            self._write_manifest()
-        self._lock()
-        self.folder.plan_parts.mkdir(exist_ok=True)
-        staging = self.folder.staging
-        if staging.exists():
-            shutil.rmtree(staging)  # leftovers of an interrupted shard: it was never committed
-        staging.mkdir()
+        self._inspect()                     # reads only: a refused folder is left as it was
+        created = not self.out.exists()
+        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock()
+            manifest = self._inspect()      # again, under the lock: the answer that counts
+            if self.force:
+                remove_foreign(self.out, foreign_files(self.out, RESULTS_OWNERSHIP))
+            self._clear_leftovers()
+            if manifest is None:
+                self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
+                                  "total_shards": self.total_shards, "shards": {}, **self.metadata}
+                self._write_manifest()
+            else:
+                self._manifest = manifest
+            self.folder.plan_parts.mkdir(exist_ok=True)
+            self.folder.staging.mkdir(exist_ok=True)
+        except BaseException:
+            self.close()
+            if created:
+                _remove_if_empty(self.out)
+            raise
         # A shard recorded as failed (infrastructure, not a query's own error) runs again.
         return {int(k) for k, v in self._manifest.get("shards", {}).items() if not v.get("failed")}
 
@@ -90,14 +99,15 @@ class ParquetSink:
         failure after retries): its error rows are kept, and a re-run retries it.
         """
         name = part_name(shard_id)
-        staging = self.folder.staging
         meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
         results = results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)
         plans = plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)
-        pq.write_table(results, staging / name)
-        pq.write_table(plans, staging / f"plans-{name}")
-        os.replace(staging / f"plans-{name}", self.folder.plan_parts / name)
-        os.replace(staging / name, self.out / name)
+        staged_results = tmp_path(self.folder.staging / name)
+        staged_plans = tmp_path(self.folder.staging / f"plans-{name}")
+        pq.write_table(results, staged_results)
+        pq.write_table(plans, staged_plans)
+        os.replace(staged_plans, self.folder.plan_parts / name)
+        os.replace(staged_results, self.out / name)
         self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
                                                        "queries": plans.num_rows, "failed": failed}
         self._write_manifest()
@@ -111,10 +121,10 @@ class ParquetSink:
         tables = [pq.read_table(self.folder.plan_parts / part_name(int(s))) for s in done]
         plans = pa.concat_tables(tables) if tables else PLANS_SCHEMA.empty_table()
         meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
-        tmp = self.folder.staging / PLANS
+        tmp = tmp_path(self.folder.staging / PLANS)
         pq.write_table(plans.replace_schema_metadata(meta), tmp)
         os.replace(tmp, self.folder.plans_path)
-        shutil.rmtree(self.folder.staging, ignore_errors=True)
+        self._clear_leftovers()
         if self.failed_shards:
             return self.out  # no _SUCCESS until a re-run has retried the failed shards
         self.folder.success_path.write_text(json.dumps({"run_id": self.metadata.get("run_id"),
@@ -122,33 +132,146 @@ class ParquetSink:
         return self.out
 
     def close(self) -> None:
-        """Release the folder (the lock file); safe to call more than once."""
-        lock = self.folder.lock_path
+        """Release the folder: remove `_LOCK` while still holding it, then let go (so a process
+        that opened the old file notices it is gone); safe to call more than once."""
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:
+            return
         try:
-            if json.loads(lock.read_text()).get("pid") == os.getpid():
-                lock.unlink()
-        except (OSError, ValueError):
-            pass
+            _remove_if_empty(self.folder.staging)
+            if _same_file(fd, self.folder.lock_path):
+                self.folder.lock_path.unlink()
+        finally:
+            os.close(fd)
+
+    # -- private helpers ----------------------------------------------------------------------
+
+    def _inspect(self) -> dict[str, Any] | None:
+        """Check the folder without writing: its manifest (None for a new folder) and that it
+        holds nothing CodeNib did not write (unless `force`)."""
+        out, folder = self.out, self.folder
+        if out.exists() and not out.is_dir():
+            raise BadInputError("the output path is a file", path=str(out), fix="pass a folder to --out")
+        if not out.is_dir():
+            return None
+        manifest = None
+        if folder.manifest_path.is_file():
+            try:
+                manifest = folder.manifest()
+            except (OSError, ValueError) as exc:
+                raise BadInputError(f"unreadable {MANIFEST}: {exc}", path=str(folder.manifest_path),
+                                    fix="remove the folder or pass another --out") from exc
+            if manifest.get("format") != RESULTS_FORMAT or manifest.get("fingerprint") != self.fingerprint:
+                raise BadInputError(
+                    "the output folder holds another job's results (different queries, indexes or "
+                    "options)", path=str(out),
+                    fix="pass a new --out, or re-run with exactly the options of that job to resume it")
+        check_results_dir(out, self.force)
+        return manifest
 
     def _lock(self) -> None:
-        """One writer per folder: a second job would delete the first one's staging files
-        and overwrite its manifest. A lock left by a dead process on this host is taken over."""
-        lock = self.folder.lock_path
+        """Take the folder's flock or raise naming the live holder (see the module docstring)."""
+        path = self.folder.lock_path
         me = {"pid": os.getpid(), "host": socket.gethostname()}
+        deadline = time.monotonic() + HOLDER_WAIT_S
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                holder = _read_holder(path)
+                if _live(holder, me["host"]) or time.monotonic() > deadline:
+                    raise self._locked(holder) from None
+                time.sleep(0.005)   # the holder has the lock but has not written its name yet
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            if _same_file(fd, path):
+                break
+            os.close(fd)            # the holder removed _LOCK as we opened it: take the new one
         try:
-            held = json.loads(lock.read_text())
-        except (OSError, ValueError):
-            held = None
-        if held and held.get("pid") != me["pid"]:
-            if held.get("host") != me["host"] or pid_alive(held.get("pid")):
-                raise BadInputError(f"another job (pid {held.get('pid')} on {held.get('host')}) is writing to "
-                                    "this results folder", path=str(self.out),
-                                    fix=f"wait for it to finish, or remove {lock} if no job is running")
-        tmp = self.out / (LOCK + ".tmp")
-        tmp.write_text(json.dumps(me))
-        os.replace(tmp, lock)
+            previous = _parse_holder(os.pread(fd, 4096, 0))
+            if previous and previous.get("pid") != me["pid"] and _live(previous, me["host"]):
+                # Not held, yet it names a running process (an older CodeNib without flock, or a
+                # job on another host where flock may not reach): do not take it.
+                raise self._locked(previous)
+            if previous and previous.get("pid") != me["pid"]:
+                self.log(f"{self.out}: taking over the lock of pid {previous.get('pid')} on "
+                         f"{previous.get('host')}, which is no longer running")
+            data = json.dumps(me).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._lock_fd = fd
+
+    def _locked(self, holder: dict[str, Any] | None) -> BadInputError:
+        who = (f"pid {holder.get('pid')} on {holder.get('host')}" if holder
+               else "a process that has not recorded its pid yet")
+        return BadInputError(f"another job ({who}) is writing to this results folder", path=str(self.out),
+                             fix=f"wait for it to finish, or remove {self.folder.lock_path} if no job is "
+                                 "running there")
+
+    def _clear_leftovers(self) -> None:
+        """Remove what an interrupted writer left (staged shards, temporary files): under the
+        lock, after the foreign-file check, so only CodeNib's own files are there."""
+        for path in _leftovers(self.folder):
+            path.unlink(missing_ok=True)
 
     def _write_manifest(self) -> None:
-        tmp = self.out / (MANIFEST + ".tmp")
+        tmp = tmp_path(self.folder.manifest_path)
         tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True))
         os.replace(tmp, self.folder.manifest_path)
+
+
+def _leftovers(folder: ResultsFolder) -> list[Path]:
+    """CodeNib's files an interrupted writer left: staged shards and temporary files."""
+    out = []
+    for where in (folder.staging, folder.path, folder.plan_parts):
+        if where.is_dir():
+            out += [p for p in where.iterdir() if p.is_file() and not p.is_symlink()
+                    and (where == folder.staging or TMP_NAME.fullmatch(p.name))
+                    and RESULTS_OWNERSHIP.owns(p.relative_to(folder.path).as_posix())]
+    return out
+
+
+def _read_holder(path: Path) -> dict[str, Any] | None:
+    try:
+        return _parse_holder(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _parse_holder(data: bytes) -> dict[str, Any] | None:
+    try:
+        holder = json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and "pid" in holder else None
+
+
+def _live(holder: dict[str, Any] | None, host: str) -> bool:
+    """Whether `holder` may still run: on this host, its pid is alive; another host's pid
+    cannot be checked from here, so it counts as alive."""
+    if not holder:
+        return False
+    return holder.get("host") != host or pid_alive(holder.get("pid"))
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return False
+    fst = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass   # not empty, or already gone

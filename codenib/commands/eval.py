@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from codenib.commands import Command
 
@@ -45,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sign flips sampled by the randomization test of --compare")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--force", action="store_true",
+                   help="replace a report folder that also holds files CodeNib did not write (deleting them)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.qrels is None and args.export_trec is None:
         raise BadInputError("--qrels is required to evaluate",
                             fix="pass --qrels QRELS.parquet (or only --export-trec FILE to convert)")
+    if args.out and args.qrels is not None:
+        # Before any work: a report folder that holds someone's files stops here, untouched.
+        report.check_report_dir(Path(args.out).absolute(), args.force)
     results = read_results(args.results, allow_partial=args.allow_partial)
     if args.export_trec:
         rows = trec_rows(results.run(args.plan), results.run_scores(args.plan),
@@ -83,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         options=options,
     )
     if args.out:
-        out = report.write_report(evaluation, args.out, plots=not args.no_plots)
+        out = report.write_report(evaluation, args.out, plots=not args.no_plots, force=args.force)
         print(f"report written to {out}", file=sys.stderr)
     else:
         print(report.summary_json(evaluation))

@@ -13,7 +13,7 @@ from codenib.options import DEVICES
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("repo", help="root folder of the repository to index")
-    p.add_argument("--out", required=True, help="index folder to write (replaced atomically)")
+    p.add_argument("--out", required=True, help="index folder to write (replaced atomically; files CodeNib did not write stop it, see --force)")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="sentence-transformers model name or local path (offline only)")
     p.add_argument("--no-dense", action="store_true", help="skip dense vectors (BM25 and graph only)")
@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seq-length", type=int, default=None,
                    help="encoder truncation in tokens (default: the model's own)")
     p.add_argument("--no-stem", action="store_true", help="BM25 without Snowball stemming")
+    p.add_argument("--force", action="store_true",
+                   help="replace an index folder that also holds files CodeNib did not write (deleting them)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         max_seq_length=args.max_seq_length,
         progress=not args.quiet and sys.stderr.isatty(),
+        force=args.force,
     )
     summary = build_index(args.repo, args.out, options)
     print(summary.render(), file=sys.stderr)

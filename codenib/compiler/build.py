@@ -34,6 +34,7 @@ class BuildOptions:
     batch_size: int | None = None     # None: 32 on the CPU, 256 on CUDA
     max_seq_length: int | None = None
     progress: bool = True
+    force: bool = False                 # replace an index folder that also holds others' files
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +88,12 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
 
     Raises:
         BadInputError: missing repository, no Python files, or an `out` that exists and
-            is not a CodeNib index.
+            is not a CodeNib index or also holds files CodeNib did not write (without `force`).
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
     repo = Path(repo)
     out = Path(out)
-    artifact.check_output_dir(out)
+    artifact.check_output_dir(out, options.force)
     if options.reuse is not None:
         artifact.read_manifest(options.reuse, verify=True)
     seconds: dict[str, float] = {}
@@ -120,7 +121,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     for path, err in parse_errors:
         log(f"warning: {path}: {err}; indexed as a file node without definitions")
 
-    with artifact.atomic_index_dir(out) as staging:
+    with artifact.atomic_index_dir(out, options.force) as staging:
         pq.write_table(nodes_to_table(nodes), staging / artifact.NODES_FILE)
         pq.write_table(edges_to_table(edges), staging / artifact.EDGES_FILE)
 

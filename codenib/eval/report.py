@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from codenib import outputs
 from codenib.artifact import atomic_dir
 from codenib.errors import BadInputError
 from codenib.eval import metrics
@@ -30,6 +31,12 @@ from codenib.eval.queries import QuerySet
 from codenib.eval.runs import Results, chosen_plans
 
 REPORT_FORMAT = "codenib-eval/1"
+#: The report folder's list of the files it wrote (written last).
+REPORT_MANIFEST = "manifest.json"
+REPORT_FOLDER_FORMAT = "codenib-report"
+#: What a report folder held before it listed its files (metrics.json marks one).
+LEGACY_REPORT_FILES = ("metrics.json", "per_query.parquet", "report.md", "recall_at_k.png", "per_plan.png",
+                       "by_kind.png")
 #: node: rankings as written; file: a file ranks at its first node; function: symbol nodes only,
 #: `#N` stripped (the localization benchmarks' function level).
 LEVELS = ("node", "file", "function")
@@ -131,16 +138,49 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
                       curve_ks=tuple(options.curve_ks), warnings=warnings)
 
 
-def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool = True) -> Path:
-    """Write metrics.json, per_query.parquet, report.md and PNG plots into `out` (atomically)."""
+def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool = True,
+                 force: bool = False) -> Path:
+    """Write metrics.json, per_query.parquet, report.md, PNG plots and the manifest that lists
+    them into `out` (atomically; `force`: even over files CodeNib did not write, deleting them)."""
     out = Path(out).absolute()
-    _check_report_dir(out)
-    with atomic_dir(out, "report.md") as staging:
+    check_report_dir(out, force)
+    with atomic_dir(out, REPORT_MANIFEST) as staging:
         figures = write_plots(evaluation, staging) if plots else []
         (staging / "metrics.json").write_text(json.dumps(_jsonable(evaluation.summary), indent=2) + "\n")
         _write_per_query(evaluation, staging / "per_query.parquet")
         (staging / "report.md").write_text(render_markdown(evaluation, figures))
+        files = sorted(p.name for p in staging.iterdir())
+        (staging / REPORT_MANIFEST).write_text(json.dumps({"format": REPORT_FOLDER_FORMAT, "files": files},
+                                                          indent=2) + "\n")
     return out
+
+
+def check_report_dir(out: Path, force: bool = False) -> None:
+    """Refuse a report path that is a file, a non-empty folder that is not a report, or a
+    report that also holds files CodeNib did not write (unless `force`). Reads only."""
+    if out.exists() and not out.is_dir():
+        raise BadInputError("the report path exists and is a file", path=str(out),
+                            fix="pass a new folder path to --out")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    ownership = report_ownership(out)
+    if ownership is None:
+        outputs.refuse_unknown(out, "CodeNib report (no metrics.json)")
+    outputs.refuse_foreign(out, outputs.foreign_files(out, ownership), "the report folder", force)
+
+
+def report_ownership(out: Path) -> outputs.Ownership | None:
+    """The files CodeNib wrote in the report folder `out` (None: it is not a report)."""
+    try:
+        listed = json.loads((out / REPORT_MANIFEST).read_text())
+    except (OSError, ValueError):
+        listed = None
+    if isinstance(listed, dict) and listed.get("format") == REPORT_FOLDER_FORMAT \
+            and isinstance(listed.get("files"), list):
+        return outputs.files_of([REPORT_MANIFEST, *map(str, listed["files"])])
+    if (out / "metrics.json").is_file():
+        return outputs.files_of(LEGACY_REPORT_FILES)
+    return None
 
 
 def summary_json(evaluation: Evaluation) -> str:
@@ -246,16 +286,6 @@ def _primary_name(results: Results, chosen: dict[str, str], options: EvalOptions
     if not results.multi_plan:
         return results.label
     return AUTO if chosen else None
-
-
-def _check_report_dir(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise BadInputError("the report path exists and is a file", path=str(out),
-                            fix="pass a new folder path to --out")
-    if out.is_dir() and any(out.iterdir()) and not (out / "metrics.json").is_file():
-        raise BadInputError("the report folder exists, is not empty and holds no metrics.json; "
-                            "refusing to overwrite it", path=str(out),
-                            fix="choose a new --out folder or remove this one yourself")
 
 
 def _jsonable(value):

@@ -72,3 +72,22 @@ def test_cli_bad_inputs_exit_2_naming_file_and_fix(tmp_path, sparse_only_index_d
                  "-k", "0"]) == 2
     assert "-k must be at least 1" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_an_empty_query_set_is_bad_input_in_either_format(tmp_path, sparse_only_index_dir, suffix, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / f"q{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(pa.table({"qid": pa.array([], pa.string()), "query": pa.array([], pa.string())}), path)
+    else:
+        path.write_text("")
+    with pytest.raises(BadInputError, match="the query set is empty"):
+        read_query_set(path, index=sparse_only_index_dir)
+    out = tmp_path / "out"
+    assert main(["run", "--queries", str(path), "--index", str(sparse_only_index_dir), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"q{suffix}" in err and "is empty" in err and "add at least one query" in err
+    assert not out.exists()

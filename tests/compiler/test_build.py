@@ -219,3 +219,20 @@ def test_index_command_prints_summary(fixture_repo, tmp_path, capsys):
 def test_reuse_of_a_non_index_is_bad_input(fixture_repo, tmp_path):
     with pytest.raises(BadInputError, match="no manifest.json"):
         build_index(fixture_repo, tmp_path / "o", BuildOptions(dense=False, reuse=tmp_path, progress=False))
+
+
+def test_rebuild_over_an_index_holding_a_users_file_touches_nothing(fixture_repo, tmp_path, capsys):
+    out = tmp_path / "idx"
+    build_index(fixture_repo, out, NO_DENSE)
+    (out / "NOTES.txt").write_text("why this index exists")
+    (out / "sparse" / "mine.txt").write_text("mine too")
+    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main(["index", str(fixture_repo), "--out", str(out), "--no-dense", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "NOTES.txt" in err and "--force" in err and "another --out" in err
+    assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not list(tmp_path.glob(".idx.*"))   # nothing staged either
+    # --force replaces the folder, the files CodeNib did not write included.
+    assert main(["index", str(fixture_repo), "--out", str(out), "--no-dense", "--quiet", "--force"]) == 0
+    assert not (out / "NOTES.txt").exists() and not (out / "sparse" / "mine.txt").exists()
+    load_index(out)

@@ -227,3 +227,18 @@ def test_run_spec_eval_section_errors_exit_as_eval_does(small_case, tmp_path, ca
         run._evaluate(spec, str(small_case["results"]))
     assert exc.value.code == 2
     assert "codenib eval: error:" in capsys.readouterr().err
+
+
+def test_rewriting_a_report_that_holds_a_users_file_touches_nothing(small_case, tmp_path, capsys):
+    out = tmp_path / "report"
+    argv = ["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+            "--out", str(out), "--no-plots"]
+    assert main(argv) == 0
+    (out / "NOTES.txt").write_text("what I concluded")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert main(argv) == 2
+    err = _error(capsys)
+    assert "NOTES.txt" in err and "--force" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main(argv + ["--force"]) == 0
+    assert not (out / "NOTES.txt").exists() and (out / "report.md").is_file()

@@ -1,0 +1,110 @@
+"""Folders CodeNib writes (index, results, report, demo): which files in them are its own.
+
+The rule every command that writes a folder follows: it replaces only what CodeNib wrote
+there (what the folder's manifest lists, or the fixed names of its layout). When the folder
+holds anything else, the command stops before writing anything, with exit status 2, naming
+the first such file; `--force` lets it go on and delete those files. A folder that holds
+nothing of CodeNib's at all is never taken over, `--force` or not.
+
+Core level (standard library only).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from codenib.errors import BadInputError
+
+#: Names of temporary files: `.NAME.PID-NONCE.tmp`, one per process and write.
+TMP_NAME = re.compile(r"\..+\.\d+-[0-9a-f]{8}\.tmp")
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """What CodeNib owns in one folder: `owns(rel)` says it of a file and `dirs` are the
+    folders it may hold files in (relative posix paths; the top is '')."""
+
+    owns: Callable[[str], bool]
+    dirs: frozenset[str] = frozenset()
+
+
+def tmp_path(path: Path) -> Path:
+    """A temporary name beside `path`, unique to this process and call (renamed into place)."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
+def foreign_files(folder: Path, ownership: Ownership) -> list[str]:
+    """Entries under `folder` that CodeNib did not write, as sorted relative posix paths.
+
+    A folder CodeNib does not use is one entry (`notes/`); links are never followed.
+    """
+    out: list[str] = []
+    _walk(Path(folder), "", ownership, out)
+    return sorted(out)
+
+
+def files_of(names: Iterable[str]) -> Ownership:
+    """The ownership of a folder whose manifest lists `names` (and the folders above them)."""
+    owned = frozenset(names)
+    dirs = {""}
+    for name in owned:
+        parts = name.split("/")[:-1]
+        dirs.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return Ownership(owned.__contains__, frozenset(dirs))
+
+
+def refuse_foreign(folder: Path, foreign: list[str], what: str, force: bool) -> None:
+    """Raise naming the first entry of `foreign` unless `force` (see the module's rule).
+
+    Raises:
+        BadInputError: `foreign` is not empty and `force` is off.
+    """
+    if not foreign or force:
+        return
+    first = foreign[0]
+    more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+    raise BadInputError(
+        f"{what} {folder} holds a file CodeNib did not write{more}; nothing was changed",
+        path=str(folder / first),
+        fix=f"move {first} out of {folder}, pass another --out, or pass --force to go on and "
+            "delete the files CodeNib did not write")
+
+
+def refuse_unknown(folder: Path, what: str) -> None:
+    """Refuse a non-empty folder that holds nothing of CodeNib's (never overwritten).
+
+    Raises:
+        BadInputError: always.
+    """
+    raise BadInputError(f"the output folder exists, is not empty and is not a {what}; refusing to "
+                        "overwrite it", path=str(folder),
+                        fix="choose a new --out folder or remove this one yourself")
+
+
+def remove_foreign(folder: Path, foreign: list[str]) -> None:
+    """Delete the entries `foreign_files` listed (after `--force`)."""
+    for rel in foreign:
+        path = folder / rel.rstrip("/")
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _walk(top: Path, rel: str, ownership: Ownership, out: list[str]) -> None:
+    with os.scandir(top / rel if rel else top) as entries:
+        for entry in entries:
+            name = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if name in ownership.dirs:
+                    _walk(top, name, ownership, out)
+                else:
+                    out.append(name + "/")
+            elif entry.is_symlink() or not entry.is_file(follow_symlinks=False) or not ownership.owns(name):
+                out.append(name)

@@ -1,0 +1,386 @@
+"""Fault matrix, outputs: every command that writes a folder, and loading a tampered index.
+
+Each row: a bad input, the exit status, the first line of the message (a regex), and what
+must hold afterwards. A refused command (exit 2) leaves every byte of the case's folder as it
+was: the folder is hashed before and after. The `--force` and clean rows are the controls.
+Helpers stay in this file (tests/fault_matrix/ has no shared conftest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from codenib import artifact
+from codenib.commands.cli import main
+
+QUERIES = [{"qid": "q1", "query": "where is run_engine defined"},
+           {"qid": "q2", "query": "callers of slugify"},
+           {"qid": "q3", "query": "Store an item"}]
+QRELS = [{"qid": "q1", "node_id": "pkg/core.py::run_engine", "relevance": 1},
+         {"qid": "q2", "node_id": "pkg/util.py::slugify", "relevance": 1}]
+
+
+@dataclass(frozen=True)
+class World:
+    """What the cases start from (built once per module; cases copy what they change)."""
+
+    repo: Path
+    index: Path          # sparse-only index of the fixture repository
+    queries: Path        # QUERIES as Parquet
+    qrels: Path
+    run: Path            # a complete results folder of `codenib run` over QUERIES
+    report: Path         # `codenib eval --out` of that run
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the matrix. `setup(world, tmp)` writes the case's files under `tmp` and
+    returns the argv; `after(tmp)` checks a control row (refusals: the hash check only)."""
+
+    name: str
+    setup: Callable[[World, Path], list[str]]
+    exit: int
+    first_line: str
+    after: Callable[[Path], None] | None = None
+
+
+# --- the world -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def world(fixture_repo, sparse_only_index_dir, tmp_path_factory) -> World:
+    root = tmp_path_factory.mktemp("world")
+    queries = root / "queries.parquet"
+    pq.write_table(pa.Table.from_pylist(QUERIES), queries)
+    qrels = root / "qrels.parquet"
+    pq.write_table(pa.Table.from_pylist(QRELS), qrels)
+    run, report = root / "run", root / "report"
+    assert main(["run", "--queries", str(queries), "--index", str(sparse_only_index_dir), "--out", str(run),
+                 "--budget", "fast", "--quiet"]) == 0
+    assert main(["eval", "--results", str(run), "--qrels", str(qrels), "--out", str(report), "--no-plots"]) == 0
+    return World(fixture_repo, sparse_only_index_dir, queries, qrels, run, report)
+
+
+@pytest.fixture
+def no_build(monkeypatch):
+    """Demo rows: a demo that gets past its checks fails the row at once instead of indexing."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the demo started building")
+
+    monkeypatch.setattr("codenib.compiler.build.build_index", refuse)
+
+
+# --- helpers of the rows ---------------------------------------------------------------------
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _put(path: Path, text: str = "the user's own words") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _index_argv(w: World, out: Path, *extra: str) -> list[str]:
+    return ["index", str(w.repo), "--out", str(out), "--no-dense", "--quiet", *extra]
+
+
+def _run_argv(w: World, out: Path, *extra: str, queries: Path | None = None) -> list[str]:
+    return ["run", "--queries", str(queries or w.queries), "--index", str(w.index), "--out", str(out),
+            "--budget", "fast", "--quiet", *extra]
+
+
+def _eval_argv(w: World, out: Path, *extra: str) -> list[str]:
+    return ["eval", "--results", str(w.run), "--qrels", str(w.qrels), "--out", str(out), "--no-plots", *extra]
+
+
+def _edit_manifest(index: Path, edit: Callable[[dict], None], reseal: bool = False) -> None:
+    path = index / artifact.MANIFEST
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    if reseal:
+        manifest[artifact.SELF_CHECKSUM] = artifact.manifest_checksum(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def _flip(path: Path, at: int = -16, n: int = 8) -> None:
+    raw = bytearray(path.read_bytes())
+    for i in range(at, at + n):
+        raw[i] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def _hold_lock(run: Path) -> None:
+    """This test process holds the folder, as a running job would (released at exit)."""
+    from codenib.batch.sink import ParquetSink
+
+    manifest = json.loads((run / "_manifest.json").read_text())
+    sink = ParquetSink(run, manifest["fingerprint"], {}, manifest["total_shards"], log=lambda m: None)
+    sink.open()
+    _HELD.append(sink)
+
+
+_HELD: list = []
+
+
+# --- setups -----------------------------------------------------------------------------------
+
+def index_with_notes(w, tmp):
+    out = _copy(w.index, tmp / "idx")
+    _put(out / "NOTES.txt")
+    return _index_argv(w, out)
+
+
+def index_with_file_in_sparse(w, tmp):
+    out = _copy(w.index, tmp / "idx")
+    _put(out / "sparse" / "mine.txt")
+    return _index_argv(w, out)
+
+
+def index_over_foreign_folder(w, tmp):
+    _put(tmp / "thesis" / "chapter1.tex")
+    return _index_argv(w, tmp / "thesis")
+
+
+def index_out_is_a_file(w, tmp):
+    return _index_argv(w, _put(tmp / "out.txt"))
+
+
+def index_with_notes_forced(w, tmp):
+    return index_with_notes(w, tmp) + ["--force"]
+
+
+def query_edited_manifest_and_flipped_bytes(w, tmp):
+    out = _copy(w.index, tmp / "idx")
+    _edit_manifest(out, lambda m: m["artifacts"].pop("edges.parquet"))
+    _flip(out / "edges.parquet", at=200)
+    return ["query", str(out), "who calls slugify"]
+
+
+def query_resealed_manifest_unlisted_file(w, tmp):
+    out = _copy(w.index, tmp / "idx")
+    name = next(n for n in json.loads((out / artifact.MANIFEST).read_text())["artifacts"] if n.startswith("sparse/"))
+    _edit_manifest(out, lambda m: m["artifacts"].pop(name), reseal=True)
+    _flip(out / name, at=-8, n=4)
+    return ["query", str(out), "who calls slugify"]
+
+
+def query_manifest_without_self_checksum(w, tmp):
+    out = _copy(w.index, tmp / "idx")
+    _edit_manifest(out, lambda m: m.pop(artifact.SELF_CHECKSUM))
+    return ["query", str(out), "who calls slugify"]
+
+
+def run_tampered_index(w, tmp):
+    out = _copy(w.index, tmp / "idx")
+    _edit_manifest(out, lambda m: m["counts"].update(nodes=1))
+    return ["run", "--queries", str(w.queries), "--index", str(out), "--out", str(tmp / "results"), "--quiet"]
+
+
+def run_complete_with_staging_file(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _put(out / "_staging" / "draft.txt")
+    return _run_argv(w, out)
+
+
+def run_complete_with_notes(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _put(out / "NOTES.txt")
+    return _run_argv(w, out)
+
+
+def run_into_foreign_folder(w, tmp):
+    _put(tmp / "mine" / "data.csv", "a,b\n")
+    return _run_argv(w, tmp / "mine")
+
+
+def run_into_held_folder(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _hold_lock(out)
+    return _run_argv(w, out)
+
+
+def run_empty_parquet_queries(w, tmp):
+    path = tmp / "empty.parquet"
+    pq.write_table(pa.table({"qid": pa.array([], pa.string()), "query": pa.array([], pa.string())}), path)
+    return _run_argv(w, tmp / "results", queries=path)
+
+
+def run_empty_jsonl_queries(w, tmp):
+    return _run_argv(w, tmp / "results", queries=_put(tmp / "empty.jsonl", ""))
+
+
+def run_complete_with_staging_file_forced(w, tmp):
+    return run_complete_with_staging_file(w, tmp) + ["--force"]
+
+
+def run_complete_clean(w, tmp):
+    return _run_argv(w, _copy(w.run, tmp / "results"))
+
+
+def rerank_into_foreign_folder(w, tmp):
+    _put(tmp / "mine" / "data.csv", "a,b\n")
+    return ["rerank", "--results", str(w.run), "--out", str(tmp / "mine"), "--quiet"]
+
+
+def eval_report_with_notes(w, tmp):
+    out = _copy(w.report, tmp / "report")
+    _put(out / "NOTES.txt")
+    return _eval_argv(w, out)
+
+
+def eval_over_foreign_folder(w, tmp):
+    _put(tmp / "mine" / "summary.md")
+    return _eval_argv(w, tmp / "mine")
+
+
+def eval_report_with_notes_forced(w, tmp):
+    return eval_report_with_notes(w, tmp) + ["--force"]
+
+
+def demo_results_with_thesis(w, tmp):
+    demo = tmp / "demo"
+    _copy(w.index, demo / "index")
+    _copy(w.run, demo / "results")
+    _copy(w.report, demo / "report")
+    _put(demo / "results" / "thesis.txt")
+    return ["demo", "--out", str(demo), "--no-dense", "--quiet"]
+
+
+def demo_report_with_notes(w, tmp):
+    argv = demo_results_with_thesis(w, tmp)
+    (tmp / "demo" / "results" / "thesis.txt").unlink()
+    _put(tmp / "demo" / "report" / "NOTES.txt")
+    return argv
+
+
+def demo_over_foreign_folder(w, tmp):
+    _put(tmp / "mine" / "thesis.txt")
+    return ["demo", "--out", str(tmp / "mine"), "--no-dense", "--quiet", "--force"]
+
+
+DEMO_SETUPS = (demo_results_with_thesis, demo_report_with_notes, demo_over_foreign_folder)
+
+
+# --- checks of the control rows ------------------------------------------------------------
+
+def index_rebuilt_without_notes(tmp):
+    assert not (tmp / "idx" / "NOTES.txt").exists()
+    artifact.read_manifest(tmp / "idx")
+
+
+def report_rewritten_without_notes(tmp):
+    assert not (tmp / "report" / "NOTES.txt").exists() and (tmp / "report" / "report.md").is_file()
+
+
+def run_resumed_without_draft(tmp):
+    assert not (tmp / "results" / "_staging" / "draft.txt").exists()
+    assert (tmp / "results" / "_SUCCESS").is_file() and not (tmp / "results" / "_LOCK").exists()
+
+
+def run_left_as_it_was(tmp):
+    assert (tmp / "results" / "_SUCCESS").is_file() and not (tmp / "results" / "_LOCK").exists()
+
+
+def nothing_written(tmp):
+    assert not (tmp / "results").exists()
+
+
+# --- the matrix --------------------------------------------------------------------------------
+
+FOREIGN = r"holds a file CodeNib did not write"
+CASES = [
+    Case("index over an index holding NOTES.txt", index_with_notes, 2, rf"idx/NOTES.txt: the index folder .*{FOREIGN}"),
+    Case("index over an index with a file in sparse/", index_with_file_in_sparse, 2,
+         rf"idx/sparse/mine.txt: the index folder .*{FOREIGN}"),
+    Case("index over a folder that is not an index", index_over_foreign_folder, 2, r"is not a CodeNib index"),
+    Case("index --out names a file", index_out_is_a_file, 2, r"exists and is a file"),
+    Case("query: manifest entry removed, bytes flipped", query_edited_manifest_and_flipped_bytes, 2,
+         r"manifest.json: the manifest's own checksum .* does not match"),
+    Case("query: resealed manifest omits a file read", query_resealed_manifest_unlisted_file, 2,
+         r"sparse/.*: the loader reads sparse/.*, but the manifest does not list it"),
+    Case("query: manifest without self_sha256", query_manifest_without_self_checksum, 2,
+         r"manifest.json: the manifest has no self_sha256"),
+    Case("run --index with an edited manifest", run_tampered_index, 2, r"manifest's own checksum"),
+    Case("run over a complete folder, file in _staging/", run_complete_with_staging_file, 2,
+         rf"results/_staging/draft.txt: the results folder .*{FOREIGN}"),
+    Case("run over a complete folder holding NOTES.txt", run_complete_with_notes, 2,
+         rf"results/NOTES.txt: the results folder .*{FOREIGN}"),
+    Case("run into a folder that is not a results folder", run_into_foreign_folder, 2,
+         r"is not a CodeNib results folder"),
+    Case("run into a folder another live job holds", run_into_held_folder, 2,
+         r"another job \(pid \d+ on .+\) is writing to this results folder"),
+    Case("run with an empty Parquet query set", run_empty_parquet_queries, 2,
+         r"empty.parquet: the query set is empty", nothing_written),
+    Case("run with an empty JSONL query set", run_empty_jsonl_queries, 2,
+         r"empty.jsonl: the query set is empty", nothing_written),
+    Case("rerank into a folder that is not a results folder", rerank_into_foreign_folder, 2,
+         r"is not a CodeNib results folder"),
+    Case("eval --out over a report holding NOTES.txt", eval_report_with_notes, 2,
+         rf"report/NOTES.txt: the report folder .*{FOREIGN}"),
+    Case("eval --out over a folder that is not a report", eval_over_foreign_folder, 2, r"is not a CodeNib report"),
+    Case("demo over a demo folder with results/thesis.txt", demo_results_with_thesis, 2,
+         rf"results/thesis.txt: the demo folder .*{FOREIGN}"),
+    Case("demo over a demo folder with report/NOTES.txt", demo_report_with_notes, 2,
+         rf"report/NOTES.txt: the demo folder .*{FOREIGN}"),
+    Case("demo --force over a folder that is not a demo's", demo_over_foreign_folder, 2,
+         r"is not a CodeNib demo folder"),
+    # Controls: --force goes on and deletes only the files CodeNib did not write; a clean re-run works.
+    Case("index --force over an index holding NOTES.txt", index_with_notes_forced, 0, r"", index_rebuilt_without_notes),
+    Case("eval --force over a report holding NOTES.txt", eval_report_with_notes_forced, 0, r"",
+         report_rewritten_without_notes),
+    Case("run --force over a complete folder, file in _staging/", run_complete_with_staging_file_forced, 0, r"",
+         run_resumed_without_draft),
+    Case("run over a complete folder, nothing foreign", run_complete_clean, 0, r"already complete", run_left_as_it_was),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_outputs(case: Case, world: World, tmp_path: Path, request, capsys):
+    if case.setup in DEMO_SETUPS:
+        request.getfixturevalue("no_build")
+    try:
+        argv = case.setup(world, tmp_path)
+        capsys.readouterr()
+        before = _hashes(tmp_path)
+        code = main(argv)
+        err = capsys.readouterr().err
+        first = next((line for line in err.splitlines() if line.strip()), "")
+        assert code == case.exit, f"{case.name}: exit {code}, stderr:\n{err}"
+        if case.exit == 2:
+            assert re.search(r"^codenib \w+: error: ", first), first
+            assert re.search(case.first_line, first), f"{case.name}: first line {first!r}"
+            assert "(fix: " in first, first
+            assert _hashes(tmp_path) == before, f"{case.name}: the refused command changed files"
+        elif case.first_line:
+            assert re.search(case.first_line, err), err
+        if case.after is not None:
+            case.after(tmp_path)
+    finally:
+        while _HELD:
+            _HELD.pop().close()
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    """sha256 of every file under `folder`, by relative path (links by their target)."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            out[rel] = "link:" + str(path.readlink())
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif path.is_dir():
+            out[rel + "/"] = "dir"
+    return out
