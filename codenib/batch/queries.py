@@ -103,7 +103,7 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     if index is not None and not _resolve_index(str(index), None):
         raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
                             fix=f"build it with `codenib index REPO --out {index}`")
-    table = _read_table(path)
+    table, records = load_query_records(path)
     names = set(table.column_names)
     missing = [c for c in ("qid", "query") if c not in names]
     if missing:
@@ -113,7 +113,7 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
         raise BadInputError("--index-root needs an `index` column naming each query's index", path=str(path),
                             fix="add an `index` column, or pass --index DIR for a single index")
     check_column_types(table, path)
-    records = table.to_pylist()
+    _check_identifiers(records, path)
     qids = [_qid(r.get("qid")) for r in records]
     empty = [i + 1 for i, q in enumerate(qids) if q is None]
     if empty:
@@ -170,6 +170,22 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     return QuerySet(str(path), tuple(rows), _digest(rows), tuple(warnings))
 
 
+def load_query_records(path: str | Path) -> tuple[pa.Table, list[dict]]:
+    """A query set's table (for its column names and types) and its rows as dicts.
+
+    Text is read as written: bytes of a Parquet string column that are not UTF-8, and lone
+    surrogates escaped in JSON, arrive as lone surrogates (Python's `surrogateescape`), for
+    `clean_query_text` to replace and count, instead of failing the whole file.
+    """
+    path = Path(path)
+    table, records = _read_table(path)
+    if records is not None:
+        return table, records
+    columns = {name: _texts(table.column(name)) if _is_text(table.schema.field(name).type)
+               else table.column(name).to_pylist() for name in table.column_names}
+    return table, [dict(zip(columns, values)) for values in zip(*columns.values())] if columns else []
+
+
 def check_column_types(table: pa.Table, path: str | Path) -> None:
     """Every known column has one of the types in COLUMN_TYPES, else `BadInputError` naming
     the column, the type found and the type expected."""
@@ -209,6 +225,36 @@ def resolve_index_name(name: str, root: str | Path) -> tuple[str, str | None]:
     return (str(folder), None) if (folder / "manifest.json").is_file() else ("", None)
 
 
+def _check_identifiers(records: list[dict], path: Path) -> None:
+    """Identifiers must be valid text: unlike a query's text, replacing a byte of a qid or an
+    index name would silently make it another one."""
+    for col in ("qid", "index", "budget", "mode"):
+        bad = [i + 1 for i, r in enumerate(records) if isinstance(r.get(col), str) and _has_surrogate(r[col])]
+        if bad:
+            raise BadInputError(f"`{col}` in row(s) {_list(bad)} holds bytes that are not UTF-8 text", path=str(path),
+                                fix=f"write `{col}` as UTF-8 text")
+
+
+def _texts(column: pa.ChunkedArray) -> list:
+    """A string column's values, undecodable bytes as lone surrogates (never an exception)."""
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    raw = column.cast(pa.large_binary()).to_pylist()
+    return [None if b is None else b.decode("utf-8", "surrogateescape") for b in raw]
+
+
+def _is_text(found: pa.DataType) -> bool:
+    return _type_is(found, "string")
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _type_is(found: pa.DataType, kind: str) -> bool:
     if pa.types.is_dictionary(found):
         found = found.value_type
@@ -218,14 +264,15 @@ def _type_is(found: pa.DataType, kind: str) -> bool:
             "null": pa.types.is_null(found)}[kind]
 
 
-def _read_table(path: Path) -> pa.Table:
+def _read_table(path: Path) -> tuple[pa.Table, list[dict] | None]:
+    """The table, and for JSONL its records as read (a Parquet file's are decoded later)."""
     if not path.is_file():
         raise BadInputError("the query set does not exist", path=str(path),
                             fix="pass a Parquet or JSONL file with qid and query columns")
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            return pq.read_table(path)
+            return pq.read_table(path), None
         if suffix in (".jsonl", ".json", ".ndjson"):
             return _read_jsonl(path)
     except BadInputError:
@@ -237,16 +284,23 @@ def _read_table(path: Path) -> pa.Table:
                         fix="use a .parquet or .jsonl file")
 
 
-def _read_jsonl(path: Path) -> pa.Table:
+def _read_jsonl(path: Path) -> tuple[pa.Table, list[dict]]:
     records = read_jsonl(path)
     if not records:
         raise BadInputError("the query set is empty", path=str(path), fix="add at least one query")
     keys = sorted({k for r in records for k in r})
-    return pa.table({k: [_scalar(r.get(k)) for r in records] for k in keys})
+    records = [{k: _scalar(r.get(k)) for k in keys} for r in records]
+    # The table gives column names and types; lone surrogates (JSON "\udce9") stay in the
+    # records, where the query's cleaning counts them (Arrow would refuse them).
+    return pa.table({k: [_valid(r[k]) for r in records] for k in keys}), records
 
 
 def _scalar(v):
     return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v)
+
+
+def _valid(v):
+    return v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
 
 
 def _qid(v) -> str | None:

@@ -186,7 +186,7 @@ def _source_metadata(source: Path, allow_partial: bool) -> dict[str, Any]:
 
 
 def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
-    from codenib.batch.queries import _read_table, check_column_types
+    from codenib.batch.queries import check_column_types, load_query_records
     from codenib.querytext import clean_query_text
 
     path = options.queries or meta.get("queries")
@@ -196,13 +196,12 @@ def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
     if not Path(path).is_file():
         raise BadInputError("the query set of the source run is not here", path=str(path),
                             fix="pass --queries with the query set the source run used")
-    table = _read_table(Path(path))
+    table, records = load_query_records(path)
     if "qid" not in table.column_names or "query" not in table.column_names:
         raise BadInputError("the query set lacks qid/query columns", path=str(path), fix="pass the right --queries")
     check_column_types(table, path)
     # Cleaned as `codenib run` cleaned them, so the reranker sees the text the run saw.
-    return {str(q): clean_query_text(t).text
-            for q, t in zip(table.column("qid").to_pylist(), table.column("query").to_pylist())}
+    return {str(r["qid"]): clean_query_text(r["query"]).text for r in records}
 
 
 def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: dict) -> list[RerankItem]:
