@@ -5,7 +5,6 @@ the cluster token, sending a planned `Submission` once, and following its logs.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import socket
 import sys
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 from codenib.commands.packaging import largest_files
 from codenib.commands.submission import Submission
 from codenib.errors import BadInputError, CodeNibError, MissingDependencyError
+from codenib.hosts import is_loopback
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"  # Ray's dashboard (job API) port, on loopback only
 CONNECT_TIMEOUT_S = 5.0  # fail fast on an unreachable address instead of the OS's minutes-long TCP timeout
@@ -72,17 +72,6 @@ def check_transport(address: str, address_from: str = "--address", *, insecure: 
                                 f"{DEFAULT_ADDRESS}), or pass --insecure to send it anyway")
     return (f"codenib submit: warning: --insecure: the job and the cluster token (if any) go in clear text over "
             f"http to {parts.hostname}; anyone on the way can read the token and use it")
-
-
-def is_loopback(host: str) -> bool:
-    """`localhost` or a loopback address (127.0.0.0/8, ::1); names are not resolved, so DNS
-    cannot make a remote host look local."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def submit(sub: Submission, address: str, token: AuthToken | None, *, wait: bool = False,
