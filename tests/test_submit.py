@@ -500,6 +500,19 @@ def test_local_head_listens_on_loopback_only_and_start_is_idempotent(head):
     assert again.returncode == 0 and "already running" in again.stdout
 
 
+def test_the_heads_temp_and_log_folders_are_private(head):
+    # `ray start` set them to 777 after the script's chmod 700 (issue 12, item 10).
+    temp = head.base / "t"
+    sessions = [p for p in temp.glob("session_*") if not p.is_symlink()]
+    assert sessions, "the head should have a session folder"
+    # The temp dir at 700 keeps everything below it private, folders Ray makes later included.
+    folders = [temp, *sessions, *(s / "logs" for s in sessions)]
+    shared = {str(p): oct(p.stat().st_mode & 0o777) for p in folders if p.stat().st_mode & 0o077}
+    assert not shared, f"readable or writable by others: {shared}"
+    assert oct(temp.stat().st_mode & 0o777) == "0o700"
+    assert oct((sessions[0] / "logs").stat().st_mode & 0o777) == "0o700"
+
+
 def test_job_api_refuses_requests_without_the_token(head, capsys):
     spec = REPO / "jobs" / "demo.toml"
     assert main(["submit", str(spec), "--address", head.address]) == 2
