@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         from codenib.model.localise import load_weights
 
         weights = load_weights(args.localise_weights)
+    llm = _llm(args.llm_config)   # a bad config fails before the index loads
     index = load_index(args.index)
-    llm = _llm(args.llm_config)
     pipe = RetrieveRerankPipeline(index, retrieval_mode=args.mode, budget=args.budget, rerank=args.rerank, llm=llm,
                                   localise_weights=weights)
     # Planned here, in-process, as the batch driver plans; the pipeline executes the plan.
@@ -82,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
 def _llm(path: str | None):
     if not path:
         return None
+    from codenib.commands.jobs import read_llm_config
     from codenib.ops.llm import LLMReranker
     from codenib.ops.llm_client import LLMConfig
-    from codenib.specs import read_config_file
 
-    return LLMReranker(LLMConfig.from_dict(read_config_file(path, section="llm")))
+    return LLMReranker(LLMConfig.from_dict(read_llm_config(path)))
 
 
 COMMAND = Command("Answer one query against an index; print ranked nodes, the plan and its trace.",
