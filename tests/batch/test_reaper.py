@@ -104,3 +104,28 @@ def test_no_process_of_the_embedded_ray_outlives_its_driver(ending, tmp_path):
                 p.kill()
             except psutil.Error:
                 pass
+
+
+def test_reap_stops_marked_processes_and_their_descendants_without_the_marker(tmp_path):
+    from codenib.batch.reaper import MARKER_ENV, reap, track
+
+    marker = "test-" + os.urandom(6).hex()
+    # A marked parent whose child has an environment of its own (as Ray's agents look once
+    # their process title has overwritten the environment that /proc shows).
+    env = {**os.environ, MARKER_ENV: marker}
+    parent = subprocess.Popen(["sh", "-c", "env -i sleep 300 & wait"], env=env, start_new_session=True)
+    try:
+        handle = psutil.Process(parent.pid)
+        deadline = time.monotonic() + 30
+        while not handle.children() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        child = handle.children()[0]
+        known = track(marker, {})
+        assert {parent.pid, child.pid} <= set(known)
+        assert reap(marker, known, grace_s=5.0) >= 2
+        parent.wait(timeout=30)
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    finally:
+        for proc in (parent,):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
