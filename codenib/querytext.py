@@ -20,9 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-#: Longest query kept: a long bug report with its traceback fits, while the encoder reads only
-#: the first ~256 word pieces and BM25 gains nothing from megabytes of pasted log.
-MAX_QUERY_CHARS = 100_000
+#: Longest query kept: ten times what the bug-report reader reads (model/report.py MAX_CHARS,
+#: which records its own cut in the trace); beyond that the text is pasted data that only costs
+#: every engine time and memory (the encoder reads the first ~256 word pieces anyway).
+MAX_QUERY_CHARS = 1_000_000
 #: What an undecodable byte or a lone surrogate becomes (the Unicode replacement character).
 REPLACEMENT = "\ufffd"
 
