@@ -83,6 +83,15 @@ descendants() {
   done
 }
 
+# `ray start` makes its temp dir and every folder it creates in it (sessions, logs/, sockets/,
+# runtime_resources/) mode 777, whatever was set before; logs hold job output and the
+# dashboard's data. Make them this user's alone again. Ray's own processes run as this user.
+make_private() {
+  [ -d "$TEMP_DIR" ] && [ -O "$TEMP_DIR" ] || return 0
+  chmod 700 "$TEMP_DIR"
+  find "$TEMP_DIR" -xdev -type d -user "$(id -u)" -exec chmod go-rwx {} + 2>/dev/null || true
+}
+
 print_info() {
   cat <<EOF
 Ray head running on this machine only (127.0.0.1), token authentication on.
@@ -125,6 +134,7 @@ esac
 [ -n "$BIN_DIR" ] ||
   die "no ray executable; activate CodeNib's environment (. .venv/bin/activate) or set RAY=/path/to/ray"
 if job_api_answers; then
+  make_private
   echo "start_local_head: already running"
   print_info
   exit 0
@@ -162,10 +172,12 @@ env -u RAY_AUTH_TOKEN -u RAY_ADDRESS \
     --ray-client-server-port="$CLIENT_PORT" --dashboard-agent-listen-port="$AGENT_PORT" \
     --temp-dir="$TEMP_DIR" --disable-usage-stats ${CPUS:+--num-cpus="$CPUS"} "$@" \
     > "$HEAD_HOME/start.log" 2>&1 ||
-  { tail -n 20 "$HEAD_HOME/start.log" >&2; die "ray start failed; the whole log is $HEAD_HOME/start.log"; }
+  { make_private; tail -n 20 "$HEAD_HOME/start.log" >&2; die "ray start failed; the whole log is $HEAD_HOME/start.log"; }
+make_private
 
 for _ in $(seq "$START_WAIT_S"); do
-  if job_api_answers; then print_info; exit 0; fi
+  # Again once the job API answers: the dashboard and agents create folders of their own.
+  if job_api_answers; then make_private; print_info; exit 0; fi
   sleep 1
 done
 die "the head started but its job API did not answer at $ADDRESS within ${START_WAIT_S}s; see $TEMP_DIR/session_latest/logs/dashboard.log"

@@ -102,9 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import ray
-
-    from codenib.batch.job import start_ray
+    from codenib.batch.job import start_ray, stop_ray
 
     start_ray(None, False, lambda m: None)  # the embedded local Ray, as `codenib run` starts it
     workdir = Path(tempfile.mkdtemp(prefix="codenib-bench-"))
@@ -119,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{size:>6} {mode:<7} in-process {local:8.1f} q/s   ray {remote:8.1f} q/s   "
                       f"ratio {remote / local:5.2f}x", file=sys.stderr, flush=True)
     finally:
-        ray.shutdown()
+        stop_ray()  # and the embedded Ray's watchdog, which stops its lingering agents
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\ncores: {os.cpu_count()}   index: {args.index}   shard size: {args.shard_size}   "
           f"in-process loop: {'a fresh process each (--cold)' if args.cold else 'warm, in this process'}")

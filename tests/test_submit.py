@@ -160,14 +160,14 @@ def test_dry_run_prints_the_plan_and_contacts_nothing(tmp_path, monkeypatch, cap
 
 
 def test_address_comes_from_the_flag_then_ray_address_then_the_spec_then_the_default(tmp_path, monkeypatch, capsys):
-    spec = write_repo(tmp_path, RUN_SPEC + '[submit]\naddress = "http://10.0.0.5:8265"\n')
+    spec = write_repo(tmp_path, RUN_SPEC + '[submit]\naddress = "https://10.0.0.5:8265"\n')
 
     def address(*flags):
         assert main(["submit", str(spec), "--dry-run", *flags]) == 0
         view = json.loads(capsys.readouterr().out)
         return view["address"], view["address_from"]
 
-    assert address() == ("http://10.0.0.5:8265", f"[submit] address in {spec}")
+    assert address() == ("https://10.0.0.5:8265", f"[submit] address in {spec}")
     monkeypatch.setenv("RAY_ADDRESS", "http://127.0.0.1:18265")
     assert address() == ("http://127.0.0.1:18265", "$RAY_ADDRESS")
     assert address("--address", "http://127.0.0.1:28265") == ("http://127.0.0.1:28265", "--address")
@@ -219,6 +219,63 @@ def test_non_http_address_exits_2(tmp_path, capsys, address):
     spec = write_repo(tmp_path, RUN_SPEC)
     assert main(["submit", str(spec), "--address", address]) == 2
     assert "not the URL of a Ray job API" in capsys.readouterr().err
+
+
+# --- plain http only to this machine ------------------------------------------------------------
+
+@pytest.mark.parametrize("address", ["http://10.0.0.5:8265", "http://ray-head.example.com:8265",
+                                     "http://192.168.1.20", "http://[2001:db8::1]:8265", "http://127.0.0.1.nip.io:8265"])
+def test_plain_http_to_another_machine_is_refused(tmp_path, fake, monkeypatch, capsys, address):
+    client = fake()
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "s3cret-token-value")
+    spec = write_repo(tmp_path, RUN_SPEC)
+    for extra in ([], ["--dry-run"]):
+        assert main(["submit", str(spec), "--address", address, *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"{address} (from --address) is plain http to another machine" in err
+        assert "fix: use https://HOST:PORT" in err and "--insecure" in err and "s3cret" not in err
+    assert client.submitted == []  # refused before anything was sent
+
+
+def test_the_spec_or_ray_address_is_checked_the_same_way(tmp_path, monkeypatch, capsys):
+    spec = write_repo(tmp_path, RUN_SPEC + '[submit]\naddress = "http://10.0.0.5:8265"\n')
+    assert main(["submit", str(spec), "--dry-run"]) == 2
+    assert f"(from [submit] address in {spec}) is plain http" in capsys.readouterr().err
+    monkeypatch.setenv("RAY_ADDRESS", "http://10.0.0.6:8265")
+    assert main(["submit", str(spec), "--dry-run"]) == 2
+    assert "(from $RAY_ADDRESS) is plain http" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("address", ["http://127.0.0.1:8265", "http://127.8.9.10:8265", "http://localhost:8265",
+                                     "http://[::1]:8265", "https://ray-head.example.com:8265"])
+def test_loopback_http_and_https_anywhere_are_allowed(tmp_path, fake, capsys, address):
+    client = fake()
+    spec = write_repo(tmp_path, RUN_SPEC)
+    assert main(["submit", str(spec), "--address", address]) == 0
+    assert len(client.submitted) == 1 and "warning" not in capsys.readouterr().err
+
+
+def test_insecure_sends_over_http_with_a_warning(tmp_path, fake, monkeypatch, capsys):
+    client = fake()
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "s3cret-token-value")
+    spec = write_repo(tmp_path, RUN_SPEC)
+    assert main(["submit", str(spec), "--address", "http://10.0.0.5:8265", "--insecure"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: --insecure: the job and the cluster token (if any) go in clear text over http to 10.0.0.5" in err
+    assert "s3cret" not in err and len(client.submitted) == 1
+    assert main(["submit", str(spec), "--address", "http://10.0.0.5:8265", "--insecure", "--dry-run"]) == 0
+    assert "warning: --insecure" in capsys.readouterr().err
+
+
+def test_connect_itself_refuses_plain_http_to_another_machine(monkeypatch):
+    def no_network(*args, **kwargs):
+        raise AssertionError("refused addresses must not be contacted")
+
+    # Tests talk to 127.0.0.1 only, even if the check regresses.
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    # The check guards the client too, not only the command line.
+    with pytest.raises(BadInputError, match="plain http to another machine"):
+        job_client.connect("http://10.0.0.5:8265", AuthToken("t", "test"))
 
 
 # --- the token ---------------------------------------------------------------------------------
@@ -441,6 +498,19 @@ def test_local_head_listens_on_loopback_only_and_start_is_idempotent(head):
     assert not public, f"listening beyond loopback: {public}"
     again = subprocess.run(["bash", head.script], env=head.env, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "already running" in again.stdout
+
+
+def test_the_heads_temp_and_log_folders_are_private(head):
+    # `ray start` set them to 777 after the script's chmod 700 (issue 12, item 10).
+    temp = head.base / "t"
+    sessions = [p for p in temp.glob("session_*") if not p.is_symlink()]
+    assert sessions, "the head should have a session folder"
+    # The temp dir at 700 keeps everything below it private, folders Ray makes later included.
+    folders = [temp, *sessions, *(s / "logs" for s in sessions)]
+    shared = {str(p): oct(p.stat().st_mode & 0o777) for p in folders if p.stat().st_mode & 0o077}
+    assert not shared, f"readable or writable by others: {shared}"
+    assert oct(temp.stat().st_mode & 0o777) == "0o700"
+    assert oct((sessions[0] / "logs").stat().st_mode & 0o777) == "0o700"
 
 
 def test_job_api_refuses_requests_without_the_token(head, capsys):

@@ -176,8 +176,9 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
 
 def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
     """Join `address` (or the cluster of a submitted job), else start an embedded local Ray
-    that listens on 127.0.0.1 only (dashboard off, or on 127.0.0.1). Returns whether this
-    call connected, so the caller knows to shut down."""
+    that listens on 127.0.0.1 only (dashboard off, or on 127.0.0.1) and ends with this
+    process (`codenib.batch.reaper`), however it ends. Returns whether this call connected,
+    so the caller knows to call `stop_ray`."""
     in_job = os.environ.get("RAY_ADDRESS")  # set by Ray inside a submitted job
     if not address and not in_job:
         # Without this Ray advertises the machine's network address and its servers listen
@@ -192,10 +193,32 @@ def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
         log(f"ray: joining the cluster at {address or in_job}")
         ray.init(address=address or "auto", **kwargs)
     else:
+        global _reaper
+        from codenib.batch.reaper import start_reaper, unmark
+
         _force_loopback(ray)
-        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=dashboard,
-                 dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+        # The watchdog first: every process this Ray starts carries its marker.
+        _reaper = start_reaper()
+        try:
+            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=dashboard,
+                     dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+        except BaseException:
+            _release_reaper()
+            raise
+        finally:
+            unmark()
     return True
+
+
+def stop_ray() -> None:
+    """Shut down the Ray this process connected to; an embedded one's watchdog then stops
+    whatever of it is left (its agents outlive `ray.shutdown()` otherwise)."""
+    import ray
+
+    try:
+        ray.shutdown()
+    finally:
+        _release_reaper()
 
 
 # --- private helpers -----------------------------------------------------------------------------
@@ -217,11 +240,20 @@ def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, lo
         for actor in actors:
             ray.kill(actor, no_restart=True)
         if started:
-            ray.shutdown()
+            stop_ray()
 
 
 #: Ray's switch for "multi-node clusters from this machine"; off means loopback addresses only.
 _LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: The watchdog of the embedded Ray this process started (None: none, or it joined a cluster).
+_reaper = None
+
+
+def _release_reaper() -> None:
+    global _reaper
+    if _reaper is not None:
+        _reaper.release()
+        _reaper = None
 
 
 def _force_loopback(ray) -> None:

@@ -12,10 +12,20 @@ import pyarrow.parquet as pq
 
 from codenib.errors import BadInputError, CodeNibError
 from codenib.model.planner import BUDGETS, MODES, QueryPlan
+from codenib.querytext import clean_query_text
 from codenib.specs import read_jsonl
 
 #: Row numbers listed in an error message before "and N more".
 MAX_LISTED = 10
+#: Arrow types each column may have (`null`: a column with no values at all); a `query`
+#: stored as binary would otherwise read as bytes and every row would look empty.
+COLUMN_TYPES: dict[str, tuple[str, ...]] = {
+    "qid": ("string", "integer"),
+    "query": ("string",),
+    "index": ("string",),
+    "budget": ("string",),
+    "mode": ("string",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +40,7 @@ class QueryRow:
     mode: str | None = None
     error: str | None = None   # a per-row problem: the query becomes an error row
     plans: tuple[QueryPlan, ...] = ()   # planned once by the driver: one per mode it runs
+    text_changes: tuple[tuple[str, int], ...] = ()   # what cleaning changed (codenib.querytext)
 
     def planned(self, mode: str) -> QueryPlan:
         """The driver's plan of this query for `mode`."""
@@ -78,10 +89,12 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
                    index_root: str | Path | None = None) -> QuerySet:
     """Read and validate a query set.
 
-    Whole-file problems (unreadable file, missing columns, empty or duplicate qids, bad
-    budget/mode values) raise `BadInputError` naming the file, rows and fix. Per-row
-    problems (empty query text, an index that does not exist) are recorded on the row, so
-    that query becomes an error row while the rest of the job runs.
+    Whole-file problems (unreadable file, missing columns, a column of the wrong type, empty
+    or duplicate qids, bad budget/mode values) raise `BadInputError` naming the file, rows
+    and fix. Per-row problems (empty query text, an index that does not exist or is not a
+    name under `index_root`) are recorded on the row, so that query becomes an error row
+    while the rest of the job runs. Query text is cleaned (`codenib.querytext`): what was
+    changed is kept on the row for its plan row's trace.
     """
     path = Path(path)
     if (index is None) == (index_root is None):
@@ -90,7 +103,7 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     if index is not None and not _resolve_index(str(index), None):
         raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
                             fix=f"build it with `codenib index REPO --out {index}`")
-    table = _read_table(path)
+    table, records = load_query_records(path)
     names = set(table.column_names)
     missing = [c for c in ("qid", "query") if c not in names]
     if missing:
@@ -99,7 +112,8 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     if index_root is not None and "index" not in names:
         raise BadInputError("--index-root needs an `index` column naming each query's index", path=str(path),
                             fix="add an `index` column, or pass --index DIR for a single index")
-    records = table.to_pylist()
+    check_column_types(table, path)
+    _check_identifiers(records, path)
     qids = [_qid(r.get("qid")) for r in records]
     empty = [i + 1 for i, q in enumerate(qids) if q is None]
     if empty:
@@ -123,31 +137,135 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     warnings: list[str] = []
     resolved: dict[str, str] = {}
     rows = []
+    problems: dict[str, str | None] = {}
     for rec, qid in zip(records, qids):
-        text = rec.get("query")
+        cleaned = clean_query_text(rec.get("query"))
+        text = cleaned.text
         idx_name = str(index) if index is not None else (str(rec.get("index") or ""))
         if idx_name not in resolved:
-            resolved[idx_name] = _resolve_index(idx_name, index_root)
+            if index is not None:
+                resolved[idx_name], problems[idx_name] = _resolve_index(idx_name, None), None
+            else:
+                resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root)
         error = None
-        if not isinstance(text, str) or not text.strip():
+        if not text.strip():
             error = "empty query text"
-            text = text if isinstance(text, str) else ""
         elif not resolved[idx_name]:
-            error = (f"index {idx_name!r} not found" + (f" under {index_root}" if index_root else "")
-                     + " (fix: build it with `codenib index` or correct the `index` column)")
+            error = problems[idx_name] or (f"index {idx_name!r} not found" + (f" under {index_root}" if index_root else "")
+                                           + " (fix: build it with `codenib index` or correct the `index` column)")
         rows.append(QueryRow(qid, text, idx_name, resolved[idx_name], rec.get("budget") or None,
-                             rec.get("mode") or None, error))
+                             rec.get("mode") or None, error, text_changes=tuple(cleaned.changes().items())))
     for name, folder in sorted(resolved.items()):
         if not folder:
             n = sum(1 for r in rows if r.index == name)
-            warnings.append(f"{path}: index {name!r} not found; its {n} queries become error rows")
+            what = "is not a name under --index-root" if problems.get(name) else "not found"
+            warnings.append(f"{path}: index {name!r} {what}; its {n} queries become error rows")
     n_empty = sum(1 for r in rows if r.error == "empty query text")
     if n_empty:
         warnings.append(f"{path}: {n_empty} queries have empty text; they become error rows")
+    n_changed = sum(1 for r in rows if r.text_changes)
+    if n_changed:
+        warnings.append(f"{path}: the text of {n_changed} queries was cleaned (undecodable bytes, control "
+                        "characters or excess length); their plan rows' trace says how (query_text)")
     return QuerySet(str(path), tuple(rows), _digest(rows), tuple(warnings))
 
 
-def _read_table(path: Path) -> pa.Table:
+def load_query_records(path: str | Path) -> tuple[pa.Table, list[dict]]:
+    """A query set's table (for its column names and types) and its rows as dicts.
+
+    Text is read as written: bytes of a Parquet string column that are not UTF-8, and lone
+    surrogates escaped in JSON, arrive as lone surrogates (Python's `surrogateescape`), for
+    `clean_query_text` to replace and count, instead of failing the whole file.
+    """
+    path = Path(path)
+    table, records = _read_table(path)
+    if records is not None:
+        return table, records
+    columns = {name: _texts(table.column(name)) if _is_text(table.schema.field(name).type)
+               else table.column(name).to_pylist() for name in table.column_names}
+    return table, [dict(zip(columns, values)) for values in zip(*columns.values())] if columns else []
+
+
+def check_column_types(table: pa.Table, path: str | Path) -> None:
+    """Every known column has one of the types in COLUMN_TYPES, else `BadInputError` naming
+    the column, the type found and the type expected."""
+    for name, allowed in COLUMN_TYPES.items():
+        if name not in table.column_names:
+            continue
+        found = table.schema.field(name).type
+        if not any(_type_is(found, kind) for kind in (*allowed, "null")):
+            expected = " or ".join(allowed)
+            raise BadInputError(f"column `{name}` has type {found}; expected {expected}", path=str(path),
+                                fix=f"write `{name}` as a {expected} column (text decoded as UTF-8, e.g. "
+                                    f"pyarrow.array(values, pyarrow.string()))")
+
+
+def resolve_index_name(name: str, root: str | Path) -> tuple[str, str | None]:
+    """An index name of an `index` column resolved strictly under `root`.
+
+    Returns (folder, None) for a name that is a relative path without `..` whose folder,
+    symlinks resolved, lies under the resolved root and holds a manifest.json; ('', None)
+    for such a name with no index there; ('', problem) for a name that could reach outside
+    the root (absolute, `..`, a symlink leading out), the problem naming the fix.
+    """
+    if not name:
+        return "", None
+    fix = (f"write the index's folder relative to {root} (e.g. 'click'), without '..' or a leading '/', "
+           "or pass --index DIR for one index")
+    pure = Path(name)
+    if "\x00" in name or pure.is_absolute() or ".." in pure.parts:
+        return "", f"index {name!r} is not a name under --index-root {root} (fix: {fix})"
+    try:
+        base = Path(root).resolve(strict=True)
+        folder = (base / pure).resolve(strict=False)
+    except (OSError, RuntimeError):   # a missing root, a symlink loop
+        return "", None
+    if not folder.is_relative_to(base):
+        return "", f"index {name!r} leads outside --index-root {root} through a symbolic link (fix: {fix})"
+    return (str(folder), None) if (folder / "manifest.json").is_file() else ("", None)
+
+
+def _check_identifiers(records: list[dict], path: Path) -> None:
+    """Identifiers must be valid text: unlike a query's text, replacing a byte of a qid or an
+    index name would silently make it another one."""
+    for col in ("qid", "index", "budget", "mode"):
+        bad = [i + 1 for i, r in enumerate(records) if isinstance(r.get(col), str) and _has_surrogate(r[col])]
+        if bad:
+            raise BadInputError(f"`{col}` in row(s) {_list(bad)} holds bytes that are not UTF-8 text", path=str(path),
+                                fix=f"write `{col}` as UTF-8 text")
+
+
+def _texts(column: pa.ChunkedArray) -> list:
+    """A string column's values, undecodable bytes as lone surrogates (never an exception)."""
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    raw = column.cast(pa.large_binary()).to_pylist()
+    return [None if b is None else b.decode("utf-8", "surrogateescape") for b in raw]
+
+
+def _is_text(found: pa.DataType) -> bool:
+    return _type_is(found, "string")
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _type_is(found: pa.DataType, kind: str) -> bool:
+    if pa.types.is_dictionary(found):
+        found = found.value_type
+    return {"string": pa.types.is_string(found) or pa.types.is_large_string(found)
+            or getattr(pa.types, "is_string_view", lambda t: False)(found),
+            "integer": pa.types.is_integer(found),
+            "null": pa.types.is_null(found)}[kind]
+
+
+def _read_table(path: Path) -> tuple[pa.Table, list[dict] | None]:
+    """The table, and for JSONL its records as read (a Parquet file's are decoded later)."""
     if not path.is_file():
         raise BadInputError("the query set does not exist", path=str(path),
                             fix="pass a Parquet or JSONL file with qid and query columns")
@@ -157,7 +275,7 @@ def _read_table(path: Path) -> pa.Table:
             table = pq.read_table(path)
             if table.num_rows == 0:  # as an empty JSONL file is
                 raise BadInputError("the query set is empty", path=str(path), fix="add at least one query")
-            return table
+            return table, None
         if suffix in (".jsonl", ".json", ".ndjson"):
             return _read_jsonl(path)
     except BadInputError:
@@ -169,16 +287,23 @@ def _read_table(path: Path) -> pa.Table:
                         fix="use a .parquet or .jsonl file")
 
 
-def _read_jsonl(path: Path) -> pa.Table:
+def _read_jsonl(path: Path) -> tuple[pa.Table, list[dict]]:
     records = read_jsonl(path)
     if not records:
         raise BadInputError("the query set is empty", path=str(path), fix="add at least one query")
     keys = sorted({k for r in records for k in r})
-    return pa.table({k: [_scalar(r.get(k)) for r in records] for k in keys})
+    records = [{k: _scalar(r.get(k)) for k in keys} for r in records]
+    # The table gives column names and types; lone surrogates (JSON "\udce9") stay in the
+    # records, where the query's cleaning counts them (Arrow would refuse them).
+    return pa.table({k: [_valid(r[k]) for r in records] for k in keys}), records
 
 
 def _scalar(v):
     return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v)
+
+
+def _valid(v):
+    return v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
 
 
 def _qid(v) -> str | None:
@@ -189,14 +314,14 @@ def _qid(v) -> str | None:
 
 
 def _resolve_index(name: str, root: str | Path | None) -> str:
-    """The index folder a name refers to ('' when there is none with a manifest)."""
+    """The index folder a name refers to ('' when there is none with a manifest): a path as
+    given, or (with `root`) a name strictly under the root."""
+    if root is not None:
+        return resolve_index_name(name, root)[0]
     if not name:
         return ""
-    candidates = [Path(name)] if root is None else [Path(root) / name, Path(name)]
-    for c in candidates:
-        if (c / "manifest.json").is_file():
-            return str(c.resolve())
-    return ""
+    folder = Path(name)
+    return str(folder.resolve()) if (folder / "manifest.json").is_file() else ""
 
 
 def _digest(rows: list[QueryRow]) -> str:

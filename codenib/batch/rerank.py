@@ -186,7 +186,8 @@ def _source_metadata(source: Path, allow_partial: bool) -> dict[str, Any]:
 
 
 def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
-    from codenib.batch.queries import _read_table
+    from codenib.batch.queries import check_column_types, load_query_records
+    from codenib.querytext import clean_query_text
 
     path = options.queries or meta.get("queries")
     if not path:
@@ -195,13 +196,17 @@ def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
     if not Path(path).is_file():
         raise BadInputError("the query set of the source run is not here", path=str(path),
                             fix="pass --queries with the query set the source run used")
-    table = _read_table(Path(path))
+    table, records = load_query_records(path)
     if "qid" not in table.column_names or "query" not in table.column_names:
         raise BadInputError("the query set lacks qid/query columns", path=str(path), fix="pass the right --queries")
-    return {str(q): t for q, t in zip(table.column("qid").to_pylist(), table.column("query").to_pylist())}
+    check_column_types(table, path)
+    # Cleaned as `codenib run` cleaned them, so the reranker sees the text the run saw.
+    return {str(r["qid"]): clean_query_text(r["query"]).text for r in records}
 
 
 def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: dict) -> list[RerankItem]:
+    from codenib.batch.queries import resolve_index_name
+
     table = read_results(source)
     index_paths: dict[str, str] = dict(meta.get("index_paths", {}))
     groups: dict[tuple[str, str], list[dict]] = {}
@@ -216,7 +221,8 @@ def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: 
         if qid not in queries:
             error = "query text not found in the query set"
         elif not path:
-            error = f"index {written!r} not found (fix: pass --index or --index-root)"
+            outside = resolve_index_name(written, options.index_root)[1] if options.index_root else None
+            error = outside or f"index {written!r} not found (fix: pass --index or --index-root)"
         items.append(RerankItem(qid, plan, written, queries.get(qid, ""), tuple(r["node_id"] for r in rows),
                                 tuple(float(r["score"]) for r in rows),
                                 options.run_tag or f"{rows[0]['run_tag']}+{options.reranker}", path, error))
@@ -224,11 +230,14 @@ def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: 
 
 
 def _resolve(written: str, options: RerankOptions, recorded: dict[str, str]) -> str:
+    from codenib.batch.queries import resolve_index_name
+
     candidates = []
     if options.index:
         candidates.append(Path(options.index))
     elif options.index_root:
-        candidates += [Path(options.index_root) / written]
+        # Strictly under the root, as `codenib run` resolves the names of an `index` column.
+        return resolve_index_name(written, options.index_root)[0]
     else:
         if recorded.get(written):
             candidates.append(Path(recorded[written]))

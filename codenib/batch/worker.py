@@ -144,6 +144,9 @@ def _result_rows(cols: dict[str, list], row: QueryRow, res: QueryResult, options
 def _plan_row(cols: dict[str, list], row: QueryRow, res: QueryResult | None, options: ShardOptions,
               error: str | None, mode: str, plan: str | None = None, trace: dict | None = None) -> None:
     trace = trace if trace is not None else (res.trace if res is not None else {})
+    if row.text_changes:
+        # The text was cleaned when the query set was read (codenib.querytext): say how.
+        trace = {**trace, "query_text": dict(row.text_changes)}
     if plan is None:
         plan = res.plan if res is not None else (MODE_PLANS.get(mode, "none"))
     cols["qid"].append(row.qid)

@@ -27,6 +27,8 @@ def execute(name: str, run: Callable[[argparse.Namespace], int], args: argparse.
         print(f"codenib {name}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
+            raise  # the reader of stdout went away (`| head`): cli.main ends quietly
         # A path the user gave that cannot be read or written (a folder where a file was
         # expected, no permission, a full disk): say which, not a traceback.
         where = f"{exc.filename}: " if exc.filename else ""
@@ -37,6 +39,20 @@ def execute(name: str, run: Callable[[argparse.Namespace], int], args: argparse.
         print(f"codenib {name}: interrupted; no half-written output was left behind",
               file=sys.stderr)
         return 130
+
+
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe or socket whose reader has closed it (`codenib ... | head -1`)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError):   # no descriptor (captured), or no poll()
+        return False
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in events)
 
 
 def _registry() -> dict[str, Command]:

@@ -7,18 +7,32 @@ import os
 import sys
 
 from codenib import __version__
-from codenib.commands import REGISTRY, execute
+from codenib.commands import REGISTRY, execute, stdout_reader_gone
+
+#: The status a shell reports for a Unix tool that SIGPIPE ended (128 + 13): what
+#: `codenib query ... | head -1` ends with once `head` has what it wants.
+EXIT_READER_GONE = 141
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `codenib` console script."""
     _offline_environment()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help(sys.stderr)
-        return 2
-    return execute(args.command, REGISTRY[args.command].run, args)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help(sys.stderr)
+            return 2
+        code = execute(args.command, REGISTRY[args.command].run, args)
+        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        if not stdout_reader_gone():
+            raise
+        # Not bad input: the reader of stdout has all it wanted. Quiet, as Unix tools are; stdout
+        # goes to /dev/null so the interpreter's last flush does not complain either.
+        _discard_stdout()
+        return EXIT_READER_GONE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         cmd.add_arguments(p)
     return parser
+
+
+def _discard_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):   # stdout without a file descriptor
+        pass
 
 
 def _offline_environment() -> None:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from codenib.commands.packaging import largest_files
 from codenib.commands.submission import Submission
 from codenib.errors import BadInputError, CodeNibError, MissingDependencyError
+from codenib.hosts import is_loopback
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"  # Ray's dashboard (job API) port, on loopback only
 CONNECT_TIMEOUT_S = 5.0  # fail fast on an unreachable address instead of the OS's minutes-long TCP timeout
@@ -52,12 +53,38 @@ def auth_token_from_environment(environ: Mapping[str, str]) -> AuthToken | None:
     return None
 
 
+def check_transport(address: str, address_from: str = "--address", *, insecure: bool = False) -> str | None:
+    """Refuse plain http to anything but this machine: the job, and the cluster token with it,
+    would cross the network in clear text. Returns the warning to print when `insecure`
+    lets it through (None when the address is https or loopback).
+
+    Raises:
+        BadInputError: not an http(s) URL, or http to a host that is not loopback without `insecure`.
+    """
+    _check_address(address, address_from)
+    parts = urlsplit(address)
+    if parts.scheme == "https" or is_loopback(parts.hostname or ""):
+        return None
+    if not insecure:
+        raise BadInputError(f"{address} (from {address_from}) is plain http to another machine: the job and the "
+                            "cluster token would cross the network in clear text",
+                            fix="use https://HOST:PORT, or an SSH tunnel (ssh -L 8265:127.0.0.1:8265 HEAD, then "
+                                f"{DEFAULT_ADDRESS}), or pass --insecure to send it anyway")
+    return (f"codenib submit: warning: --insecure: the job and the cluster token (if any) go in clear text over "
+            f"http to {parts.hostname}; anyone on the way can read the token and use it")
+
+
 def submit(sub: Submission, address: str, token: AuthToken | None, *, wait: bool = False,
-           address_from: str = "--address", out: TextIO | None = None, log: TextIO | None = None) -> int:
+           address_from: str = "--address", out: TextIO | None = None, log: TextIO | None = None,
+           insecure: bool = False) -> int:
     """Submit `sub` unless a job with its id exists; with `wait`, follow its logs. Returns the
-    exit status: 0 submitted/exists (or, waiting, succeeded), 1 failed or stopped."""
+    exit status: 0 submitted/exists (or, waiting, succeeded), 1 failed or stopped. Plain http
+    goes to loopback only, unless `insecure` (see `check_transport`)."""
     out, log = out or sys.stdout, log or sys.stderr
-    client = connect(address, token, address_from=address_from)
+    warning = check_transport(address, address_from, insecure=insecure)
+    if warning:
+        print(warning, file=log)
+    client = connect(address, token, address_from=address_from, insecure=insecure)
     existing = _find_job(client, sub.submission_id)
     if existing is None:
         try:
@@ -93,9 +120,10 @@ def submit(sub: Submission, address: str, token: AuthToken | None, *, wait: bool
     return follow(client, sub.submission_id, out=out, log=log)
 
 
-def connect(address: str, token: AuthToken | None, *, address_from: str = "--address"):
-    """A `JobSubmissionClient` for `address`; unreachable, refused or malformed -> exit 2."""
-    _check_address(address, address_from)
+def connect(address: str, token: AuthToken | None, *, address_from: str = "--address", insecure: bool = False):
+    """A `JobSubmissionClient` for `address`; unreachable, refused, malformed or plain http to
+    another machine without `insecure` -> exit 2."""
+    check_transport(address, address_from, insecure=insecure)
     _probe(address, address_from)
     try:
         from ray.exceptions import AuthenticationError

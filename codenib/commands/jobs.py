@@ -91,6 +91,19 @@ def rerank_options(spec: JobSpec | None, overrides: dict[str, Any]):
     return RerankOptions(**merged)
 
 
+def read_llm_config(path: str | Path) -> dict[str, Any]:
+    """The LLM reranker settings of a TOML/JSON file (its [llm] table or the whole file),
+    checked here so that a bad setting names the file."""
+    from codenib.ops.llm_client import LLMConfig
+
+    data = read_config_file(path, section="llm")
+    try:
+        LLMConfig.from_dict(data)
+    except BadInputError as exc:
+        raise BadInputError(str(exc), path=str(path)) from None
+    return data
+
+
 def _merge(cls: type, merged: dict[str, Any], spec: JobSpec | None, overrides: dict[str, Any], where: str,
            fix: str) -> dict[str, Any]:
     """A spec section's values, its [llm] and the command line's on top, read and checked."""
@@ -98,7 +111,7 @@ def _merge(cls: type, merged: dict[str, Any], spec: JobSpec | None, overrides: d
         merged["llm"] = spec.llm
     merged.update({k: v for k, v in overrides.items() if v is not None})
     if "llm_config" in merged:
-        merged["llm"] = read_config_file(merged.pop("llm_config"), section="llm")
+        merged["llm"] = read_llm_config(merged.pop("llm_config"))
     missing = [k for k in required_keys(cls) if not merged.get(k)]
     if missing:
         raise BadInputError(f"missing {', '.join('--' + m for m in missing)}{where}", fix=fix)

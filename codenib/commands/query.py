@@ -34,24 +34,32 @@ def run(args: argparse.Namespace) -> int:
     from codenib.errors import QueryError
     from codenib.index.loaded import load_index
     from codenib.model.pipelines import RetrieveRerankPipeline
+    from codenib.querytext import clean_query_text
 
     if args.k < 1:
         raise QueryError(f"-k must be at least 1, got {args.k}", fix="pass -k 10")
-    if not args.text.strip():
+    # Undecodable bytes of the argument arrive as lone surrogates; cleaned as a query set's are.
+    cleaned = clean_query_text(args.text)
+    if cleaned.changed:
+        print(f"codenib query: warning: the query text was cleaned: {cleaned.describe()}", file=sys.stderr)
+    text = cleaned.text
+    if not text.strip():
         raise QueryError("the query text is empty", fix='pass a question, e.g. codenib query IDX "who calls main?"')
     weights = None
     if args.localise_weights:
         from codenib.model.localise import load_weights
 
         weights = load_weights(args.localise_weights)
+    llm = _llm(args.llm_config)   # a bad config fails before the index loads
     index = load_index(args.index)
-    llm = _llm(args.llm_config)
     pipe = RetrieveRerankPipeline(index, retrieval_mode=args.mode, budget=args.budget, rerank=args.rerank, llm=llm,
                                   localise_weights=weights)
     # Planned here, in-process, as the batch driver plans; the pipeline executes the plan.
-    result = pipe.execute([args.text], pipe.plan([args.text]), k=args.k)[0]
+    result = pipe.execute([text], pipe.plan([text]), k=args.k)[0]
     if result.error:
         raise QueryError(result.error, fix="rephrase the query")
+    if cleaned.changed:
+        result.trace["query_text"] = cleaned.changes()
     if args.json:
         json.dump({
             "query": result.query, "plan": result.plan, "latency_ms": result.latency_ms,
@@ -108,11 +116,11 @@ def explain_lines(trace: dict) -> list[str]:
 def _llm(path: str | None):
     if not path:
         return None
+    from codenib.commands.jobs import read_llm_config
     from codenib.ops.llm import LLMReranker
     from codenib.ops.llm_client import LLMConfig
-    from codenib.specs import read_config_file
 
-    return LLMReranker(LLMConfig.from_dict(read_config_file(path, section="llm")))
+    return LLMReranker(LLMConfig.from_dict(read_llm_config(path)))
 
 
 COMMAND = Command("Answer one query against an index; print ranked nodes, the plan and its trace.",

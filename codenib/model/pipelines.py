@@ -25,6 +25,7 @@ from codenib.ops.expand import ExpandParams, expand_graph_neighbors
 from codenib.ops.filter import demote_tests
 from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_rerank_batch
 from codenib.ops.retrieve import Candidates, QueriedNode, RetrieveContext, to_queried_nodes
+from codenib.querytext import clean_query_text
 
 #: A long report's dense query keeps its opening words plus its code keywords: the encoder
 #: truncates at ~256 word pieces, and the opening (title, first sentences) carries the intent.
@@ -134,8 +135,10 @@ class RetrieveRerankPipeline:
         self.planner.check(budget, retrieval_mode, rerank, self.capabilities)
 
     def plan(self, queries: Sequence[str]) -> list[QueryPlan]:
-        """Plan every query with this pipeline's mode, budget, reranker and capabilities."""
-        return self.planner.plan_queries(queries, self.budget, self.capabilities, self.mode, self.rerank,
+        """Plan every query (its cleaned text, `codenib.querytext`) with this pipeline's mode,
+        budget, reranker and capabilities, grounded in the index's symbol table."""
+        texts = [clean_query_text(q).text for q in queries]
+        return self.planner.plan_queries(texts, self.budget, self.capabilities, self.mode, self.rerank,
                                          self.index.symbols)
 
     def run(self, queries: Sequence[str], k: int | None = None) -> list[QueryResult]:
@@ -144,7 +147,13 @@ class RetrieveRerankPipeline:
 
     def execute(self, queries: Sequence[str], plans: Sequence[QueryPlan], k: int | None = None) -> list[QueryResult]:
         """Retrieve for a batch of planned queries (`plans[i]` is query i's plan, made by the
-        driver or by `plan`); a failing query becomes an error result."""
+        driver or by `plan`); a failing query becomes an error result.
+
+        Each query's text is cleaned first (`codenib.querytext`: no text can crash an engine);
+        a query that needed it records what changed in its trace under ``query_text``.
+        """
+        cleaned = [clean_query_text(q) for q in queries]
+        queries = [c.text for c in cleaned]
         n = len(queries)
         k_out = k or BUDGETS[self.budget].k
         signals: list[QuerySignals | None] = [p.signals for p in plans]
@@ -152,6 +161,9 @@ class RetrieveRerankPipeline:
         live = [i for i in range(n) if errors[i] is None and plans[i].plan is not None]
         planned = {i: plans[i].plan for i in live}
         traces: list[dict[str, Any]] = [plans[i].trace.to_dict() if i in planned else {} for i in range(n)]
+        for i, c in enumerate(cleaned):
+            if c.changed:
+                traces[i]["query_text"] = c.changes()
         k_fetch = {i: max(planned[i].k, k_out) for i in live}
         engine_ms: dict[int, float] = {i: 0.0 for i in live}
         needs = {i: plan_class(planned[i].plan).needs(planned[i]) for i in live}
@@ -284,7 +296,7 @@ class SparseSeededGraphRetrievePipeline:
         self.per_seed, self.total = per_seed, total
 
     def run(self, queries: Sequence[str], k: int = 100) -> list[Candidates]:
-        rows, scores = self.engines.sparse_search(list(queries), max(k, self.seeds))
+        rows, scores = self.engines.sparse_search([clean_query_text(q).text for q in queries], max(k, self.seeds))
         out = []
         for r, s in zip(rows, scores):
             seeds = to_queried_nodes(r, s, "sparse", self.ctx)
@@ -311,7 +323,8 @@ class DenseGraphExpandRerankPipeline:
         self.expand, self.seeds, self.file_fusion, self.rerank_top = expand, seeds, file_fusion, rerank_top
 
     def run(self, queries: Sequence[str], k: int = 100) -> list[Candidates]:
-        rows, scores = self.engines.dense_search(list(queries), k)
+        queries = [clean_query_text(q).text for q in queries]
+        rows, scores = self.engines.dense_search(queries, k)
         out: list[Candidates] = []
         for r, s in zip(rows, scores):
             sem = to_queried_nodes(r, s, "dense", self.ctx)

@@ -2,7 +2,9 @@
 chat-completions endpoint (vLLM, llama.cpp, Ollama).
 
 The config holds no secret; the API key reaches the client from the environment variable the
-config names, and no repr or error contains it.
+config names (`CODENIB_LLM_API_KEY` or `CODENIB_LLM_API_KEY_<NAME>`, no other), is sent only
+to the configured endpoint (no proxy, no redirect) and only over https or to this machine,
+and no repr or error contains it.
 """
 
 from __future__ import annotations
@@ -22,12 +24,17 @@ from urllib.parse import urlsplit
 
 from codenib import __version__
 from codenib.errors import BadInputError, RerankError
+from codenib.hosts import is_loopback
 from codenib.ops.llm_prompts import MalformedAnswerError, excerpt, min_prompt_tokens
 
 #: The two ways of asking the model.
 MODES = ("listwise", "pointwise")
 #: Default variable holding the API key; local servers (vLLM, llama.cpp, Ollama) need none.
 DEFAULT_API_KEY_ENV = "CODENIB_LLM_API_KEY"
+#: The variables `api_key_env` may name: the default or the default plus a suffix (one per
+#: provider). Any other variable (a cloud secret, RAY_AUTH_TOKEN) could be sent to whatever
+#: endpoint a shared job spec names.
+API_KEY_ENV_PATTERN = re.compile(r"CODENIB_LLM_API_KEY(_[A-Z0-9]+)*")
 #: Largest response body read; a ranking answer is a few KiB, so more is a broken server.
 MAX_RESPONSE_BYTES = 4 << 20
 
@@ -85,9 +92,10 @@ class LLMConfig:
                "a number of seconds >= 0", "set backoff_s to e.g. 0.5")
         _check(_is_int(self.concurrency) and self.concurrency >= 1, "concurrency", self.concurrency,
                "an integer >= 1", "set concurrency to how many requests the server takes at once")
-        _check(isinstance(self.api_key_env, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env)
-               is not None, "api_key_env", self.api_key_env, "an environment variable name",
-               f"set api_key_env to a variable name such as {DEFAULT_API_KEY_ENV}")
+        _check(isinstance(self.api_key_env, str) and API_KEY_ENV_PATTERN.fullmatch(self.api_key_env) is not None,
+               "api_key_env", self.api_key_env, f"{DEFAULT_API_KEY_ENV} or {DEFAULT_API_KEY_ENV}_<NAME> "
+               "(NAME: capitals, digits, _)", f"set api_key_env to {DEFAULT_API_KEY_ENV} or e.g. "
+               f"{DEFAULT_API_KEY_ENV}_PROVIDER, and export the key there")
         floor = min_prompt_tokens(self.window if self.mode == "listwise" else 1)
         _check(_is_int(self.max_prompt_tokens) and self.max_prompt_tokens >= floor, "max_prompt_tokens",
                self.max_prompt_tokens, f"an integer >= {floor} for this mode and window",
@@ -130,11 +138,19 @@ class ChatClient:
     """POSTs chat completions with a per-attempt deadline, retries and bounded concurrency.
 
     It uses `http.client` directly: no proxy from the environment and no redirects, so
-    the key goes to the configured endpoint and nowhere else.
+    the key goes to the configured endpoint and nowhere else; and a key goes only over https
+    or to this machine (loopback), never in clear text across a network.
+
+    Raises:
+        BadInputError: a key with a plain-http endpoint on another machine.
     """
 
     def __init__(self, config: LLMConfig, api_key: str | None):
         parts = urlsplit(config.endpoint)
+        if api_key and parts.scheme != "https" and not is_loopback(parts.hostname or ""):
+            raise BadInputError(f"the API key in ${config.api_key_env} would go in clear text over http to "
+                                f"{parts.hostname}", fix=f"use an https endpoint, or a server on 127.0.0.1, or "
+                                f"unset {config.api_key_env} for a server that needs no key")
         self.url = f"{config.endpoint}/chat/completions"
         self._https = parts.scheme == "https"
         self._host = parts.hostname or ""

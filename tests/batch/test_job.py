@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -159,9 +160,9 @@ def test_an_actor_killed_mid_job_loses_no_rows(baseline, ray_session, fixture_in
 
 def test_multi_index_query_set(ray_session, fixture_index_dir, sparse_only_index_dir, tmp_path):
     root = tmp_path / "indexes"
-    root.mkdir()
-    (root / "full").symlink_to(fixture_index_dir, target_is_directory=True)
-    (root / "sparse").symlink_to(sparse_only_index_dir, target_is_directory=True)
+    # Copies: index names resolve strictly under the root, so a link leading out of it is refused.
+    shutil.copytree(fixture_index_dir, root / "full")
+    shutil.copytree(sparse_only_index_dir, root / "sparse")
     rows = [{"qid": "a", "query": "Turn the given text into a lowercase slug.", "index": "full"},
             {"qid": "b", "query": "Turn the given text into a lowercase slug.", "index": "sparse"},
             {"qid": "c", "query": "who calls slugify?", "index": "sparse"},

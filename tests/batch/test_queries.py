@@ -91,3 +91,154 @@ def test_an_empty_query_set_is_bad_input_in_either_format(tmp_path, sparse_only_
     err = capsys.readouterr().err
     assert f"q{suffix}" in err and "is empty" in err and "add at least one query" in err
     assert not out.exists()
+
+
+# --- index names stay under --index-root ----------------------------------------------------------
+
+def _index_farm(tmp_path, index_dir):
+    """root/ holding a copy of an index (`click`), a nested one (`org/click`), a symlink inside
+    the root to it (`alias`), and an index outside the root with a symlink leading to it."""
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(index_dir, root / "click")
+    shutil.copytree(index_dir, root / "org" / "click")
+    (root / "alias").symlink_to(root / "click", target_is_directory=True)
+    outside = tmp_path / "idx" / "click"
+    shutil.copytree(index_dir, outside)
+    (root / "escape").symlink_to(outside, target_is_directory=True)
+    return root, outside
+
+
+@pytest.mark.parametrize("name,problem", [
+    ("../idx/click", "is not a name under --index-root"),
+    ("click/../../idx/click", "is not a name under --index-root"),
+    ("../../../tmp/x", "is not a name under --index-root"),
+    ("ABSOLUTE", "is not a name under --index-root"),
+    ("escape", "leads outside --index-root"),
+])
+def test_index_names_cannot_leave_the_index_root(tmp_path, sparse_only_index_dir, name, problem):
+    root, outside = _index_farm(tmp_path, sparse_only_index_dir)
+    name = str(outside) if name == "ABSOLUTE" else name
+    rows = [{"qid": "bad", "query": "helper", "index": name}, {"qid": "good", "query": "helper", "index": "click"},
+            {"qid": "nested", "query": "helper", "index": "org/click"},
+            {"qid": "alias", "query": "helper", "index": "alias"}]
+    qs = read_query_set(write_queries(tmp_path / "q.parquet", rows), index_root=root)
+    by = {r.qid: r for r in qs.rows}
+    assert by["bad"].index_path == "" and problem in by["bad"].error
+    assert "fix: write the index's folder relative to" in by["bad"].error
+    assert by["good"].index_path == str((root / "click").resolve()) and by["good"].error is None
+    assert by["nested"].index_path == str((root / "org" / "click").resolve())
+    assert by["alias"].index_path == str((root / "click").resolve())  # a link inside the root is fine
+    assert any("is not a name under --index-root" in w for w in qs.warnings)
+
+
+def test_a_name_is_not_looked_up_outside_the_root_either(tmp_path, sparse_only_index_dir, monkeypatch):
+    # The old resolver fell back to the name as a path of its own (relative to the cwd).
+    root, outside = _index_farm(tmp_path, sparse_only_index_dir)
+    monkeypatch.chdir(outside.parent)
+    rows = [{"qid": "a", "query": "helper", "index": "click"}, {"qid": "b", "query": "helper", "index": "idx2"}]
+    import shutil
+    shutil.copytree(sparse_only_index_dir, outside.parent / "idx2")
+    qs = read_query_set(write_queries(tmp_path / "q.parquet", rows), index_root=root)
+    by = {r.qid: r for r in qs.rows}
+    assert by["a"].index_path == str((root / "click").resolve())
+    assert by["b"].index_path == "" and "not found under" in by["b"].error
+
+
+def test_rerank_resolves_index_names_under_the_root_only(tmp_path, sparse_only_index_dir):
+    from codenib.batch.options import RerankOptions
+    from codenib.batch.rerank import _resolve
+
+    root, outside = _index_farm(tmp_path, sparse_only_index_dir)
+    options = RerankOptions(results=str(tmp_path / "r"), out=str(tmp_path / "o"), index_root=str(root))
+    assert _resolve("click", options, {}) == str((root / "click").resolve())
+    for name in ("../idx/click", str(outside), "escape"):
+        assert _resolve(name, options, {"../idx/click": str(outside)}) == ""
+
+
+# --- column types ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("column,values,found,expected", [
+    ("query", [b"who calls helper?", b"slugify"], "binary", "string"),
+    ("query", [1, 2], "int64", "string"),
+    ("qid", [b"a", b"b"], "binary", "string or integer"),
+    ("index", [b"x", b"y"], "binary", "string"),
+])
+def test_columns_of_the_wrong_type_are_named(tmp_path, sparse_only_index_dir, column, values, found, expected):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = {"qid": ["a", "b"], "query": ["who calls helper?", "slugify"]}
+    data[column] = values
+    path = tmp_path / "q.parquet"
+    pq.write_table(pa.table(data), path)
+    with pytest.raises(BadInputError) as info:
+        read_query_set(path, index=sparse_only_index_dir)
+    message = str(info.value)
+    assert f"column `{column}` has type {found}; expected {expected}" in message
+    assert "q.parquet" in message and "fix:" in message
+
+
+def test_integer_qids_and_dictionary_strings_are_accepted(tmp_path, sparse_only_index_dir):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "q.parquet"
+    pq.write_table(pa.table({"qid": pa.array([1, 2]), "query": pa.array(["helper", "slugify"]).dictionary_encode()}),
+                   path)
+    qs = read_query_set(path, index=sparse_only_index_dir)
+    assert [(r.qid, r.query, r.error) for r in qs.rows] == [("1", "helper", None), ("2", "slugify", None)]
+
+
+# --- query text is cleaned at the query-set edge --------------------------------------------------
+
+def test_undecodable_and_control_text_is_cleaned_and_recorded_in_the_plan_row(tmp_path, fixture_index_dir,
+                                                                              fixture_index):
+    import pyarrow.parquet as pq
+
+    from codenib.batch.driver import plan_rows
+    from codenib.batch.queries import Shard
+    from codenib.batch.worker import ShardOptions, process_shard
+    from codenib.model.pipelines import LocalEngines
+
+    path = tmp_path / "q.jsonl"
+    # json.dumps writes lone surrogates as \udcxx escapes, which json.loads reads back as such.
+    lines = [{"qid": "latin1", "query": "caf\udce9 editor"}, {"qid": "nul", "query": "who calls\x00 slugify?"},
+             {"qid": "only-bad", "query": "\x00\x1b"}, {"qid": "fine", "query": "Store an item"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    qs = read_query_set(path, index=fixture_index_dir)
+    by = {r.qid: r for r in qs.rows}
+    assert by["latin1"].query == "caf\ufffd editor" and dict(by["latin1"].text_changes) == {"invalid_replaced": 1}
+    assert by["nul"].query == "who calls  slugify?" and by["only-bad"].error == "empty query text"
+    assert by["fine"].text_changes == ()
+    assert any("the text of 3 queries was cleaned" in w for w in qs.warnings)
+    rows = plan_rows(qs.rows, "balanced", "auto", "embedding", {str(fixture_index.path): fixture_index.capabilities()})
+    results, plans = process_shard(Shard(0, "ix", str(fixture_index.path), rows), fixture_index,
+                                   LocalEngines(fixture_index), ShardOptions(k=5))
+    pq.write_table(results, tmp_path / "r.parquet")   # valid UTF-8 throughout
+    pq.write_table(plans, tmp_path / "p.parquet")
+    got = {p["qid"]: p for p in pq.read_table(tmp_path / "p.parquet").to_pylist()}
+    assert json.loads(got["latin1"]["trace"])["query_text"] == {"invalid_replaced": 1}
+    assert json.loads(got["nul"]["trace"])["query_text"] == {"controls_replaced": 1}
+    assert got["latin1"]["error"] is None and got["nul"]["error"] is None
+    assert got["only-bad"]["error"] == "empty query text"
+    assert "query_text" not in json.loads(got["fine"]["trace"])
+    assert {r["qid"] for r in results.to_pylist()} == {"latin1", "nul", "fine"}
+
+
+def test_parquet_text_that_is_not_utf8_is_cleaned_in_queries_and_refused_in_qids(tmp_path, sparse_only_index_dir):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def latin1(*texts):  # a string column holding bytes that are not UTF-8, as a careless writer leaves it
+        return pa.array([t.encode("latin-1") for t in texts], pa.binary()).view(pa.string())
+
+    path = tmp_path / "q.parquet"
+    pq.write_table(pa.table({"qid": ["a", "b"], "query": latin1("café editor", "helper")}), path)
+    qs = read_query_set(path, index=sparse_only_index_dir)
+    assert [(r.query, dict(r.text_changes)) for r in qs.rows] == [("caf\ufffd editor", {"invalid_replaced": 1}),
+                                                                  ("helper", {})]
+    pq.write_table(pa.table({"qid": latin1("é", "b"), "query": ["helper", "slugify"]}), path)
+    with pytest.raises(BadInputError, match=r"`qid` in row\(s\) 1 holds bytes that are not UTF-8 text"):
+        read_query_set(path, index=sparse_only_index_dir)

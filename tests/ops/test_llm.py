@@ -18,7 +18,8 @@ from tests.ops.llm_server import (FakeChatServer, Reply, answer, by_marker, echo
 
 __all__ = ["llm_server"]  # the fixture, imported for pytest
 
-KEY_ENV = "CODENIB_TEST_LLM_KEY"
+# A name api_key_env may take (CODENIB_LLM_API_KEY or CODENIB_LLM_API_KEY_<NAME>).
+KEY_ENV = "CODENIB_LLM_API_KEY_TEST"
 SECRET = "sk-test-5f3c9a1e7d2b4c60"
 
 
@@ -278,6 +279,43 @@ def test_the_key_appears_in_no_error_repr_log_or_pickle(llm_server, monkeypatch,
                       repr(reranker._ctx), repr(reranker._ctx.client), caplog.text]
     assert all(SECRET not in s for s in shown)
     assert SECRET.encode() not in pickle.dumps(reranker)
+
+
+@pytest.mark.parametrize("name", ["AWS_SECRET_ACCESS_KEY", "RAY_AUTH_TOKEN", "HOME", "GITHUB_TOKEN",
+                                  "CODENIB_LLM_API_KEYX", "CODENIB_LLM_API_KEY_", "codenib_llm_api_key"])
+def test_api_key_env_names_only_codenibs_own_variables(name):
+    with pytest.raises(BadInputError) as err:
+        LLMConfig("http://127.0.0.1:8000/v1", "m", api_key_env=name)
+    assert "CODENIB_LLM_API_KEY or CODENIB_LLM_API_KEY_<NAME>" in str(err.value) and err.value.fix
+    for fine in ("CODENIB_LLM_API_KEY", "CODENIB_LLM_API_KEY_TOGETHER", "CODENIB_LLM_API_KEY_VLLM_2"):
+        assert LLMConfig("http://127.0.0.1:8000/v1", "m", api_key_env=fine).api_key_env == fine
+
+
+@pytest.mark.parametrize("endpoint", ["http://10.0.0.5:8000/v1", "http://llm.example.com/v1",
+                                      "http://127.0.0.1.nip.io:8000/v1"])
+def test_a_key_never_goes_in_clear_text_to_another_machine(monkeypatch, endpoint):
+    def no_network(*args, **kwargs):
+        raise AssertionError("the key must not be sent")
+
+    # Tests talk to 127.0.0.1 only, even if the check regresses: nothing may connect here.
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    reranker = LLMReranker(LLMConfig(endpoint, "m", api_key_env=KEY_ENV, retries=0))
+    with pytest.raises(BadInputError) as err:
+        reranker.rerank("q", make(2), ["x", "y"])
+    assert f"the API key in ${KEY_ENV} would go in clear text over http" in str(err.value)
+    assert "use an https endpoint" in err.value.fix and SECRET not in str(err.value)
+
+
+def test_a_key_goes_over_https_or_to_loopback_and_no_key_goes_anywhere(monkeypatch, llm_server):
+    from codenib.ops.llm_client import ChatClient
+
+    assert "auth=bearer" in repr(ChatClient(LLMConfig("https://llm.example.com/v1", "m"), SECRET))
+    assert "auth=bearer" in repr(ChatClient(LLMConfig("http://localhost:8000/v1", "m"), SECRET))
+    assert "auth=none" in repr(ChatClient(LLMConfig("http://10.0.0.5:8000/v1", "m"), None))
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    LLMReranker(config(llm_server)).rerank("q", make(2), ["x", "y"])   # http on 127.0.0.1
+    assert llm_server.requests[0].headers["Authorization"] == f"Bearer {SECRET}"
 
 
 def test_pickled_reranker_builds_its_own_client(llm_server):

@@ -1,0 +1,274 @@
+"""Fault matrix, inputs (issue 12, part B): for each bad input, the exit status, the first line
+of the message on stderr, and that no byte of any file the user already had changed.
+
+One row per case in CASES. A case runs `codenib` in this process (the real command line,
+`main(argv)`, on the real fixture indexes and a real local Ray), or in a subprocess where
+only a process shows the fault (argument bytes that are not UTF-8, a closed stdout). Every
+case works on its own copy of a "user folder" (indexes under an index root, an index outside
+it, query sets, configs, a job spec) whose files are hashed before and after. Nothing here
+opens a connection beyond 127.0.0.1: submit cases are dry runs, and in-process cases run
+with connections to anything but loopback refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from codenib.commands.cli import main
+from codenib.results import read_results
+
+#: A cold process that loads the packaged model, on a loaded 2-CPU machine.
+SUBPROCESS_TIMEOUT_S = 300
+#: What a shell reports for a tool ended by SIGPIPE; codenib ends with it when stdout's reader left.
+READER_GONE = 141
+#: A key a test exports; it must never reach a plain-http endpoint on another machine.
+SECRET = "sk-fault-matrix-3b9c"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: the command line (`{user}` and `{out}` filled in), how it runs, and what
+    must come of it."""
+
+    name: str
+    argv: tuple[str, ...]
+    exit_code: int
+    first_line: str                    # must appear in stderr's first line ("" : stderr is empty)
+    run: str = "in-process"            # in-process | subprocess | closed-stdout
+    env: dict[str, str] = field(default_factory=dict)
+    plan_errors: dict[str, str | None] = field(default_factory=dict)   # qid -> text in its error (None: no error)
+    setup: str = ""                    # what the case adds to its user folder (see _setup)
+
+
+CASES = [
+    # Item 4: text no tokenizer takes is cleaned once, recorded, and answered.
+    Case("query: argument bytes not UTF-8 (Latin-1), dense",
+         ("query", "{user}/indexes/dense", "caf\udce9 editor", "--mode", "dense", "-k", "3"),
+         0, "codenib query: warning: the query text was cleaned: 1 undecodable byte(s)", run="subprocess"),
+    Case("run: JSONL with a lone surrogate, NUL and ESC in queries",
+         ("run", "--queries", "{user}/q/nasty.jsonl", "--index", "{user}/indexes/dense", "--out", "{out}",
+          "--mode", "hybrid", "--rerank", "embedding", "--quiet"),
+         0, "warning: {user}/q/nasty.jsonl: 1 queries have empty text; they become error rows",
+         plan_errors={"only-controls": "empty query text", "latin1": None, "nul": None, "fine": None}),
+    Case("run: Parquet query bytes that are not UTF-8",
+         ("run", "--queries", "{user}/q/latin1.parquet", "--index", "{user}/indexes/dense", "--out", "{out}",
+          "--mode", "dense", "--quiet"),
+         0, "warning: {user}/q/latin1.parquet: the text of 1 queries was cleaned",
+         plan_errors={"latin1": None, "fine": None}),
+    # Item 5: index names stay under --index-root.
+    Case("run: index '../idx/click' (parent of the root)",
+         ("run", "--queries", "{user}/q/parent.parquet", "--index-root", "{user}/indexes", "--out", "{out}",
+          "--quiet"),
+         0, "warning: {user}/q/parent.parquet: index '../idx/click' is not a name under --index-root",
+         plan_errors={"escape": "is not a name under --index-root", "ok": None}),
+    Case("run: index as an absolute path",
+         ("run", "--queries", "{user}/q/absolute.parquet", "--index-root", "{user}/indexes", "--out", "{out}",
+          "--quiet"),
+         0, "warning: {user}/q/absolute.parquet: index '{user}/idx/click' is not a name under --index-root",
+         plan_errors={"escape": "is not a name under --index-root", "ok": None}, setup="absolute"),
+    Case("run: index '../../../tmp/x'",
+         ("run", "--queries", "{user}/q/tmp.parquet", "--index-root", "{user}/indexes", "--out", "{out}",
+          "--quiet"),
+         0, "warning: {user}/q/tmp.parquet: index '../../../tmp/x' is not a name under --index-root",
+         plan_errors={"escape": "is not a name under --index-root", "ok": None}),
+    Case("run: index through a symlink leading out of the root",
+         ("run", "--queries", "{user}/q/link.parquet", "--index-root", "{user}/indexes", "--out", "{out}",
+          "--quiet"),
+         0, "warning: {user}/q/link.parquet: index 'outside' is not a name under --index-root",
+         plan_errors={"escape": "leads outside --index-root", "ok": None}, setup="link"),
+    # Item 6 (part): column types are checked and named.
+    Case("run: `query` column stored as binary",
+         ("run", "--queries", "{user}/q/binary.parquet", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/binary.parquet: column `query` has type binary; expected string"),
+    Case("run: `query` column of integers (JSONL)",
+         ("run", "--queries", "{user}/q/numbers.jsonl", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/numbers.jsonl: column `query` has type int64; expected string"),
+    Case("run: `qid` column stored as binary",
+         ("run", "--queries", "{user}/q/binary-qid.parquet", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/binary-qid.parquet: column `qid` has type binary; expected string or "
+            "integer"),
+    # Item 7: a closed stdout is not bad input.
+    Case("query: stdout closed by its reader (| head -1)",
+         ("query", "{user}/indexes/click", "who calls echo?"), READER_GONE, "", run="closed-stdout"),
+    Case("submit --dry-run: stdout closed by its reader",
+         ("submit", "{user}/jobs/job.toml", "--dry-run"), READER_GONE, "", run="closed-stdout"),
+    # Item 8: plain http only to loopback.
+    Case("submit: http:// to another machine",
+         ("submit", "{user}/jobs/job.toml", "--address", "http://10.0.0.5:8265", "--dry-run"),
+         2, "codenib submit: error: http://10.0.0.5:8265 (from --address) is plain http to another machine",
+         env={"RAY_AUTH_TOKEN": SECRET}),
+    Case("submit: http:// to another machine, --insecure",
+         ("submit", "{user}/jobs/job.toml", "--address", "http://10.0.0.5:8265", "--dry-run", "--insecure"),
+         0, "codenib submit: warning: --insecure: the job and the cluster token (if any) go in clear text",
+         env={"RAY_AUTH_TOKEN": SECRET}),
+    # Item 9: which variable may hold a key, and where a key may go.
+    Case("query --rerank llm: api_key_env names another variable",
+         ("query", "{user}/indexes/click", "who calls echo?", "--rerank", "llm", "--llm-config",
+          "{user}/llm-any-variable.toml"),
+         2, "codenib query: error: {user}/llm-any-variable.toml: LLM reranker api_key_env must be "
+            "CODENIB_LLM_API_KEY or CODENIB_LLM_API_KEY_<NAME>",
+         env={"AWS_SECRET_ACCESS_KEY": SECRET}),
+    Case("query --rerank llm: a key and a plain-http endpoint on another machine",
+         ("query", "{user}/indexes/click", "who calls echo?", "--rerank", "llm", "--llm-config",
+          "{user}/llm-http-remote.toml"),
+         2, "codenib query: error: the API key in $CODENIB_LLM_API_KEY would go in clear text over http to 10.0.0.5",
+         env={"CODENIB_LLM_API_KEY": SECRET}),
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, fixture_index_dir, sparse_only_index_dir):
+    """The user folder every case starts from (copied per case)."""
+    user = tmp_path_factory.mktemp("fault-inputs") / "user"
+    shutil.copytree(sparse_only_index_dir, user / "indexes" / "click")
+    shutil.copytree(fixture_index_dir, user / "indexes" / "dense")
+    shutil.copytree(sparse_only_index_dir, user / "idx" / "click")   # an index outside the root
+    q = user / "q"
+    q.mkdir()
+    nasty = [{"qid": "latin1", "query": "caf\udce9 editor"}, {"qid": "nul", "query": "who calls\x00 slugify?"},
+             {"qid": "only-controls", "query": "\x00\x1b\x07"}, {"qid": "fine", "query": "Store an item"}]
+    (q / "nasty.jsonl").write_text("".join(json.dumps(r) + "\n" for r in nasty))
+    latin1 = pa.array([t.encode("latin-1") for t in ("café editor", "Store an item")], pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"qid": ["latin1", "fine"], "query": latin1}), q / "latin1.parquet")
+    for name, index in (("parent", "../idx/click"), ("tmp", "../../../tmp/x"), ("link", "outside")):
+        pq.write_table(pa.table({"qid": ["escape", "ok"], "query": ["helper", "helper"], "index": [index, "click"]}),
+                       q / f"{name}.parquet")
+    pq.write_table(pa.table({"qid": ["a", "b"], "query": pa.array([b"who calls helper?", b"slugify"], pa.binary())}),
+                   q / "binary.parquet")
+    pq.write_table(pa.table({"qid": pa.array([b"a", b"b"], pa.binary()), "query": ["helper", "slugify"]}),
+                   q / "binary-qid.parquet")
+    (q / "numbers.jsonl").write_text('{"qid": "a", "query": 1}\n{"qid": "b", "query": 2}\n')
+    (user / "llm-any-variable.toml").write_text('[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+                                                'api_key_env = "AWS_SECRET_ACCESS_KEY"\n')
+    (user / "llm-http-remote.toml").write_text('[llm]\nendpoint = "http://10.0.0.5:8000/v1"\nmodel = "m"\n'
+                                               'retries = 0\n')
+    (user / "jobs").mkdir()
+    (user / "pyproject.toml").write_text("[project]\nname = 'user'\n")
+    (user / "jobs" / "job.toml").write_text('[run]\nqueries = "q/parent.parquet"\nindex = "indexes/click"\n'
+                                            'out = "runs/x"\n')
+    return user
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """The batch tests' local Ray if it is up, else one of this module's (2 CPUs, 127.0.0.1)."""
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
+             configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_fault_matrix_inputs(case, template, local_ray, tmp_path, monkeypatch, capsys):
+    user = tmp_path / "user"
+    shutil.copytree(template, user, symlinks=True)
+    _setup(case.setup, user)
+    out = tmp_path / "out"
+    argv = [a.format(user=user, out=out) for a in case.argv]
+    before = _hashes(user)
+    code, first = _run(case, argv, monkeypatch, capsys)
+    assert (code, first if not case.first_line else first[:len(case.first_line.format(user=user))]) == \
+        (case.exit_code, case.first_line.format(user=user)), f"stderr first line: {first!r}"
+    assert _hashes(user, keys=before) == before, "a file of the user's changed"
+    if case.exit_code == 2:
+        assert not out.exists(), "bad input left output behind"
+    if case.plan_errors:
+        plans = {p["qid"]: p for p in pq.read_table(out / "plans.parquet").to_pylist()}
+        for qid, text in case.plan_errors.items():
+            assert (plans[qid]["error"] is None) if text is None else (text in (plans[qid]["error"] or "")), plans[qid]
+        # No query was answered from an index outside the root.
+        answered = {r["qid"] for r in read_results(out).to_pylist()}
+        assert not answered & {q for q, t in case.plan_errors.items() if t and "index-root" in t}
+
+
+def test_fault_matrix_covers_every_item_of_part_b():
+    # Items 4-9 each have at least one row (10 and 11 are not inputs: tests/test_submit.py,
+    # tests/batch/test_reaper.py).
+    names = " ".join(c.name for c in CASES)
+    for needle in ("not UTF-8", "../idx/click", "absolute", "../../../tmp/x", "binary", "stdout closed",
+                   "http:// to another machine", "api_key_env", "plain-http endpoint"):
+        assert needle in names, needle
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+def _setup(what: str, user: Path) -> None:
+    """Files that name the case's own copy of the user folder (made before hashing)."""
+    if what == "absolute":
+        pq.write_table(pa.table({"qid": ["escape", "ok"], "query": ["helper", "helper"],
+                                 "index": [str(user / "idx" / "click"), "click"]}), user / "q" / "absolute.parquet")
+    elif what == "link":
+        (user / "indexes" / "outside").symlink_to(user / "idx" / "click", target_is_directory=True)
+
+
+def _run(case: Case, argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
+    """Exit status and stderr's first line ('' when stderr is empty)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RAY_") and k not in ("CODENIB_LLM_API_KEY", "AWS_SECRET_ACCESS_KEY")}
+    env.update(case.env)
+    if case.run == "in-process":
+        for k in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE", "CODENIB_LLM_API_KEY",
+                  "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.delenv(k, raising=False)
+        for k, v in case.env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setattr(socket, "create_connection", _loopback_only(socket.create_connection))
+        capsys.readouterr()
+        code = main(argv)
+        err = capsys.readouterr().err
+    else:
+        command = [sys.executable.encode(), b"-m", b"codenib.commands.cli"]
+        # os.fsencode turns the lone surrogates of an undecodable argument back into its bytes.
+        command += [os.fsencode(a) for a in argv]
+        if case.run == "closed-stdout":
+            read_end, write_end = os.pipe()
+            os.close(read_end)
+            try:
+                done = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, env=env,
+                                      timeout=SUBPROCESS_TIMEOUT_S)
+            finally:
+                os.close(write_end)
+        else:
+            done = subprocess.run(command, capture_output=True, env=env, timeout=SUBPROCESS_TIMEOUT_S)
+        code, err = done.returncode, done.stderr.decode("utf-8", "replace")
+    assert SECRET not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    return code, lines[0] if lines else ""
+
+
+def _loopback_only(connect):
+    def guarded(address, *args, **kwargs):
+        host = address[0]
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise AssertionError(f"a case tried to connect to {host}")
+        return connect(address, *args, **kwargs)
+    return guarded
+
+
+def _hashes(folder: Path, keys: dict[str, str] | None = None) -> dict[str, str]:
+    """sha256 of every file under `folder` (links not followed), or of the files in `keys`
+    (a file that is gone hashes as 'missing')."""
+    paths = [folder / k for k in keys] if keys is not None else \
+        [p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()]
+    out = {}
+    for p in paths:
+        rel = p.relative_to(folder).as_posix()
+        out[rel] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"
+    return out
