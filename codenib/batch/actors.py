@@ -56,7 +56,7 @@ class DenseActor:
 
     def warm(self, index_path: str, index_sha: str) -> str | None:
         """Load an index and its query encoder before the first search; see `warm_up`."""
-        return warm_up(lambda: self.cache.get(index_path, index_sha).encoder)
+        return warm_up(lambda: self.cache.get(index_path, index_sha).encoder())
 
 
 class RerankActor:

@@ -140,15 +140,16 @@ def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger) -> tup
     --index-root turns its queries into error rows while the rest of the job runs.
     """
     from codenib.artifact import read_manifest
-    from codenib.errors import IndexFormatError
-    from codenib.index.loaded import capabilities_of
+    from codenib.errors import EncoderMismatchError, IndexFormatError
+    from codenib.index.loaded import capabilities_of, check_encoder
 
     meta: dict[str, dict[str, Any]] = {}
     broken: dict[str, str] = {}
     for path in sorted({r.index_path for r in query_set.rows if r.index_path}):
         try:
             manifest = read_manifest(path, verify=True)
-        except IndexFormatError as exc:
+            check_encoder(manifest, options.encoder, path)
+        except (IndexFormatError, EncoderMismatchError) as exc:
             if options.index is not None:
                 raise
             broken[path] = str(exc)

@@ -131,22 +131,24 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
     so a job always ends with every query accounted for.
     """
     import ray
-    from tqdm import tqdm
+
+    from codenib.progress import Progress
 
     total = sum(len(s.rows) for s in todo)
-    bar = tqdm(total=total, unit="q", desc="queries", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    bar = Progress("queries", total, "queries", enabled=progress)
     pending = list(todo)
     inflight: dict[Any, Any] = {}
     attempts: dict[int, int] = {}
     errors = 0
-    t0 = time.perf_counter()
     turn = 0
     while pending or inflight:
         while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
             shard = pending.pop(0)
             inflight[workers[turn % len(workers)].run_shard.remote(shard)] = shard
             turn += 1
-        ready, _ = ray.wait(list(inflight), num_returns=1)
+        # A timeout so that progress lines keep their interval while a long shard runs.
+        ready, _ = ray.wait(list(inflight), num_returns=1, timeout=bar.interval)
+        bar.update(0)
         for ref in ready:
             shard = inflight.pop(ref)
             try:
@@ -167,10 +169,8 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
                 continue
             sink.commit(shard.shard_id, results, plans)
             errors += sum(1 for e in plans.column("error").to_pylist() if e)
-            bar.update(len(shard.rows))
-            elapsed = max(time.perf_counter() - t0, 1e-9)
-            bar.set_postfix(shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
-                            qps=f"{bar.n / elapsed:.1f}", errors=errors, refresh=False)
+            bar.update(len(shard.rows), shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
+                       errors=errors)
     bar.close()
 
 

@@ -17,7 +17,7 @@ from codenib.commands import Command
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="codenib-demo", help="folder for the demo's index, results and report")
     p.add_argument("--no-dense", action="store_true", help="skip dense vectors (faster; semantic queries degrade)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def sample_repository() -> Path:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()) and not (out / "index").exists():
         raise BadInputError("the demo folder exists and holds something else", path=str(out),
                             fix="pass another --out or remove that folder")
-    progress = not args.quiet and sys.stderr.isatty()
+    progress = not args.quiet   # a bar on a terminal, progress lines elsewhere
     index_dir, results_dir, report_dir = out / "index", out / "results", out / "report"
     reuse = index_dir if is_index_dir(index_dir) and not args.no_dense else None
     _say(f"1/3  indexing the bundled sample {sample_repository()} -> {index_dir}")
