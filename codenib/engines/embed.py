@@ -78,7 +78,7 @@ class Encoder:
 
     def __init__(self, spec: ModelSpec, device: str = "auto", batch_size: int | None = None,
                  backend: str = "torch", log: Callable[[str], None] | None = None):
-        from codenib.engines.backends import EXPORT_RUNNERS, TextTokenizer, TorchRunner, cpu_threads, get_backend
+        from codenib.engines.backends import TextTokenizer, TorchRunner, get_backend
 
         self.spec = spec
         device = resolve_device(device)
@@ -93,7 +93,7 @@ class Encoder:
         self.device = device
         self.batch_size = batch_size or default_batch_size(device)
         self.model = None
-        self.export = None
+        self._exports: dict[str, Any] = {}
         if self.backend.recipe is None:
             self.model = _load(spec, device)
             if spec.max_seq_length:
@@ -101,15 +101,18 @@ class Encoder:
             self.dimension = _dimension(self.model)
             fast = getattr(self.model.tokenizer, "backend_tokenizer", None)
             self.tokenizer = TextTokenizer(fast, self.max_seq_length) if fast is not None else None
-            self.runner = TorchRunner(self.model)
+            self._runners = {None: TorchRunner(self.model)}
         else:
             from codenib.engines.export import exported_model
 
-            self.export = exported_model(spec, self.backend.recipe, log)
-            self._max_seq_length = spec.max_seq_length or self.export.max_seq_length
-            self.dimension = self.export.dimension
-            self.tokenizer = TextTokenizer(self.export.tokenizer_path, self._max_seq_length)
-            self.runner = EXPORT_RUNNERS[self.backend.module](self.export.onnx_path, cpu_threads())
+            # The query export first: a query-only process (a dense actor) loads nothing else.
+            first = exported_model(spec, self.backend.queries_by, log)
+            self._max_seq_length = spec.max_seq_length or first.max_seq_length
+            self.dimension = first.dimension
+            self.tokenizer = TextTokenizer(first.tokenizer_path, self._max_seq_length)
+            self._exports = {first.recipe: first}
+            self._runners = {}
+        self._log = log
         #: What the last `encode_documents` call did (texts, unique, batches, padding share).
         self.last_stats: dict[str, float] = {}
 
@@ -118,11 +121,39 @@ class Encoder:
         return int(self.model.max_seq_length) if self.model is not None else int(self._max_seq_length)
 
     def describe(self) -> dict[str, Any]:
-        """The backend as the index manifest records it."""
+        """The backend as the index manifest records it (with the documents' export)."""
         out: dict[str, Any] = {"backend": self.backend.name, "precision": self.backend.precision}
-        if self.export is not None:
-            out.update(self.export.describe())
+        if self.backend.recipe is not None:
+            out.update(self._export(self.backend.recipe).describe())
+            if self.backend.query_recipe:
+                out["queries"] = {"recipe": self.backend.query_recipe,
+                                  **self._export(self.backend.query_recipe).describe()}
         return out
+
+    @property
+    def runner(self):
+        """What encodes documents."""
+        return self._runner(self.backend.recipe)
+
+    @property
+    def query_runner(self):
+        return self._runner(self.backend.queries_by)
+
+    def _export(self, recipe: str):
+        if recipe not in self._exports:
+            from codenib.engines.export import exported_model
+
+            self._exports[recipe] = exported_model(self.spec, recipe, self._log)
+        return self._exports[recipe]
+
+    def _runner(self, recipe: str | None):
+        """The runner of an export, opened on first use (each session holds its weights)."""
+        if recipe not in self._runners:
+            from codenib.engines.backends import EXPORT_RUNNERS, cpu_threads
+
+            self._runners[recipe] = EXPORT_RUNNERS[self.backend.module](self._export(recipe).onnx_path,
+                                                                         cpu_threads())
+        return self._runners[recipe]
 
     def encode_documents(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         prompted = [self.spec.document_prompt + t for t in texts]
@@ -197,7 +228,7 @@ class Encoder:
                 batch = [ids[i] for i in chunk]
                 if mode == "fixed":
                     batch += [batch[0]] * (rows_per_call - len(batch))   # dropped below
-                vectors = self.runner(*self.tokenizer.batch(batch, length))
+                vectors = self.query_runner(*self.tokenizer.batch(batch, length))
                 out[chunk] = _normalise(vectors[:len(chunk)])
         return out
 
