@@ -55,7 +55,7 @@ class EncoderBackend:
 
 #: Backends by name, in the order `auto` tries them (ties go to the earlier one).
 BACKENDS: dict[str, EncoderBackend] = {
-    "torch": EncoderBackend("torch", "fp32", 1.0, "torch", "torch==2.13.0", None,
+    "torch": EncoderBackend("torch", "fp32", 0.9999, "torch", "torch==2.13.0", None,
                             "sentence-transformers on torch (CPU or CUDA)"),
     "onnx": EncoderBackend("onnx", "fp32", 0.9999, "onnxruntime", "onnxruntime onnx", "onnx",
                            "ONNX Runtime, fp32 export of the same model", "fixed"),
