@@ -45,6 +45,8 @@ class JobSummary:
     errors: int = 0
     seconds: float = 0.0
     failed_shards: int = 0
+    #: Where the shards ran: "ray" or why they ran in this process instead.
+    runner: str = "ray"
 
     def render(self) -> str:
         qps = self.queries / self.seconds if self.seconds > 0 else 0.0
@@ -56,7 +58,7 @@ class JobSummary:
             f"  plans      {plans or '-'}",
             f"  errors     {self.errors}" + ("  (see the `error` column of plans.parquet)" if self.errors else ""),
             f"  time       {self.seconds:.1f}s  ({qps:.1f} queries/s)",
-        ] + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
+        ] + ([f"  ray        not started: {self.runner}"] if self.runner != "ray" else []) + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
               "re-run the same command to retry them (no _SUCCESS until then)"] if self.failed_shards else []))
 
 
@@ -91,6 +93,10 @@ class Job:
     dashboard: bool = False
     #: Plan rows of mode "auto" only record auto's choice (a --mode all run): not counted.
     choice_rows: bool = False
+    #: A small job runs its shards in this process instead of on Ray: a factory of the
+    #: shard function (`shard -> (results, plans)`), and the reason shown in the summary.
+    run_local: Callable[[], Callable[[Any], tuple[pa.Table, pa.Table]]] | None = None
+    local_reason: str = ""
 
 
 def log_to_stderr(message: str) -> None:
@@ -109,7 +115,11 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
         elif todo:
             if done:
                 log(f"resuming {job.run_id}: {len(done)} of {len(job.shards)} shards already committed")
-            _run_on_ray(job, todo, options, sink, log)
+            if job.run_local is not None:
+                log(f"running in this process, without Ray: {job.local_reason}")
+                _run_in_process(job, todo, sink, log, options.progress)
+            else:
+                _run_on_ray(job, todo, options, sink, log)
         if not sink.complete:
             sink.finalize()
     finally:
@@ -119,7 +129,7 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     counted = [p for p in plans if p["mode"] != "auto" or not job.choice_rows]
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
                       dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
-                      len(sink.failed_shards))
+                      len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray")
 
 
 def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
@@ -199,6 +209,27 @@ def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
 
 
 # --- private helpers -----------------------------------------------------------------------------
+
+def _run_in_process(job: Job, todo: list, sink: ParquetSink, log: Logger, progress: bool) -> None:
+    """The shards one after another in this process (a shard that fails is recorded as
+    failed, as on Ray, and a re-run retries it)."""
+    from codenib.errors import CodeNibError
+    from codenib.progress import Progress
+
+    run = job.run_local()
+    with Progress("queries", sum(len(s.rows) for s in todo), "queries", enabled=progress) as bar:
+        for shard in todo:
+            try:
+                results, plans = run(shard)
+            except CodeNibError as exc:
+                log(f"shard {shard.shard_id}: failed; its queries are recorded as errors and a re-run "
+                    f"retries it: {_first_line(exc)}")
+                results, plans = job.failed_rows(shard, f"shard failed: {_first_line(exc)}")
+                sink.commit(shard.shard_id, results, plans, failed=True)
+            else:
+                sink.commit(shard.shard_id, results, plans)
+            bar.update(len(shard.rows))
+
 
 def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, log: Logger) -> None:
     import ray

@@ -64,7 +64,7 @@ class RunOptions(JobOptions):
     """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
 
     FLAGS: ClassVar[tuple[str, ...]] = ("queries", "index", "index_root", "out", "budget", "mode", "k", "rerank",
-                                        "localise_weights", "encoder", *JOB_FLAGS, "dashboard", "progress")
+                                        "localise_weights", "encoder", *JOB_FLAGS, "local_below", "dashboard", "progress")
 
     queries: str = required(JobOptions, "queries")
     budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
@@ -79,6 +79,9 @@ class RunOptions(JobOptions):
                                                "--fit; default: the packaged ones)")
     encoder: str | None = option(None, choices=ENCODER_BACKENDS,
                                  help="query encoder backend (default: each index's own; another one is refused)")
+    local_below: int = option(256, minimum=0,
+                              help="a job of fewer queries runs in this process without Ray, unless --address is "
+                                   "given (0: always Ray; default: 256)")
     max_indexes: int = option(4, help="loaded indexes each actor keeps (job specs only)")
     dashboard: bool = option(False, help="start the Ray dashboard on 127.0.0.1")
 
