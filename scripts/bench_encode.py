@@ -12,6 +12,11 @@
   encoding identical texts once and batching name texts apart remove.
 * quality (--quality): indexes the dev corpora with each backend and prints node top-10
   overlap with torch's ranking and RR@10 per query kind (dense and auto modes).
+* small job (--small-job INDEX [INDEX ...]): `codenib run` of the demo's 15 queries, every
+  plan (--mode all), from a cold start, on Ray (--local-below 0) and by default (in this
+  process below 256 queries), against the same queries in one fresh in-process loop; with
+  the cold cost of each part (Python and CodeNib imports, Ray start, index load, encoder
+  load) measured alone. Interleaved, fastest of --repeats.
 
 Usage:
     python scripts/bench_encode.py [--indexes ~/.cache/codenib-dev/idx/click ~/.cache/codenib-dev/idx/jinja2]
@@ -23,6 +28,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -176,6 +182,81 @@ def quality(args, backends: list[str]) -> None:
                       f"{np.mean(allv):.3f} | {overlap:.3f} |", flush=True)
 
 
+LOOP = """
+import dataclasses, sys
+from codenib.batch.driver import plan_rows
+from codenib.batch.queries import read_query_set
+from codenib.batch.worker import ShardOptions, process_shard
+from codenib.index.loaded import load_index
+from codenib.model.pipelines import LocalEngines
+path, queries = sys.argv[1], sys.argv[2]
+index = load_index(path, device="cpu")
+qs = read_query_set(queries, index=path)
+qs = dataclasses.replace(qs, rows=plan_rows(qs.rows, "balanced", "all", None,
+                                            {r.index_path: index.capabilities() for r in qs.rows}))
+for shard in qs.shards(256):
+    process_shard(shard, index, LocalEngines(index), ShardOptions(mode="all"))
+"""
+
+
+def small_job(indexes: list[Path], repeats: int) -> None:
+    """Cold `codenib run` of 15 queries, all plans, against one fresh in-process loop."""
+    import os
+    import subprocess
+    import tempfile
+
+    repo = Path(__file__).resolve().parents[1]
+    queries = repo / "codenib" / "data" / "demo_queries.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    py = sys.executable
+    work = Path(tempfile.mkdtemp(prefix="codenib-small-job-"))
+    print("\n### small job: 15 queries, --mode all, cold processes (fastest of "
+          f"{repeats}; seconds)\n")
+    print("| index (encoder) | python + codenib imports | Ray start + stop | index load | query encoder load "
+          "| in-process loop | `codenib run` on Ray | `codenib run` default | Ray / loop | default / loop |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ray_init = ("import ray; ray.init(num_cpus=2, include_dashboard=False, _node_ip_address='127.0.0.1', "
+                "log_to_driver=False, configure_logging=False); ray.shutdown()")
+    for index in indexes:
+        load = f"from codenib.index.loaded import load_index; i = load_index({str(index)!r}, device='cpu')"
+        runs = 0
+
+        def run_cmd(extra):
+            nonlocal runs
+            runs += 1
+            return [py, "-m", "codenib.commands.cli", "run", "--queries", str(queries), "--index", str(index),
+                    "--out", str(work / f"r{runs}"), "--mode", "all", "--quiet", *extra]
+
+        probes = {
+            "imports": lambda: [py, "-c", "import codenib.batch.driver, codenib.index.loaded"],
+            "ray": lambda: [py, "-c", ray_init],
+            "index": lambda: [py, "-c", load],
+            "encoder": lambda: [py, "-c", load + "; i.encoder()"],
+            "loop": lambda: [py, "-c", LOOP, str(index), str(queries)],
+            "ray_job": lambda: run_cmd(["--local-below", "0"]),
+            "default": lambda: run_cmd([]),
+        }
+        best = {k: float("inf") for k in probes}
+        for rep in range(repeats):
+            for name, cmd in probes.items():
+                t0 = time.perf_counter()
+                done = subprocess.run(cmd(), env=env, capture_output=True, text=True)
+                if done.returncode != 0:
+                    raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
+                best[name] = min(best[name], time.perf_counter() - t0)
+            print(f"  small job {index}: pass {rep + 1}/{repeats}", file=sys.stderr, flush=True)
+        backend = "?"
+        with contextlib.suppress(Exception):
+            import json
+
+            backend = (json.loads((index / "manifest.json").read_text())["model"].get("encoder") or {}).get(
+                "backend", "torch")
+        b = best
+        print(f"| {index.parent.name}/{index.name} ({backend}) | {b['imports']:.1f} | {b['ray']:.1f} | "
+              f"{b['index']:.1f} | {b['encoder']:.1f} | {b['loop']:.1f} | {b['ray_job']:.1f} | "
+              f"{b['default']:.1f} | {b['ray_job'] / b['loop']:.2f} | {b['default'] / b['loop']:.2f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--indexes", nargs="+", type=Path, default=[HOME_DEV / "idx/click", HOME_DEV / "idx/jinja2"])
@@ -189,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, default=HOME_DEV / "prepared")
     ap.add_argument("--index-root", type=Path, default=HOME_DEV / "idx-encode")
     ap.add_argument("--packages", nargs="+", default=["click", "jinja2"])
+    ap.add_argument("--small-job", nargs="+", type=Path, default=None, metavar="INDEX")
+    ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args(argv)
 
     from sentence_transformers import SentenceTransformer
@@ -225,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         report_speed(run, len(queries), "queries", "sentence-transformers", precisions)
     if args.quality:
         quality(args, backends)
+    if args.small_job:
+        small_job(args.small_job, args.repeats)
     return 0
 
 

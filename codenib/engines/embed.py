@@ -60,11 +60,20 @@ def resolve_device(device: str = "auto") -> str:
         raise ModelLoadError(f"unknown device {device!r}", fix="use auto, cpu or cuda")
     if device != "auto":
         return device
+    if not _gpu_driver_present():
+        return "cpu"   # without importing torch (~2 s), which the exported backends do not need
     try:
         import torch
     except ImportError:  # pragma: no cover - declared dependency
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _gpu_driver_present() -> bool:
+    """Whether a GPU driver's device files exist (NVIDIA, or ROCm's /dev/kfd): torch can see
+    no GPU without them."""
+    return Path("/dev/kfd").exists() or any(Path("/dev").glob("nvidia[0-9]*")) or \
+        Path("/proc/driver/nvidia/version").exists()
 
 
 def default_batch_size(device: str) -> int:
