@@ -1,5 +1,8 @@
 """`--encoder auto`: the fastest backend that passes its agreement bar on this machine.
 
+Candidates are the backends that met the whole bar in scripts/bench_encode.py (per-text
+cosine, dev-set top-10 overlap and RR@10); the per-text part is checked again here.
+
 Measured once per (model files, CPU, runtime versions) on a fixed sample of code and
 query texts, and remembered in the encoder cache (`calibration.json`); CUDA keeps torch.
 `scripts/bench_encode.py` runs the full check (dev-set overlap and RR@10) behind the bar.
@@ -33,7 +36,7 @@ def choose_backend(spec, device: str, log: Logger | None = None) -> str:
     from codenib.engines.export import encoders_dir, local_model_folder, source_digest
 
     log = log or _stderr
-    candidates = [name for name, b in BACKENDS.items() if b.available()]
+    candidates = [name for name, b in BACKENDS.items() if b.auto and b.available()]
     try:
         source = source_digest(local_model_folder(spec.name))
     except Exception:  # noqa: BLE001 - a model that cannot be exported: torch is the only choice
