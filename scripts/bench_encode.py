@@ -217,15 +217,14 @@ def small_job(indexes: list[Path], repeats: int) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     ray_init = ("import ray; ray.init(num_cpus=2, include_dashboard=False, _node_ip_address='127.0.0.1', "
                 "log_to_driver=False, configure_logging=False); ray.shutdown()")
+    runs = iter(range(1_000_000))
+
     for index in indexes:
         load = f"from codenib.index.loaded import load_index; i = load_index({str(index)!r}, device='cpu')"
-        runs = 0
 
-        def run_cmd(extra):
-            nonlocal runs
-            runs += 1
+        def run_cmd(extra, index=index):
             return [py, "-m", "codenib.commands.cli", "run", "--queries", str(queries), "--index", str(index),
-                    "--out", str(work / f"r{runs}"), "--mode", "all", "--quiet", *extra]
+                    "--out", str(work / f"r{next(runs)}"), "--mode", "all", "--quiet", *extra]
 
         probes = {
             "imports": lambda: [py, "-c", "import codenib.batch.driver, codenib.index.loaded"],
