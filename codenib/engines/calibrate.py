@@ -24,7 +24,7 @@ from codenib.engines.backends import BACKENDS, get_backend
 Logger = Callable[[str], None]
 #: Source chunks of this many lines make up the speed sample (like function and class nodes).
 CHUNK_LINES = 12
-SAMPLE_CHUNKS = 48
+SAMPLE_CHUNKS = 24
 #: Timed passes per backend, interleaved; the fastest pass counts (other processes share the cores).
 PASSES = 2
 
