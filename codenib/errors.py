@@ -41,6 +41,10 @@ class ModelLoadError(BadInputError):
     """An embedding model could not be found or loaded offline."""
 
 
+class EncoderMismatchError(BadInputError):
+    """Queries would be encoded by another encoder backend than the index's vectors."""
+
+
 class MissingDependencyError(CodeNibError):
     """An optional dependency is not installed."""
 

@@ -1,4 +1,7 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -9,6 +12,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # The tests' local Ray listens on 127.0.0.1 only (see codenib.batch.job.start_ray).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# Encoder exports and auto's measurements go to a cache of this session's own (Ray's
+# workers inherit it), not the user's ~/.cache/codenib.
+if "CODENIB_CACHE_DIR" not in os.environ:
+    os.environ["CODENIB_CACHE_DIR"] = tempfile.mkdtemp(prefix="codenib-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["CODENIB_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -19,11 +27,12 @@ def fixture_repo(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def fixture_index_dir(fixture_repo, tmp_path_factory):
-    """The fixture repository indexed with BM25, graph and dense vectors (packaged model)."""
+    """The fixture repository indexed with BM25, graph and dense vectors (packaged model,
+    torch encoder: the rankings the tests check were read off torch's vectors)."""
     from codenib.compiler.build import BuildOptions, build_index
 
     out = tmp_path_factory.mktemp("index") / "fixture"
-    build_index(fixture_repo, out, BuildOptions(progress=False, device="cpu"))
+    build_index(fixture_repo, out, BuildOptions(progress=False, device="cpu", encoder="torch"))
     return out
 
 

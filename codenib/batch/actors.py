@@ -56,7 +56,7 @@ class DenseActor:
 
     def warm(self, index_path: str, index_sha: str) -> str | None:
         """Load an index and its query encoder before the first search; see `warm_up`."""
-        return warm_up(lambda: self.cache.get(index_path, index_sha).encoder)
+        return warm_up(lambda: self.cache.get(index_path, index_sha).encoder())
 
 
 class RerankActor:
@@ -183,14 +183,18 @@ def share_cores() -> None:
 
 def use_all_cores(device: str) -> None:
     """Ray caps an actor with a fractional CPU request at one intra-op thread; the encoder
-    actors are where CPU time goes, so on the CPU they use every core of their node."""
+    actors are where CPU time goes, so on the CPU they use every core of their node. torch
+    is not imported for this (~2 s): it reads OMP_NUM_THREADS when an index's torch encoder
+    first imports it, and the exported backends size their own thread pools."""
     share_cores()
     if device == "cpu":
         import os
+        import sys
 
-        import torch
-
-        torch.set_num_threads(os.cpu_count() or 1)
+        threads = os.cpu_count() or 1
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
 
 
 def remote_classes(num_gpus_dense: float = 0.0) -> dict[str, Any]:

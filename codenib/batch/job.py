@@ -45,6 +45,8 @@ class JobSummary:
     errors: int = 0
     seconds: float = 0.0
     failed_shards: int = 0
+    #: Where the shards ran: "ray" or why they ran in this process instead.
+    runner: str = "ray"
 
     def render(self) -> str:
         qps = self.queries / self.seconds if self.seconds > 0 else 0.0
@@ -56,7 +58,7 @@ class JobSummary:
             f"  plans      {plans or '-'}",
             f"  errors     {self.errors}" + ("  (see the `error` column of plans.parquet)" if self.errors else ""),
             f"  time       {self.seconds:.1f}s  ({qps:.1f} queries/s)",
-        ] + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
+        ] + ([f"  ray        not started: {self.runner}"] if self.runner != "ray" else []) + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
               "re-run the same command to retry them (no _SUCCESS until then)"] if self.failed_shards else []))
 
 
@@ -91,6 +93,10 @@ class Job:
     dashboard: bool = False
     #: Plan rows of mode "auto" only record auto's choice (a --mode all run): not counted.
     choice_rows: bool = False
+    #: A small job runs its shards in this process instead of on Ray: a factory of the
+    #: shard function (`shard -> (results, plans)`), and the reason shown in the summary.
+    run_local: Callable[[], Callable[[Any], tuple[pa.Table, pa.Table]]] | None = None
+    local_reason: str = ""
 
 
 def log_to_stderr(message: str) -> None:
@@ -109,7 +115,11 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
         elif todo:
             if done:
                 log(f"resuming {job.run_id}: {len(done)} of {len(job.shards)} shards already committed")
-            _run_on_ray(job, todo, options, sink, log)
+            if job.run_local is not None:
+                log(f"running in this process, without Ray: {job.local_reason}")
+                _run_in_process(job, todo, sink, log, options.progress)
+            else:
+                _run_on_ray(job, todo, options, sink, log)
         if not sink.complete:
             sink.finalize()
     finally:
@@ -119,7 +129,7 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     counted = [p for p in plans if p["mode"] != "auto" or not job.choice_rows]
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
                       dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
-                      len(sink.failed_shards))
+                      len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray")
 
 
 def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
@@ -131,22 +141,24 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
     so a job always ends with every query accounted for.
     """
     import ray
-    from tqdm import tqdm
+
+    from codenib.progress import Progress
 
     total = sum(len(s.rows) for s in todo)
-    bar = tqdm(total=total, unit="q", desc="queries", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    bar = Progress("queries", total, "queries", enabled=progress)
     pending = list(todo)
     inflight: dict[Any, Any] = {}
     attempts: dict[int, int] = {}
     errors = 0
-    t0 = time.perf_counter()
     turn = 0
     while pending or inflight:
         while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
             shard = pending.pop(0)
             inflight[workers[turn % len(workers)].run_shard.remote(shard)] = shard
             turn += 1
-        ready, _ = ray.wait(list(inflight), num_returns=1)
+        # A timeout so that progress lines keep their interval while a long shard runs.
+        ready, _ = ray.wait(list(inflight), num_returns=1, timeout=bar.interval)
+        bar.update(0)
         for ref in ready:
             shard = inflight.pop(ref)
             try:
@@ -167,10 +179,8 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
                 continue
             sink.commit(shard.shard_id, results, plans)
             errors += sum(1 for e in plans.column("error").to_pylist() if e)
-            bar.update(len(shard.rows))
-            elapsed = max(time.perf_counter() - t0, 1e-9)
-            bar.set_postfix(shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
-                            qps=f"{bar.n / elapsed:.1f}", errors=errors, refresh=False)
+            bar.update(len(shard.rows), shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
+                       errors=errors)
     bar.close()
 
 
@@ -222,6 +232,27 @@ def stop_ray() -> None:
 
 
 # --- private helpers -----------------------------------------------------------------------------
+
+def _run_in_process(job: Job, todo: list, sink: ParquetSink, log: Logger, progress: bool) -> None:
+    """The shards one after another in this process (a shard that fails is recorded as
+    failed, as on Ray, and a re-run retries it)."""
+    from codenib.errors import CodeNibError
+    from codenib.progress import Progress
+
+    run = job.run_local()
+    with Progress("queries", sum(len(s.rows) for s in todo), "queries", enabled=progress) as bar:
+        for shard in todo:
+            try:
+                results, plans = run(shard)
+            except CodeNibError as exc:
+                log(f"shard {shard.shard_id}: failed; its queries are recorded as errors and a re-run "
+                    f"retries it: {_first_line(exc)}")
+                results, plans = job.failed_rows(shard, f"shard failed: {_first_line(exc)}")
+                sink.commit(shard.shard_id, results, plans, failed=True)
+            else:
+                sink.commit(shard.shard_id, results, plans)
+            bar.update(len(shard.rows))
+
 
 def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, log: Logger) -> None:
     import ray

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
+from codenib.engines.backends import BACKENDS
 from codenib.errors import BadInputError
 from codenib.model.planner import BUDGETS, MODES
 from codenib.model.planner import RERANKERS as PLAN_RERANKERS
@@ -18,6 +19,8 @@ from codenib.options import DEVICES, option, required, validate_options
 
 #: `codenib run --mode`: a planner mode, or all: every fixed mode for every query.
 JOB_MODES = MODES + ("all",)
+#: `codenib run --encoder`: a backend name (queries are always encoded by the index's backend).
+ENCODER_BACKENDS = tuple(BACKENDS)
 #: `codenib rerank --reranker`: the rerankers (the planner's "none" means no rerank).
 RERANKERS = tuple(r for r in PLAN_RERANKERS if r != "none")
 #: The Ray-job flags both commands have, in --help order.
@@ -63,7 +66,7 @@ class RunOptions(JobOptions):
     """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
 
     FLAGS: ClassVar[tuple[str, ...]] = ("queries", "index", "index_root", "out", "budget", "mode", "k", "rerank",
-                                        "localise_weights", *JOB_FLAGS, "dashboard", "progress")
+                                        "localise_weights", "encoder", *JOB_FLAGS, "local_below", "dashboard", "progress")
 
     queries: str = required(JobOptions, "queries")
     budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
@@ -76,6 +79,11 @@ class RunOptions(JobOptions):
     localise_weights: str | None = option(None, metavar="FILE", path=True,
                                           help="bug-report localisation weights (JSON from scripts/swebench_dev.py "
                                                "--fit; default: the packaged ones)")
+    encoder: str | None = option(None, choices=ENCODER_BACKENDS,
+                                 help="query encoder backend (default: each index's own; another one is refused)")
+    local_below: int = option(256, minimum=0,
+                              help="a job of fewer queries runs in this process without Ray, unless --address is "
+                                   "given (0: always Ray; default: 256)")
     max_indexes: int = option(4, help="loaded indexes each actor keeps (job specs only)")
     dashboard: bool = option(False, help="start the Ray dashboard on 127.0.0.1")
 

@@ -19,7 +19,7 @@ from codenib.outputs import foreign_files, refuse_foreign, refuse_unknown, remov
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="codenib-demo", help="folder for the demo's index, results and report")
     p.add_argument("--no-dense", action="store_true", help="skip dense vectors (faster; semantic queries degrade)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--force", action="store_true",
                    help="go on in a demo folder that also holds files CodeNib did not write (deleting them)")
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     foreign = check_demo_dir(out, args.force)
     if args.force:
         remove_foreign(out, foreign)
-    progress = not args.quiet and sys.stderr.isatty()
+    progress = not args.quiet   # a bar on a terminal, progress lines elsewhere
     reuse = index_dir if is_index_dir(index_dir) and not args.no_dense else None
     _say(f"1/3  indexing the bundled sample {sample_repository()} -> {index_dir}")
     summary = build.build_index(sample_repository(), index_dir,

@@ -47,8 +47,9 @@ def option_overrides(cls: type, args: argparse.Namespace) -> dict[str, Any]:
     for f, meta in _flags(cls):
         value = getattr(args, flag_of(f).lstrip("-").replace("-", "_"))
         if meta.get("quiet"):
-            # No progress bar where no one watches (stderr not a terminal), or when asked.
-            out[f.name] = False if value or not sys.stderr.isatty() else None
+            # Off when asked; otherwise a bar on a terminal, progress lines elsewhere
+            # (codenib.progress), so that nohup, CI and Ray job logs show the job moving.
+            out[f.name] = False if value else None
         else:
             out[meta.get("alias", f.name)] = value
     return out

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from codenib.commands import Command
+from codenib.engines.backends import ENCODERS
 from codenib.engines.embed import DEFAULT_MODEL
 from codenib.options import DEVICES
 
@@ -19,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-dense", action="store_true", help="skip dense vectors (BM25 and graph only)")
     p.add_argument("--device", choices=DEVICES, default="auto",
                    help="where to encode: auto picks CUDA when torch sees a GPU")
+    p.add_argument("--encoder", choices=ENCODERS, default="auto",
+                   help="encoder backend: auto (default) picks the fastest that agrees with torch on this "
+                        "machine (torch on CUDA); queries are encoded by the index's backend")
     p.add_argument("--reuse", metavar="PREVIOUS_INDEX_DIR",
                    help="reuse the vectors of unchanged nodes from an earlier index of this repository")
     p.add_argument("--ann", choices=["flat", "hnsw"], default="flat",
@@ -30,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-stem", action="store_true", help="BM25 without Snowball stemming")
     p.add_argument("--force", action="store_true",
                    help="replace an index folder that also holds files CodeNib did not write (deleting them)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, else a line every $CODENIB_PROGRESS_INTERVAL s)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,12 +52,13 @@ def run(args: argparse.Namespace) -> int:
         model=args.model,
         dense=not args.no_dense,
         device=args.device,
+        encoder=args.encoder,
         reuse=Path(args.reuse) if args.reuse else None,
         tokenizer=TokenizerConfig(stemmer=None if args.no_stem else "english"),
         ann=args.ann,
         batch_size=args.batch_size,
         max_seq_length=args.max_seq_length,
-        progress=not args.quiet and sys.stderr.isatty(),
+        progress=not args.quiet,
         force=args.force,
     )
     summary = build_index(args.repo, args.out, options)

@@ -7,6 +7,7 @@ import json
 import sys
 
 from codenib.commands import Command
+from codenib.engines.backends import BACKENDS
 from codenib.model.planner import BUDGETS, MODES, RERANKERS
 
 
@@ -23,6 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="LLM reranker settings (endpoint, model, ...); the key comes from $CODENIB_LLM_API_KEY")
     p.add_argument("--localise-weights", metavar="FILE",
                    help="bug-report localisation weights (JSON; default: the packaged ones)")
+    p.add_argument("--encoder", choices=tuple(BACKENDS), default=None,
+                   help="query encoder backend (default: the index's own; another one is refused)")
     p.add_argument("-k", type=int, default=10, help="results to show")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.add_argument("--explain", action="store_true",
@@ -32,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.errors import QueryError
-    from codenib.index.loaded import load_index
+    from codenib.index.loaded import check_encoder, load_index
     from codenib.model.pipelines import RetrieveRerankPipeline
     from codenib.querytext import clean_query_text
 
@@ -52,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         weights = load_weights(args.localise_weights)
     llm = _llm(args.llm_config)   # a bad config fails before the index loads
     index = load_index(args.index)
+    check_encoder(index.manifest, args.encoder, args.index)
     pipe = RetrieveRerankPipeline(index, retrieval_mode=args.mode, budget=args.budget, rerank=args.rerank, llm=llm,
                                   localise_weights=weights)
     # Planned here, in-process, as the batch driver plans; the pipeline executes the plan.

@@ -28,6 +28,7 @@ class BuildOptions:
     model: str | None = None            # None: the packaged all-MiniLM-L6-v2
     dense: bool = True
     device: str = "auto"
+    encoder: str = "auto"               # torch | onnx | onnx-int8 | openvino | auto (codenib.engines.backends)
     reuse: Path | None = None           # a previous index whose vectors may be reused
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     ann: str = "flat"                   # flat (exact) | hnsw
@@ -64,7 +65,8 @@ class BuildSummary:
         ]
         if self.dense:
             d = self.dense
-            lines.append(f"  dense      {d['name']} dim {d['dimension']}: encoded {d['encoded']}, "
+            lines.append(f"  dense      {d['name']} dim {d['dimension']} ({d.get('encoder', {}).get('backend', 'torch')})"
+                         f": encoded {d['encoded']}, "
                          f"reused {d['reused']}" + (f", {d['ann']} recall@100 {d['ann_recall_at_100']:.3f}"
                                                   if d.get("ann_recall_at_100") is not None else ""))
         else:
@@ -174,14 +176,15 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
 
 def _parse_all(files: list[SourceFile], resolver: Resolver, progress: bool) -> list[ParsedFile]:
     """Parse every file into nodes, recording its bindings in `resolver` (trees let go)."""
-    from tqdm import tqdm
+    from codenib.progress import Progress
 
     parsed = []
-    for f in tqdm(files, desc="parse", unit="file", disable=not progress, file=sys.stderr,
-                  leave=False):
-        pf = parse_file(f)
-        resolver.add_file(pf, trim=True)
-        parsed.append(pf)
+    with Progress("parse", len(files), "files", enabled=progress) as bar:
+        for f in files:
+            pf = parse_file(f)
+            resolver.add_file(pf, trim=True)
+            parsed.append(pf)
+            bar.update(1)
     return parsed
 
 

@@ -38,14 +38,18 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
     if options.ann not in ANN_KINDS:
         raise BadInputError(f"unknown --ann {options.ann!r}", fix=f"use one of: {', '.join(ANN_KINDS)}")
     spec = ModelSpec.for_model(options.model, options.max_seq_length)
-    encoder = Encoder(spec, options.device, options.batch_size)
+    encoder = Encoder(spec, options.device, options.batch_size, backend=options.encoder, log=log)
     fingerprint = _fingerprint(spec, encoder)
     body_texts = [n.text for n in nodes]
     name_texts = [name_text(n) for n in nodes]
     old = _reusable_vectors(Path(options.reuse), fingerprint, encoder.dimension, log) \
         if options.reuse is not None else {}
-    vectors, todo = _encode_field(encoder, fingerprint, body_texts, old, options.progress)
-    name_vectors, name_todo = _encode_field(encoder, fingerprint, name_texts, old, options.progress)
+    (vectors, todo), (name_vectors, name_todo) = _encode_fields(encoder, fingerprint, [body_texts, name_texts],
+                                                                old, options.progress)
+    stats = encoder.last_stats
+    if stats:
+        log(f"dense: {encoder.backend.name} encoded {stats['unique']} distinct texts of {stats['texts']} "
+            f"in {stats['batches']} batches ({100 * stats['padding_share']:.1f}% padding)")
     reused = len(nodes) - len(todo)
     folder.mkdir(parents=True, exist_ok=True)
     np.save(folder / "vectors.npy", vectors, allow_pickle=False)
@@ -54,6 +58,7 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
         **spec.to_dict(),
         "max_seq_length": encoder.max_seq_length,
         "dimension": encoder.dimension,
+        "encoder": encoder.describe(),
         "fingerprint": fingerprint,
         "encoded": len(todo),
         "reused": reused,
@@ -83,25 +88,43 @@ def name_text(node: Node) -> str:
     return f"{words} {node.signature}".strip()
 
 
-def _encode_field(encoder: Encoder, fingerprint: str, texts: Sequence[str], old: dict[str, np.ndarray],
-                  progress: bool) -> tuple[np.ndarray, list[int]]:
-    """Vectors of `texts`, reusing any whose (model, text) key is in `old`; returns what was encoded."""
-    vectors = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
-    todo = []
-    for i, text in enumerate(texts):
-        vec = old.get(_text_key(fingerprint, text))
-        if vec is None:
-            todo.append(i)
-        else:
-            vectors[i] = vec
-    if todo:
-        vectors[todo] = encoder.encode_documents([texts[i] for i in todo], progress=progress)
-    return vectors, todo
+def _encode_fields(encoder: Encoder, fingerprint: str, fields: list[Sequence[str]], old: dict[str, np.ndarray],
+                   progress: bool) -> list[tuple[np.ndarray, list[int]]]:
+    """Vectors of each field's texts, reusing any whose (model, text) key is in `old`.
+
+    The texts of every field are encoded in one call, so the encoder sorts them all by
+    length together (short name texts batch with each other) and encodes a text that
+    occurs in several places once. Returns each field's vectors and the rows encoded.
+    """
+    out: list[tuple[np.ndarray, list[int]]] = []
+    pending: list[str] = []
+    for texts in fields:
+        vectors = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
+        todo = []
+        for i, text in enumerate(texts):
+            vec = old.get(_text_key(fingerprint, text))
+            if vec is None:
+                todo.append(i)
+            else:
+                vectors[i] = vec
+        pending.extend(texts[i] for i in todo)
+        out.append((vectors, todo))
+    if pending:
+        encoded = encoder.encode_documents(pending, progress=progress)
+        at = 0
+        for vectors, todo in out:
+            vectors[todo] = encoded[at:at + len(todo)]
+            at += len(todo)
+    return out
 
 
 def _fingerprint(spec: ModelSpec, encoder: Encoder) -> str:
-    """Vectors are reusable only under the same model, prompt and truncation."""
-    data = json.dumps([spec.name, spec.document_prompt, encoder.max_seq_length, encoder.dimension])
+    """Vectors are reusable only under the same model, prompt, truncation and encoder backend
+    (torch's fingerprint is unchanged from before backends, so older indexes stay reusable)."""
+    parts: list = [spec.name, spec.document_prompt, encoder.max_seq_length, encoder.dimension]
+    if encoder.backend.name != "torch":
+        parts.append(encoder.backend.name)
+    data = json.dumps(parts)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -60,11 +60,20 @@ def resolve_device(device: str = "auto") -> str:
         raise ModelLoadError(f"unknown device {device!r}", fix="use auto, cpu or cuda")
     if device != "auto":
         return device
+    if not _gpu_driver_present():
+        return "cpu"   # without importing torch (~2 s), which the exported backends do not need
     try:
         import torch
     except ImportError:  # pragma: no cover - declared dependency
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _gpu_driver_present() -> bool:
+    """Whether a GPU driver's device files exist (NVIDIA, or ROCm's /dev/kfd): torch can see
+    no GPU without them."""
+    return Path("/dev/kfd").exists() or any(Path("/dev").glob("nvidia[0-9]*")) or \
+        Path("/proc/driver/nvidia/version").exists()
 
 
 def default_batch_size(device: str) -> int:
@@ -73,25 +82,93 @@ def default_batch_size(device: str) -> int:
 
 
 class Encoder:
-    """Encodes queries and documents into L2-normalised float32 vectors."""
+    """Encodes queries and documents into L2-normalised float32 vectors, with one backend
+    (`codenib.engines.backends`): torch (sentence-transformers), onnx, onnx-int8, openvino."""
 
-    def __init__(self, spec: ModelSpec, device: str = "auto", batch_size: int | None = None):
+    def __init__(self, spec: ModelSpec, device: str = "auto", batch_size: int | None = None,
+                 backend: str = "torch", log: Callable[[str], None] | None = None):
+        from codenib.engines.backends import TextTokenizer, TorchRunner, get_backend
+
         self.spec = spec
-        self.device = resolve_device(device)
-        self.batch_size = batch_size or default_batch_size(self.device)
-        self.model = _load(spec, self.device)
-        if spec.max_seq_length:
-            self.model.max_seq_length = spec.max_seq_length
-        self.dimension = int(self.model.get_embedding_dimension()
-                             if hasattr(self.model, "get_embedding_dimension")
-                             else self.model.get_sentence_embedding_dimension())
+        device = resolve_device(device)
+        if backend == "auto":
+            from codenib.engines.calibrate import choose_backend
+
+            backend = choose_backend(spec, device, log)
+        self.backend = get_backend(backend)
+        self.backend.require()
+        if self.backend.recipe is not None:
+            device = "cpu"  # the exported runtimes run on the CPU; CUDA keeps torch
+        self.device = device
+        self.batch_size = batch_size or default_batch_size(device)
+        self.model = None
+        self._exports: dict[str, Any] = {}
+        if self.backend.recipe is None:
+            self.model = _load(spec, device)
+            if spec.max_seq_length:
+                self.model.max_seq_length = spec.max_seq_length
+            self.dimension = _dimension(self.model)
+            fast = getattr(self.model.tokenizer, "backend_tokenizer", None)
+            self.tokenizer = TextTokenizer(fast, self.max_seq_length) if fast is not None else None
+            self._runners = {None: TorchRunner(self.model)}
+        else:
+            from codenib.engines.export import exported_model
+
+            # The query export first: a query-only process (a dense actor) loads nothing else.
+            first = exported_model(spec, self.backend.queries_by, log)
+            self._max_seq_length = spec.max_seq_length or first.max_seq_length
+            self.dimension = first.dimension
+            self.tokenizer = TextTokenizer(first.tokenizer_path, self._max_seq_length)
+            self._exports = {first.recipe: first}
+            self._runners = {}
+        self._log = log
+        #: What the last `encode_documents` call did (texts, unique, batches, padding share).
+        self.last_stats: dict[str, float] = {}
 
     @property
     def max_seq_length(self) -> int:
-        return int(self.model.max_seq_length)
+        return int(self.model.max_seq_length) if self.model is not None else int(self._max_seq_length)
+
+    def describe(self) -> dict[str, Any]:
+        """The backend as the index manifest records it (with the documents' export)."""
+        out: dict[str, Any] = {"backend": self.backend.name, "precision": self.backend.precision}
+        if self.backend.recipe is not None:
+            out.update(self._export(self.backend.recipe).describe())
+            if self.backend.query_recipe:
+                out["queries"] = {"recipe": self.backend.query_recipe,
+                                  **self._export(self.backend.query_recipe).describe()}
+        return out
+
+    @property
+    def runner(self):
+        """What encodes documents."""
+        return self._runner(self.backend.recipe)
+
+    @property
+    def query_runner(self):
+        return self._runner(self.backend.queries_by)
+
+    def _export(self, recipe: str):
+        if recipe not in self._exports:
+            from codenib.engines.export import exported_model
+
+            self._exports[recipe] = exported_model(self.spec, recipe, self._log)
+        return self._exports[recipe]
+
+    def _runner(self, recipe: str | None):
+        """The runner of an export, opened on first use (each session holds its weights)."""
+        if recipe not in self._runners:
+            from codenib.engines.backends import EXPORT_RUNNERS, cpu_threads
+
+            self._runners[recipe] = EXPORT_RUNNERS[self.backend.module](self._export(recipe).onnx_path,
+                                                                         cpu_threads())
+        return self._runners[recipe]
 
     def encode_documents(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        return self._encode([self.spec.document_prompt + t for t in texts], progress)
+        prompted = [self.spec.document_prompt + t for t in texts]
+        if self._sorted_path():
+            return self._encode_sorted(prompted, progress)
+        return self._encode(prompted, progress)
 
     def encode_queries(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Query vectors that do not depend on which other queries share the batch.
@@ -102,10 +179,67 @@ class Encoder:
         is also filled to `batch_size` rows, since cuBLAS picks its kernels by batch shape.
         """
         prompted = [self.spec.query_prompt + t for t in texts]
+        if self._sorted_path():
+            return self._encode_query_buckets(prompted)
         try:
             return self._encode_bucketed(prompted)
         except (AttributeError, KeyError, TypeError):  # a model without a plain HF tokenizer
             return self._encode(prompted, progress)
+
+    def _sorted_path(self) -> bool:
+        # CUDA keeps sentence-transformers' own batching (GPU behaviour unchanged).
+        return self.tokenizer is not None and self.device == "cpu"
+
+    def _encode_sorted(self, texts: list[str], progress: bool) -> np.ndarray:
+        """Each distinct text encoded once, in batches of similar token length (so that
+        batches carry almost no padding), scattered back to the input order."""
+        from codenib.progress import Progress
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
+        ids = self.tokenizer.ids(unique)
+        lengths = np.fromiter((len(r) for r in ids), dtype=np.int64, count=len(ids))
+        order = np.argsort(-lengths, kind="stable")
+        out = np.zeros((len(unique), self.dimension), dtype=np.float32)
+        padded = 0
+        batches = 0
+        with Progress("encode", len(unique), "texts", enabled=progress) as bar:
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start:start + self.batch_size]
+                ids_b, mask_b = self.tokenizer.batch([ids[i] for i in rows])
+                out[rows] = _normalise(self.runner(ids_b, mask_b))
+                padded += int(mask_b.size)
+                batches += 1
+                bar.update(len(rows))
+        self.last_stats = {"texts": len(texts), "unique": len(unique), "batches": batches,
+                           "tokens": int(lengths.sum()), "padded_tokens": padded,
+                           "padding_share": 1.0 - float(lengths.sum()) / padded if padded else 0.0}
+        if len(unique) == len(texts):
+            return out
+        where = {t: i for i, t in enumerate(unique)}
+        return out[[where[t] for t in texts]]
+
+    def _encode_query_buckets(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        ids = self.tokenizer.ids(texts)
+        limit = self.max_seq_length
+        buckets: dict[int, list[int]] = {}
+        for i, r in enumerate(ids):
+            buckets.setdefault(min(limit, -(-len(r) // QUERY_PAD_BUCKET) * QUERY_PAD_BUCKET), []).append(i)
+        mode = self.backend.query_batches
+        rows_per_call = 1 if mode == "single" else self.batch_size
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for length, rows in sorted(buckets.items()):
+            for start in range(0, len(rows), rows_per_call):
+                chunk = rows[start:start + rows_per_call]
+                batch = [ids[i] for i in chunk]
+                if mode == "fixed":
+                    batch += [batch[0]] * (rows_per_call - len(batch))   # dropped below
+                vectors = self.query_runner(*self.tokenizer.batch(batch, length))
+                out[chunk] = _normalise(vectors[:len(chunk)])
+        return out
 
     def _encode(self, texts: list[str], progress: bool) -> np.ndarray:
         if not texts:
@@ -118,7 +252,6 @@ class Encoder:
             show_progress_bar=progress,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
-
 
     def _encode_bucketed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -149,6 +282,16 @@ class Encoder:
         return out
 
 
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float32)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+def _dimension(model) -> int:
+    get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(get())
+
+
 def model_path(name: str) -> str:
     """Where a model name or path loads from; the default is the packaged copy."""
     if name == DEFAULT_MODEL or name == f"sentence-transformers/{DEFAULT_MODEL}":
@@ -162,6 +305,11 @@ def model_path(name: str) -> str:
 
 
 _MODEL_CACHE: dict[tuple[str, str, int | None], Any] = {}
+
+
+def load_sentence_transformer(spec: ModelSpec, device: str):
+    """The sentence-transformers model of `spec` on `device`, loaded offline once per process."""
+    return _load(spec, device)
 
 
 def _load(spec: ModelSpec, device: str):

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from codenib import artifact
 from codenib.engines.embed import Encoder, ModelSpec
-from codenib.errors import IndexFormatError
+from codenib.errors import EncoderMismatchError, IndexFormatError
 from codenib.index.dense import DenseIndex
 from codenib.index.graph import CodeGraph
 from codenib.index.sparse import SparseIndex
@@ -91,15 +91,25 @@ class LoadedIndex:
         """From the manifest, so a partially loaded index (one actor's part) reports the same."""
         return capabilities_of(self.manifest, llm_configured)
 
-    def encoder(self) -> Encoder:
-        """The query encoder of this index's model (loaded on first use)."""
+    @property
+    def encoder_backend(self) -> str | None:
+        """The backend that encoded this index's vectors (indexes from before backends: torch)."""
+        return encoder_backend_of(self.manifest)
+
+    def encoder(self, backend: str | None = None) -> Encoder:
+        """The query encoder of this index's model and backend (loaded on first use).
+
+        Raises:
+            EncoderMismatchError: `backend` names another backend than the index's.
+        """
+        check_encoder(self.manifest, backend, self.path)
         with self._lock:
             if self._encoder is None:
                 spec = self.model_spec
                 if spec is None:
                     raise IndexFormatError("this index has no dense vectors, so no query encoder",
                                            path=str(self.path), fix="rebuild without --no-dense")
-                self._encoder = Encoder(spec, self.device)
+                self._encoder = Encoder(spec, self.device, backend=self.encoder_backend or "torch")
             return self._encoder
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
@@ -131,6 +141,30 @@ def load_symbols(path: str | Path) -> SymbolIndex:
     cols = {c: table.column(c).to_pylist() for c in table.column_names}
     return SymbolIndex(cols["node_id"], cols["kind"], cols["file"], cols["qualname"], cols["name"],
                        manifest.get("root_package"))
+
+
+def encoder_backend_of(manifest: dict) -> str | None:
+    """The encoder backend recorded in a manifest (None: no dense vectors)."""
+    model = manifest.get("model")
+    if not model:
+        return None
+    return (model.get("encoder") or {}).get("backend", "torch")
+
+
+def check_encoder(manifest: dict, requested: str | None, path: Path | str) -> None:
+    """Refuse to encode queries with another backend than the index's vectors were made by:
+    their vectors would differ (int8 by up to 1% cosine), and so would rankings.
+
+    Raises:
+        EncoderMismatchError: naming both backends and the fix.
+    """
+    built = encoder_backend_of(manifest)
+    if requested is None or built is None or requested == built:
+        return
+    raise EncoderMismatchError(
+        f"the index's vectors were encoded by the {built} encoder; its queries must be encoded by the "
+        f"same backend, not {requested}", path=str(path),
+        fix=f"leave --encoder out (queries then use {built}), or rebuild the index with --encoder {requested}")
 
 
 def capabilities_of(manifest: dict, llm_configured: bool = False) -> Capabilities:

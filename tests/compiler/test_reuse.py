@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from codenib.compiler.build import BuildOptions, build_index
 from codenib.index.loaded import load_index
 
-OPTS = BuildOptions(progress=False, device="cpu")
+OPTS = BuildOptions(progress=False, device="cpu", encoder="torch")
 
 
 def test_reuse_equals_a_full_build(fixture_repo, fixture_index_dir, tmp_path):
@@ -19,7 +19,7 @@ def test_reuse_equals_a_full_build(fixture_repo, fixture_index_dir, tmp_path):
     (repo2 / "pkg" / "extra.py").write_text("def added():\n    return 42\n")
 
     logs: list[str] = []
-    reused = build_index(repo2, tmp_path / "reused", BuildOptions(progress=False, device="cpu",
+    reused = build_index(repo2, tmp_path / "reused", BuildOptions(progress=False, device="cpu", encoder="torch",
                                                                   reuse=fixture_index_dir), log=logs.append)
     build_index(repo2, tmp_path / "full", OPTS)
 
@@ -37,7 +37,7 @@ def test_reuse_equals_a_full_build(fixture_repo, fixture_index_dir, tmp_path):
 
 def test_reuse_from_an_index_without_vectors_encodes_everything(fixture_repo, sparse_only_index_dir, tmp_path):
     logs: list[str] = []
-    summary = build_index(fixture_repo, tmp_path / "i", BuildOptions(progress=False, device="cpu",
+    summary = build_index(fixture_repo, tmp_path / "i", BuildOptions(progress=False, device="cpu", encoder="torch",
                                                                      reuse=sparse_only_index_dir), log=logs.append)
     assert summary.dense["reused"] == 0 and summary.dense["encoded"] == 23
     assert any("nothing to reuse" in line for line in logs)

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Benchmark: texts/s of each encoder backend against sentence-transformers (torch fp32), in one run.
+
+* speed: node texts and queries encoded by sentence-transformers' own `encode` (batch 32,
+  fp32 torch: the baseline) and by each backend through `Encoder`, interleaved chunk by chunk
+  (each chunk runs every side, in rotating order) so that other load on a shared machine hits
+  every side alike. Prints texts/s, the ratio of total wall time, the median of per-chunk
+  ratios and the ratio of CPU time.
+* agreement: per-text cosine of each backend's vector to the baseline's (min, 1st percentile,
+  mean), against the bar (0.9999 fp32, 0.99 int8).
+* waste: what the baseline's batching spends on padding, and what sorting by token length,
+  encoding identical texts once and batching name texts apart remove.
+* quality (--quality): indexes the dev corpora with each backend and prints node top-10
+  overlap with torch's ranking and RR@10 per query kind (dense and auto modes).
+* small job (--small-job INDEX [INDEX ...]): `codenib run` of the demo's 15 queries, every
+  plan (--mode all), from a cold start, on Ray (--local-below 0) and by default (in this
+  process below 256 queries), against the same queries in one fresh in-process loop; with
+  the cold cost of each part (Python and CodeNib imports, Ray start, index load, encoder
+  load) measured alone. Interleaved, fastest of --repeats.
+
+Usage:
+    python scripts/bench_encode.py [--indexes ~/.cache/codenib-dev/idx/click ~/.cache/codenib-dev/idx/jinja2]
+        [--texts 2000] [--queries 2000] [--backends torch onnx onnx-int8 openvino] [--chunk 250]
+        [--quality --corpus ~/.cache/codenib-dev/prepared --eval ../shared/eval/dev
+         --index-root ~/.cache/codenib-dev/idx-encode]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+HOME_DEV = Path.home() / ".cache/codenib-dev"
+BARS = {"fp32": 0.9999, "int8": 0.99}
+
+
+def load_texts(indexes: list[Path], n_texts: int, n_queries: int, eval_dir: Path, seed: int = 0):
+    """`n_texts` node texts sampled from the indexes, and `n_queries` queries: the dev sets'
+    queries, then identifier-style queries made from node names (as lexical queries are)."""
+    from codenib.tokens import split_identifier
+
+    texts, names = [], []
+    for idx in indexes:
+        table = pq.read_table(idx / "nodes.parquet", columns=["text", "qualname"])
+        texts += table.column("text").to_pylist()
+        names += [q for q in table.column("qualname").to_pylist() if q]
+    rng = np.random.default_rng(seed)
+    nodes = [texts[i] for i in rng.choice(len(texts), min(n_texts, len(texts)), replace=False)]
+    queries = []
+    for qs in sorted(eval_dir.glob("*/queries.parquet")):
+        queries += pq.read_table(qs, columns=["query"]).column("query").to_pylist()
+    extra = [" ".join(w.lower() for w in split_identifier(n.split("#")[0].replace(".", "_")))
+             for n in rng.permutation(names)]
+    queries = (queries + extra)[:n_queries]
+    return nodes, queries
+
+
+def speed(sides: dict, texts: list[str], chunk: int, kind: str) -> dict:
+    """Run every side over `texts` chunk by chunk, interleaved; returns vectors and timings."""
+    names = list(sides)
+    wall = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    vectors = {n: [] for n in names}
+    for ci, start in enumerate(range(0, len(texts), chunk)):
+        part = texts[start:start + chunk]
+        for k in range(len(names)):
+            n = names[(k + ci) % len(names)]
+            t0, c0 = time.perf_counter(), time.process_time()
+            vectors[n].append(sides[n](part))
+            wall[n].append(time.perf_counter() - t0)
+            cpu[n].append(time.process_time() - c0)
+        done = min(start + chunk, len(texts))
+        print(f"  {kind}: {done}/{len(texts)} texts, every side", file=sys.stderr, flush=True)
+    return {"vectors": {n: np.vstack(v) for n, v in vectors.items()},
+            "wall": {n: np.array(v) for n, v in wall.items()}, "cpu": {n: np.array(v) for n, v in cpu.items()}}
+
+
+def report_speed(run: dict, n: int, kind: str, base: str, precisions: dict) -> None:
+    wall, cpu, vec = run["wall"], run["cpu"], run["vectors"]
+    print(f"\n### {kind}: {n} texts\n")
+    print("| side | texts/s | x baseline (total wall) | x baseline (median chunk) | x baseline (CPU time) "
+          "| cosine min | cosine p1 | cosine mean | bar | passes |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in wall:
+        cos = (vec[name] * vec[base]).sum(1)
+        bar = BARS[precisions.get(name, "fp32")]
+        print(f"| {name} | {n / wall[name].sum():.1f} | {wall[base].sum() / wall[name].sum():.2f} | "
+              f"{np.median(wall[base] / wall[name]):.2f} | {cpu[base].sum() / cpu[name].sum():.2f} | "
+              f"{cos.min():.5f} | {np.percentile(cos, 1):.5f} | {cos.mean():.5f} | {bar} | "
+              f"{'yes' if cos.min() >= bar else 'NO'} |")
+
+
+def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> None:
+    """Padding of the baseline's batches (sorted by characters) against token-sorted ones,
+    truncation, duplicates and name texts, on the sampled node texts and the whole indexes."""
+    from codenib.compiler.dense import name_text
+    from codenib.types import Node
+
+    tok = st_model.tokenizer
+    limit = st_model.max_seq_length
+    full = [len(x) for x in tok(nodes, truncation=False)["input_ids"]]
+    lengths = np.minimum(np.array(full), limit)
+
+    def padding(order):
+        real = padded = 0
+        for s in range(0, len(order), batch):
+            b = lengths[order[s:s + batch]]
+            real += b.sum()
+            padded += b.max() * len(b)
+        return 1 - real / padded
+
+    by_chars = np.argsort([-len(t) for t in nodes], kind="stable")
+    by_tokens = np.argsort(-lengths, kind="stable")
+    print(f"\n### less to encode ({len(nodes)} sampled node texts, batches of {batch})\n")
+    print(f"- padding share, batches sorted by characters (sentence-transformers): {padding(by_chars):.1%}")
+    print(f"- padding share, batches sorted by tokens (codenib): {padding(by_tokens):.1%}")
+    print(f"- texts over the model's limit ({limit} tokens): {(np.array(full) > limit).mean():.1%}; "
+          f"tokens cut: {1 - lengths.sum() / sum(full):.1%} (never encoded by either side)")
+    for idx in indexes:
+        rows = pq.read_table(idx / "nodes.parquet").to_pylist()
+        node_objs = [Node(**{k: v for k, v in r.items() if k != "decorators"}) for r in rows]
+        bodies = [n.text for n in node_objs]
+        names = [name_text(n) for n in node_objs]
+        both = bodies + names
+        name_len = np.mean([len(x) for x in tok(names[:500])["input_ids"]])
+        print(f"- {idx.name}: {len(bodies)} nodes; identical body texts {len(bodies) - len(set(bodies))}, "
+              f"identical name texts {len(names) - len(set(names))}, distinct texts of both fields "
+              f"{len(set(both))} of {len(both)}; name texts average {name_len:.0f} tokens")
+
+
+def quality(args, backends: list[str]) -> None:
+    """Index the dev corpora with each backend; top-10 overlap with torch and RR@10 per kind."""
+    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.engines import embed
+    from codenib.index.loaded import load_index
+    from codenib.model.pipelines import RetrieveRerankPipeline
+
+    kinds = ("semantic", "lexical", "structural")
+    modes = ("dense", "auto")
+    print("\n### dev-set quality per backend (node RR@10 per kind; overlap = mean |top-10 ∩ torch top-10| / 10)\n")
+    print("| package | backend | index s | dense s | mode | semantic | lexical | structural | overall | top-10 overlap |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for pkg in args.packages:
+        queries = pq.read_table(args.eval / pkg / "queries.parquet").to_pylist()
+        gold: dict[str, set[str]] = {}
+        for r in pq.read_table(args.eval / pkg / "qrels.parquet").to_pylist():
+            if r["relevance"] > 0:
+                gold.setdefault(r["qid"], set()).add(r["node_id"])
+        reference: dict[str, list[list[str]]] = {}
+        for backend in ["torch"] + [b for b in backends if b != "torch"]:
+            out = args.index_root / backend / pkg
+            secs = dense_secs = float("nan")
+            if not (out / "manifest.json").is_file():
+                print(f"  indexing {pkg} with {backend} -> {out}", file=sys.stderr, flush=True)
+                embed._MODEL_CACHE.clear()
+                t0 = time.perf_counter()
+                summary = build_index(args.corpus / pkg, out, BuildOptions(encoder=backend, progress=False))
+                secs = time.perf_counter() - t0
+                dense_secs = summary.seconds.get("dense", float("nan"))
+            index = load_index(out)
+            for mode in modes:
+                pipe = RetrieveRerankPipeline(index, retrieval_mode=mode, budget="balanced")
+                results = pipe.run([q["query"] for q in queries], k=10)
+                ranked = [[c.node_id for c in r.candidates[:10]] for r in results]
+                key = f"{mode}"
+                if backend == "torch":
+                    reference[key] = ranked
+                overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ranked, reference[key])])
+                rr = {k: [] for k in kinds}
+                for q, r in zip(queries, ranked):
+                    g = gold.get(q["qid"], set())
+                    rr[q["kind"]].append(next((1 / i for i, d in enumerate(r, 1) if d in g), 0.0))
+                allv = [v for vs in rr.values() for v in vs]
+                cells = " | ".join(f"{np.mean(rr[k]):.3f}" for k in kinds)
+                print(f"| {pkg} | {backend} | {secs:.0f} | {dense_secs:.0f} | {mode} | {cells} | "
+                      f"{np.mean(allv):.3f} | {overlap:.3f} |", flush=True)
+
+
+LOOP = """
+import dataclasses, sys
+from codenib.batch.driver import plan_rows
+from codenib.batch.queries import read_query_set
+from codenib.batch.worker import ShardOptions, process_shard
+from codenib.index.loaded import load_index
+from codenib.model.pipelines import LocalEngines
+path, queries = sys.argv[1], sys.argv[2]
+index = load_index(path, device="cpu")
+qs = read_query_set(queries, index=path)
+qs = dataclasses.replace(qs, rows=plan_rows(qs.rows, "balanced", "all", None,
+                                            {r.index_path: index.capabilities() for r in qs.rows}))
+for shard in qs.shards(256):
+    process_shard(shard, index, LocalEngines(index), ShardOptions(mode="all"))
+"""
+
+
+def small_job(indexes: list[Path], repeats: int) -> None:
+    """Cold `codenib run` of 15 queries, all plans, against one fresh in-process loop."""
+    import os
+    import subprocess
+    import tempfile
+
+    repo = Path(__file__).resolve().parents[1]
+    queries = repo / "codenib" / "data" / "demo_queries.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    py = sys.executable
+    work = Path(tempfile.mkdtemp(prefix="codenib-small-job-"))
+    print("\n### small job: 15 queries, --mode all, cold processes (fastest of "
+          f"{repeats}; seconds)\n")
+    print("| index (encoder) | python + codenib imports | Ray start + stop | index load | query encoder load "
+          "| in-process loop | `codenib run` on Ray | `codenib run` default | Ray / loop | default / loop |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ray_init = ("import ray; ray.init(num_cpus=2, include_dashboard=False, _node_ip_address='127.0.0.1', "
+                "log_to_driver=False, configure_logging=False); ray.shutdown()")
+    runs = iter(range(1_000_000))
+
+    for index in indexes:
+        load = f"from codenib.index.loaded import load_index; i = load_index({str(index)!r}, device='cpu')"
+
+        def run_cmd(extra, index=index):
+            return [py, "-m", "codenib.commands.cli", "run", "--queries", str(queries), "--index", str(index),
+                    "--out", str(work / f"r{next(runs)}"), "--mode", "all", "--quiet", *extra]
+
+        probes = {
+            "imports": lambda: [py, "-c", "import codenib.batch.driver, codenib.index.loaded"],
+            "ray": lambda: [py, "-c", ray_init],
+            "index": lambda: [py, "-c", load],
+            "encoder": lambda: [py, "-c", load + "; i.encoder()"],
+            "loop": lambda: [py, "-c", LOOP, str(index), str(queries)],
+            "ray_job": lambda: run_cmd(["--local-below", "0"]),
+            "default": lambda: run_cmd([]),
+        }
+        best = {k: float("inf") for k in probes}
+        for rep in range(repeats):
+            for name, cmd in probes.items():
+                t0 = time.perf_counter()
+                done = subprocess.run(cmd(), env=env, capture_output=True, text=True)
+                if done.returncode != 0:
+                    raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
+                best[name] = min(best[name], time.perf_counter() - t0)
+            print(f"  small job {index}: pass {rep + 1}/{repeats}", file=sys.stderr, flush=True)
+        backend = "?"
+        with contextlib.suppress(Exception):
+            import json
+
+            backend = (json.loads((index / "manifest.json").read_text())["model"].get("encoder") or {}).get(
+                "backend", "torch")
+        b = best
+        print(f"| {index.parent.name}/{index.name} ({backend}) | {b['imports']:.1f} | {b['ray']:.1f} | "
+              f"{b['index']:.1f} | {b['encoder']:.1f} | {b['loop']:.1f} | {b['ray_job']:.1f} | "
+              f"{b['default']:.1f} | {b['ray_job'] / b['loop']:.2f} | {b['default'] / b['loop']:.2f} |", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--indexes", nargs="+", type=Path, default=[HOME_DEV / "idx/click", HOME_DEV / "idx/jinja2"])
+    ap.add_argument("--eval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/eval/dev")
+    ap.add_argument("--texts", type=int, default=2000)
+    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--chunk", type=int, default=250, help="texts per interleaved chunk")
+    ap.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8", "openvino"])
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--quality", action="store_true")
+    ap.add_argument("--corpus", type=Path, default=HOME_DEV / "prepared")
+    ap.add_argument("--index-root", type=Path, default=HOME_DEV / "idx-encode")
+    ap.add_argument("--packages", nargs="+", default=["click", "jinja2"])
+    ap.add_argument("--small-job", nargs="+", type=Path, default=None, metavar="INDEX")
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    from sentence_transformers import SentenceTransformer
+
+    from codenib.engines.backends import BACKENDS, cpu_threads
+    from codenib.engines.embed import Encoder, ModelSpec, model_path
+
+    backends = [b for b in args.backends if BACKENDS[b].available()]
+    missing = sorted(set(args.backends) - set(backends))
+    print(f"# encoder benchmark ({cpu_threads()} cores; missing runtimes: {', '.join(missing) or 'none'})")
+    if not args.skip_speed:
+        import torch
+
+        torch.set_num_threads(cpu_threads())
+        st = SentenceTransformer(model_path("all-MiniLM-L6-v2"), device="cpu", local_files_only=True)
+        spec = ModelSpec.for_model(None)
+        sides = {"sentence-transformers": lambda t: st.encode(t, batch_size=32, convert_to_numpy=True,
+                                                              normalize_embeddings=True)}
+        precisions = {}
+        for b in backends:
+            enc = Encoder(spec, "cpu", backend=b)
+            enc.encode_documents(["warm-up"])
+            sides[f"codenib {b}"] = enc.encode_documents
+            precisions[f"codenib {b}"] = BACKENDS[b].precision
+        nodes, queries = load_texts(args.indexes, args.texts, args.queries, args.eval)
+        waste(st, args.indexes, nodes)
+        run = speed(sides, nodes, args.chunk, "node texts")
+        report_speed(run, len(nodes), "node texts", "sentence-transformers", precisions)
+        qsides = {"sentence-transformers": sides["sentence-transformers"]}
+        for b in backends:
+            enc = Encoder(spec, "cpu", backend=b)
+            qsides[f"codenib {b}"] = enc.encode_queries
+        run = speed(qsides, queries, args.chunk * 2, "queries")
+        report_speed(run, len(queries), "queries", "sentence-transformers", precisions)
+    if args.quality:
+        quality(args, backends)
+    if args.small_job:
+        small_job(args.small_job, args.repeats)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
