@@ -40,6 +40,7 @@ class ParsedFile:
     tree: ast.Module | None = None
     definitions: list[Definition] = field(default_factory=list)
     parse_error: str | None = None
+    walrus: bool = True             # False when the source has no `:=` (scanning skips a walk)
 
     @property
     def file_node(self) -> Node:
@@ -65,7 +66,8 @@ def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
         content_sha256=hashlib.sha256(raw).hexdigest(),
         parse_error=error,
     )
-    parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error)
+    parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error,
+                        walrus=":=" in text)
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
         parsed.nodes.extend(_def_node(rel_path, d, lines) for d in parsed.definitions)
@@ -80,7 +82,7 @@ def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
     """
     text, error = _decode(raw)
     tree, error = _parse(rel_path, text, error)
-    parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error)
+    parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error, walrus=":=" in text)
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
     return parsed

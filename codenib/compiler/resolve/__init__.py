@@ -28,7 +28,7 @@ from codenib.compiler.resolve.edges import file_edges
 from codenib.compiler.resolve.infer import Resolver
 from codenib.types import Edge
 
-__all__ = ["Resolver", "build_edges", "collect_edges", "module_name_for", "package_dirs_of"]
+__all__ = ["Resolver", "build_edges", "collect_edges", "module_name_for", "package_dirs_of", "resolve_file"]
 
 
 def build_edges(files: list[ParsedFile], root_package: str | None = None) -> list[Edge]:
@@ -50,6 +50,17 @@ def collect_edges(resolver: Resolver, files: Iterable[ParsedFile]) -> list[Edge]
     """
     counts: Counter[tuple[str, str, str]] = Counter()
     for pf in files:
-        for edge in file_edges(resolver, pf):
-            counts[edge] += 1
+        counts.update(resolve_file(resolver, pf)[0])
     return [Edge(src, dst, typ, n) for (src, dst, typ), n in sorted(counts.items())]
+
+
+def resolve_file(resolver: Resolver, pf: ParsedFile, record: bool = False
+                 ) -> tuple[Counter[tuple[str, str, str]], set[tuple]]:
+    """Pass 2 for one file: its edges counted, and (with `record`) the keys it read of
+    other files (`codenib.compiler.resolve.deps`). Its edges depend on nothing else."""
+    resolver.begin_file(pf.rel_path, record)
+    try:
+        counts = Counter(file_edges(resolver, pf))
+    finally:
+        reads = resolver.end_file()
+    return counts, reads

@@ -22,7 +22,7 @@ def file_edges(resolver: Resolver, pf: ParsedFile) -> Iterator[tuple[str, str, s
         yield (parent, d.node_id, "contains")
     if pf.tree is None:
         return
-    scope = resolver.file_scopes[pf.rel_path]
+    scope = resolver.file_scope(pf.rel_path)
     yield from import_edges(resolver, pf, scope, file_id)
     # The tree may be a second parse of the file: its definitions are known by node, not
     # by the nodes that pass 1 saw.
@@ -80,7 +80,7 @@ class _EdgeVisitor:
             if known is not None and known[0] == "instance" and cls[1] in (self.r.mro(known[1]) or ()):
                 continue     # already a subclass of C: keep the narrower type
             if narrowed is None:
-                narrowed = Scope("narrow", scope.module, scope.owner, scope, scope.defn)
+                narrowed = Scope("narrow", scope.module, scope.owner, scope, scope.defn, file=scope.file)
             narrowed.bind(name, ("isinstance", cls[1]))
         return narrowed or scope
 
@@ -142,7 +142,7 @@ class _EdgeVisitor:
 
     def _local_scope(self, scope: Scope) -> Scope:
         """A lambda or comprehension scope: its own names, edges still owned by `scope`."""
-        return Scope("function", scope.module, scope.owner, scope, scope.defn)
+        return Scope("function", scope.module, scope.owner, scope, scope.defn, file=scope.file)
 
     def _visit_def(self, node: ast.AST, scope: Scope) -> None:
         by_tree = self._def_for(node, scope)

@@ -4,7 +4,7 @@ imports, module tables and method resolution orders, with cycle guards and cache
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from typing import Callable, Iterable
 
 from codenib.compiler.resolve.scopes import Bindings, Scope, Value
 from codenib.compiler.resolve.syntax import annotation_name, generic_origin
@@ -21,15 +21,53 @@ class Names(Bindings):
     """Name lookup over the bindings; expressions are typed by the `infer` layer above it
     (`infer`, `annotation_type`, `return_type`), which this layer calls back into."""
 
-    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
-        super().__init__(rel_paths, root_package)
+    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None,
+                 on_demand: Callable[[str], None] | None = None):
+        super().__init__(rel_paths, root_package, on_demand)
         self._attr_cache: dict[tuple[str, str], Value | None] = {}
         self._building: set[str] = set()
         self._resolving: set[tuple] = set()
         self._mro_cache: dict[str, list[str]] = {}
+        self._touched: list[Scope] = []     # scopes whose cache holds something
+        self._reader_prefix = "\0"         # node ids of the reader's file start with it
         # Guards (cycles, depth cap) answer None without knowing the true value; results
         # computed while one fired are not cached, or a later lookup would inherit the None.
         self._cutoffs = 0
+
+    def begin_file(self, rel_path: str, record: bool = False) -> None:
+        """Start collecting the edges of one file, with every cache emptied.
+
+        Guards make a cached answer depend on what was asked before it (a value cached
+        at a shallow depth is returned where a fresh evaluation would hit the depth cap):
+        with caches per file, a file's edges depend on the repository alone, never on the
+        files resolved before it, which is what lets a build resolve only some files again.
+        With `record`, what the file reads of other files is noted in `reads`.
+        """
+        for scope in self._touched:
+            scope.cache.clear()
+        self._touched.clear()
+        self._attr_cache.clear()
+        self._mro_cache.clear()
+        self.reader = rel_path
+        self._reader_prefix = rel_path + "::"
+        self.reads = set() if record else None
+
+    def end_file(self) -> set[tuple]:
+        """Finish a file started with `begin_file`; returns the keys it read."""
+        reads = self.reads if self.reads is not None else set()
+        self.reads = None
+        self.reader = ""
+        self._reader_prefix = "\0"
+        return reads
+
+    def foreign(self, node_id: str) -> bool:
+        """Whether a node id belongs to a file other than the reader."""
+        return not (node_id.startswith(self._reader_prefix) or node_id == self.reader)
+
+    def note_def(self, node_id: str) -> None:
+        """Record a read of a definition's header and kind (when it is another file's)."""
+        if self.reads is not None and self.foreign(node_id):
+            self.reads.add(("d", node_id))
 
     def lookup(self, scope: Scope, name: str, depth: int = 0) -> Value | None:
         """What `name` means when read inside `scope` (Python's LEGB, classes skipped)."""
@@ -37,7 +75,10 @@ class Names(Bindings):
             return self._cutoff()
         current: Scope | None = scope
         first = True
+        reads, reader = self.reads, self.reader
         while current is not None:
+            if reads is not None and current.file != reader and current.kind != "narrow":
+                reads.add(("n", current.owner, name))
             if current.kind == "class" and not first:
                 current = current.parent
                 continue
@@ -47,6 +88,8 @@ class Names(Bindings):
             if name in current.bindings:
                 return self._binding_value(current, name, depth)
             if current.kind == "module" and "*" in current.bindings:
+                if reads is not None and current.file != reader:
+                    reads.add(("n", current.owner, "*"))
                 for source in current.bindings["*"]:
                     value = self.module_attr(source[1], name, depth + 1)
                     if value is not None:
@@ -54,6 +97,11 @@ class Names(Bindings):
             first = False
             current = current.parent
         return None
+
+    def _note_member(self, class_id: str, attr: str) -> None:
+        """Record a read of what a class binds to `attr` (member, getter, attributes)."""
+        if self.reads is not None and self.foreign(class_id):
+            self.reads.add(("c", class_id, attr))
 
     def _root(self, scope: Scope) -> Scope:
         while scope.parent is not None:
@@ -73,6 +121,8 @@ class Names(Bindings):
         finally:
             self._resolving.discard(key)
         if self._cutoffs == cutoffs:
+            if not scope.cache:
+                self._touched.append(scope)
             scope.cache[name] = value
         return value
 
@@ -95,6 +145,7 @@ class Names(Bindings):
     def _source_value(self, source: tuple, depth: int) -> Value | None:
         kind = source[0]
         if kind == "def":
+            self.note_def(source[1])
             d = self.defs.get(source[1])
             if d is None:
                 return None
@@ -143,6 +194,9 @@ class Names(Bindings):
         try:
             value = None
             scope = self.module_scope(module)
+            if scope is not None and self.reads is not None and scope.file != self.reader:
+                self.reads.add(("n", scope.owner, attr))
+                self.reads.add(("n", scope.owner, "*"))
             if scope is not None and (attr in scope.bindings or "*" in scope.bindings):
                 value = self.lookup(scope, attr, depth + 1)
             sub = f"{module}.{attr}" if module else attr
@@ -176,6 +230,7 @@ class Names(Bindings):
                 if attr.startswith("__") and attr.endswith("__"):
                     return None
                 continue
+            self._note_member(cid, attr)
             members = self.class_members.get(cid, {})
             if attr in members:
                 getter = self.class_properties.get(cid, {}).get(attr)
@@ -196,6 +251,7 @@ class Names(Bindings):
         for cid in self.mro(base[1]) or ():
             if cid == _EXTERNAL_BASE:
                 continue
+            self._note_member(cid, node.attr)
             if node.attr in self.class_members.get(cid, {}):
                 return self.class_properties.get(cid, {}).get(node.attr)
             if node.attr in self.class_attr_sources.get(cid, {}):
@@ -224,6 +280,7 @@ class Names(Bindings):
             self._building.discard(class_id)
 
     def bases(self, class_id: str) -> list[str | None]:
+        self.note_def(class_id)
         d = self.defs.get(class_id)
         scope = self.def_scopes.get(class_id)
         if d is None or scope is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from codenib.compiler.parse import Definition, ParsedFile
 from codenib.compiler.resolve.imports import ModuleTable
@@ -37,6 +37,7 @@ class Scope:
     globals_: set[str] = field(default_factory=set)
     declared_global: set[str] = field(default_factory=set)   # `global` names only
     cache: dict[str, Value | None] = field(default_factory=dict)
+    file: str = ""                         # relative path of the file that holds the scope
 
     def bind(self, name: str, source: tuple) -> None:
         scope = self
@@ -51,11 +52,17 @@ class Bindings(ModuleTable):
     """The scope of every module and definition, with its bindings and class members.
 
     Sources of a binding stay unevaluated (`("expr", node, scope)`): inference reads them
-    lazily, so scanning needs nothing but the module table.
+    lazily, so scanning needs nothing but the module table. With `on_demand`, a file is
+    scanned the first time a lookup needs its module (`on_demand(rel_path)` parses it and
+    calls `add_file`); without it, every file must be added before edges are collected.
     """
 
-    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
+    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None,
+                 on_demand: Callable[[str], None] | None = None):
         super().__init__(rel_paths, root_package)
+        self.on_demand = on_demand
+        self.scanned: set[str] = set()              # files add_file has seen (parsed or not)
+        self._walrus = True
         self.module_scopes: dict[str, Scope] = {}   # module name -> scope of the file it names
         self.file_scopes: dict[str, Scope] = {}     # relative path -> scope its edges resolve in
         self.def_scopes: dict[str, Scope] = {}      # node id -> scope of that class/function
@@ -71,23 +78,38 @@ class Bindings(ModuleTable):
         headers (arguments, returns, bases, decorators): the resolver then holds what each
         file binds, not its tree, and pass 2 needs the file parsed again (`parse_syntax`).
         """
+        self.scanned.add(pf.rel_path)
         if pf.tree is None:
             return
         module = self.module_of_file[pf.rel_path]
-        scope = Scope("module", module, make_node_id(pf.rel_path), None)
+        scope = Scope("module", module, make_node_id(pf.rel_path), None, file=pf.rel_path)
         # A file whose module name another file won resolves in a scope of its own.
         if self.modules.get(module) == pf.rel_path:
             self.module_scopes[module] = scope
         self.file_scopes[pf.rel_path] = scope
+        # Walrus targets need a walk of every expression; a file without `:=` has none.
+        self._walrus = pf.walrus
         self.scan_block(pf.tree.body, scope, {id(d.tree): d for d in pf.definitions})
         if trim:
-            for d in pf.definitions:
-                d.tree = _header(d.tree)
-            pf.tree = None
+            trim_file(pf)
 
     def module_scope(self, module: str) -> Scope | None:
         """The scope of the file a module name stands for; None when it did not parse."""
+        self.note(("m", module))
+        path = self.modules.get(module)
+        if path is not None and path not in self.scanned and self.on_demand is not None:
+            reads, self.reads = self.reads, None    # scanning reads nothing of the reader's
+            try:
+                self.on_demand(path)
+            finally:
+                self.reads = reads
         return self.module_scopes.get(module)
+
+    def file_scope(self, rel_path: str) -> Scope | None:
+        """The scope a file's own names resolve in (scanned on demand); None if it did not parse."""
+        if rel_path not in self.scanned and self.on_demand is not None:
+            self.on_demand(rel_path)
+        return self.file_scopes.get(rel_path)
 
     def scan_block(self, stmts: Iterable[ast.stmt], scope: Scope, by_tree: dict) -> None:
         """Record the names a block binds; nested class/function scopes are built here too."""
@@ -152,9 +174,10 @@ class Bindings(ModuleTable):
             else:
                 scope.bind(stmt.name, ("opaque",))
         # Walrus targets anywhere in the statement bind in this scope.
-        for node in _walk_no_scopes(stmt):
-            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                scope.bind(node.target.id, ("expr", node.value, scope))
+        if self._walrus:
+            for node in _walk_no_scopes(stmt):
+                if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                    scope.bind(node.target.id, ("expr", node.value, scope))
         for child in _child_blocks(stmt):
             self._scan_stmt(child, scope, by_tree)
 
@@ -211,7 +234,7 @@ class Bindings(ModuleTable):
         module = parent.module
         self.defs[d.node_id] = d
         if isinstance(d.tree, ast.ClassDef):
-            scope = Scope("class", module, d.node_id, parent, d)
+            scope = Scope("class", module, d.node_id, parent, d, file=parent.file)
             self.def_scopes[d.node_id] = scope
             self.scan_block(d.tree.body, scope, by_tree)
             members: dict[str, str] = {}
@@ -232,7 +255,7 @@ class Bindings(ModuleTable):
                 if name not in members:
                     attrs.setdefault(name, []).extend(sources)
             return
-        scope = Scope("function", module, d.node_id, parent, d)
+        scope = Scope("function", module, d.node_id, parent, d, file=parent.file)
         self.def_scopes[d.node_id] = scope
         args = d.tree.args
         positional = args.posonlyargs + args.args
@@ -267,6 +290,14 @@ def _child_blocks(stmt: ast.AST) -> Iterator[ast.AST]:
                 yield from child.body
             else:
                 yield child
+
+
+def trim_file(pf: ParsedFile) -> None:
+    """Let a scanned file's tree go: its definitions keep their headers, all that
+    resolution asks of them later (the bindings keep the expressions they hold)."""
+    for d in pf.definitions:
+        d.tree = _header(d.tree)
+    pf.tree = None
 
 
 def _header(tree: ast.AST) -> ast.AST:
