@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import io
 import tokenize
@@ -18,6 +19,8 @@ MAX_TEXT_CHARS = 16_000
 MAX_FILE_TEXT_CHARS = 6_000
 
 _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: Fields that hold statements, or the except handlers and match cases that hold them.
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 
 @dataclass(slots=True)
@@ -140,8 +143,10 @@ def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
     definitions: list[Definition] = []
     seen: dict[str, int] = {}
 
-    def visit(node: ast.AST, parent: Definition | None) -> None:
-        for child in ast.iter_child_nodes(node):
+    def visit(block: list, parent: Definition | None) -> None:
+        # Definitions are statements: only statement blocks (and the handlers and match
+        # cases that hold them) are walked, in the order of their fields in the tree.
+        for child in block:
             if isinstance(child, _DEF_TYPES):
                 plain_parent = plain_qualname(parent.qualname) if parent else ""
                 qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
@@ -155,12 +160,19 @@ def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
                     kind = "function"
                 d = Definition(make_node_id(rel_path, unique), unique, kind, child, parent)
                 definitions.append(d)
-                visit(child, d)
-            elif not isinstance(child, (ast.expr, ast.Lambda)):
-                visit(child, parent)
+                visit(child.body, d)
+                continue
+            for name in _block_fields(type(child)):
+                visit(getattr(child, name), parent)
 
-    visit(tree, None)
+    visit(tree.body, None)
     return definitions
+
+
+@functools.lru_cache(maxsize=None)
+def _block_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that hold statements, handlers or match cases, in order."""
+    return tuple(f for f in kind._fields if f in _BLOCK_FIELDS)
 
 
 def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:

@@ -85,31 +85,49 @@ class _EdgeVisitor:
         return narrowed or scope
 
     def _visit(self, node: ast.AST, scope: Scope) -> None:
-        if isinstance(node, (*FUNC_TYPES, ast.ClassDef)):
-            self._visit_def(node, scope)
+        # Dispatch on the exact node type: this runs for every node of the file.
+        kind = type(node)
+        if kind in _LEAVES:
             return
-        if isinstance(node, ast.If):
+        if kind is ast.Name:
+            if type(node.ctx) is ast.Load:
+                self._reference(node, scope)
+            return
+        special = _SPECIAL.get(kind)
+        if special is None:
+            # Inline (not a helper): deep expressions recurse one frame per level, as before.
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    if value and isinstance(value[0], ast.stmt):
+                        self._visit_block(value, scope)     # a block: narrowing flows through it
+                    else:
+                        for item in value:
+                            if isinstance(item, ast.AST):
+                                self._visit(item, scope)
+                elif isinstance(value, ast.AST):
+                    self._visit(value, scope)
+        elif special == "def":
+            self._visit_def(node, scope)
+        elif special == "if":
             self._visit(node.test, scope)
             self._visit_block(node.body, self._narrowed(node.test, node.body, scope))
             self._visit_block(node.orelse, scope)
-            return
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            return
-        if isinstance(node, ast.Call):
+        elif special == "call":
             self._call(node, scope)
-            return
-        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-            self._reference(node, scope)
-            return
-        if isinstance(node, ast.Lambda):
+        elif special == "attribute":
+            if type(node.ctx) is ast.Load:
+                self._reference(node, scope)
+            else:
+                self._visit_fields(node, scope)
+        elif special == "lambda":
             inner = self._local_scope(scope)
             for arg in _all_args(node.args):
                 inner.bind(arg.arg, ("opaque",))
             for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
                 self._visit(default, scope)
             self._visit(node.body, inner)
-            return
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        elif special == "comprehension":
             inner = self._local_scope(scope)
             for i, gen in enumerate(node.generators):
                 self._visit(gen.iter, inner)
@@ -117,26 +135,28 @@ class _EdgeVisitor:
                 self.r.bind_loop_target(gen.target, gen.iter, inner, inner if i else scope)
                 for cond in gen.ifs:
                     self._visit(cond, inner)
-            for part in (("key", "value") if isinstance(node, ast.DictComp) else ("elt",)):
+            for part in (("key", "value") if kind is ast.DictComp else ("elt",)):
                 self._visit(getattr(node, part), inner)
-            return
-        if isinstance(node, ast.arg):
+        elif special == "arg":
             if node.annotation is not None:
                 self._annotation(node.annotation, scope)
-            return
-        if isinstance(node, ast.AnnAssign):
+        elif special == "annassign":
             self._annotation(node.annotation, scope)
             if node.value is not None:
                 self._visit(node.value, scope)
             self._visit(node.target, scope)
-            return
-        for _, value in ast.iter_fields(node):
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                self._visit_block(value, scope)     # a block: narrowing flows through it
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        self._visit(item, scope)
+        # "import": nothing (imports edges come from `import_edges`)
+
+    def _visit_fields(self, node: ast.AST, scope: Scope) -> None:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                if value and isinstance(value[0], ast.stmt):
+                    self._visit_block(value, scope)     # a block: narrowing flows through it
+                else:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self._visit(item, scope)
             elif isinstance(value, ast.AST):
                 self._visit(value, scope)
 
@@ -240,6 +260,20 @@ class _EdgeVisitor:
                 value = self.r.infer(node, scope)
                 if value is not None and value[0] in ("func", "class"):
                     self.edges.append((scope.owner, value[1], "references"))
+
+
+#: Node types with nothing to resolve inside: constants, contexts and operators.
+_LEAVES = frozenset({ast.Constant, *ast.expr_context.__subclasses__(), *ast.boolop.__subclasses__(),
+                     *ast.operator.__subclasses__(), *ast.unaryop.__subclasses__(),
+                     *ast.cmpop.__subclasses__()})
+#: Node types `_EdgeVisitor._visit` handles itself (the rest: their fields in order).
+_SPECIAL = {
+    ast.FunctionDef: "def", ast.AsyncFunctionDef: "def", ast.ClassDef: "def", ast.If: "if",
+    ast.Import: "import", ast.ImportFrom: "import", ast.Call: "call", ast.Attribute: "attribute",
+    ast.Lambda: "lambda", ast.ListComp: "comprehension", ast.SetComp: "comprehension",
+    ast.GeneratorExp: "comprehension", ast.DictComp: "comprehension", ast.arg: "arg",
+    ast.AnnAssign: "annassign",
+}
 
 
 def _exits(body: list[ast.stmt]) -> bool:

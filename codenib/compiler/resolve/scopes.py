@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from codenib.compiler.parse import Definition, ParsedFile
 from codenib.compiler.resolve.imports import ModuleTable
-from codenib.compiler.resolve.syntax import FUNC_TYPES, annotation_name
+from codenib.compiler.resolve.syntax import annotation_name
 from codenib.types import make_node_id
 
 # A value the inferencer can name: (kind, ref) with kind module | class | instance | func,
@@ -20,6 +21,8 @@ from codenib.types import make_node_id
 # ("tuple", class ids joined by newlines, "" where unknown) for `Tuple[A, B]`.
 Value = tuple[str, str]
 
+#: Statement types that open a class or function scope.
+_DEF_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 #: Decorators that turn a method into an attribute whose value is what the method returns.
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "abstractproperty"})
 
@@ -117,14 +120,15 @@ class Bindings(ModuleTable):
             self._scan_stmt(stmt, scope, by_tree)
 
     def _scan_stmt(self, stmt: ast.AST, scope: Scope, by_tree: dict) -> None:
-        if isinstance(stmt, (*FUNC_TYPES, ast.ClassDef)):
+        kind = type(stmt)
+        if kind in _DEF_NODES:
             d = by_tree.get(id(stmt))
             if d is None:
                 return
             scope.bind(stmt.name, ("def", d.node_id))
             self._def_scope(d, scope, by_tree)
             return
-        if isinstance(stmt, ast.Import):
+        if kind is ast.Import:
             for alias in stmt.names:
                 if alias.asname:
                     scope.bind(alias.asname, ("module", alias.name))
@@ -132,7 +136,7 @@ class Bindings(ModuleTable):
                     top = alias.name.split(".")[0]
                     scope.bind(top, ("module", top))
             return
-        if isinstance(stmt, ast.ImportFrom):
+        if kind is ast.ImportFrom:
             base = self.absolute_module(scope.module, stmt.module, stmt.level)
             if base is None:
                 return
@@ -142,15 +146,15 @@ class Bindings(ModuleTable):
                 else:
                     scope.bind(alias.asname or alias.name, ("from", base, alias.name))
             return
-        if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+        if kind is ast.Global or kind is ast.Nonlocal:
             scope.globals_.update(stmt.names)
-            if isinstance(stmt, ast.Global):
+            if kind is ast.Global:
                 scope.declared_global.update(stmt.names)
             return
-        if isinstance(stmt, ast.Assign):
+        if kind is ast.Assign:
             for target in stmt.targets:
                 self._bind_target(target, stmt.value, scope)
-        elif isinstance(stmt, ast.AnnAssign):
+        elif kind is ast.AnnAssign:
             if isinstance(stmt.target, ast.Name):
                 scope.bind(stmt.target.id, ("annot", stmt.annotation, scope))
                 if stmt.value is not None:
@@ -159,15 +163,15 @@ class Bindings(ModuleTable):
                 self._bind_target(stmt.target, stmt.value, scope)
             if scope.kind == "function":
                 self._note_self_attr(stmt.target, ("annot", stmt.annotation, scope), scope)
-        elif isinstance(stmt, ast.AugAssign):
+        elif kind is ast.AugAssign:
             self._bind_target(stmt.target, None, scope)
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        elif kind is ast.For or kind is ast.AsyncFor:
             self.bind_loop_target(stmt.target, stmt.iter, scope, scope)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif kind is ast.With or kind is ast.AsyncWith:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self._bind_target(item.optional_vars, ("with", item.context_expr), scope)
-        elif isinstance(stmt, ast.ExceptHandler) and stmt.name:
+        elif kind is ast.ExceptHandler and stmt.name:
             # `except SomeError as e`: e is an instance of the handler's (single) type.
             if stmt.type is not None and not isinstance(stmt.type, ast.Tuple):
                 scope.bind(stmt.name, ("annot", stmt.type, scope))
@@ -178,8 +182,13 @@ class Bindings(ModuleTable):
             for node in _walk_no_scopes(stmt):
                 if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
                     scope.bind(node.target.id, ("expr", node.value, scope))
-        for child in _child_blocks(stmt):
-            self._scan_stmt(child, scope, by_tree)
+        for name in _child_block_fields(kind):
+            for child in getattr(stmt, name) or ():
+                if type(child) is ast.match_case:
+                    for inner in child.body:
+                        self._scan_stmt(inner, scope, by_tree)
+                else:
+                    self._scan_stmt(child, scope, by_tree)
 
     def _bind_target(self, target: ast.AST, value, scope: Scope) -> None:
         if isinstance(target, ast.Name):
@@ -282,14 +291,11 @@ def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
         yield from _walk_no_scopes(child)
 
 
-def _child_blocks(stmt: ast.AST) -> Iterator[ast.AST]:
-    """Statements nested in compound statements (if/for/while/try/with/match)."""
-    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-        for child in getattr(stmt, name, ()) or ():
-            if isinstance(child, ast.match_case):
-                yield from child.body
-            else:
-                yield child
+@functools.lru_cache(maxsize=None)
+def _child_block_fields(kind: type) -> tuple[str, ...]:
+    """Fields of a statement type that nest statements (if/for/while/try/with/match), in
+    the order scanning visits them: body, orelse, finalbody, handlers, cases."""
+    return tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in kind._fields)
 
 
 def trim_file(pf: ParsedFile) -> None:
