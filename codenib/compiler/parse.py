@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from codenib.compiler.walk import SourceFile
 from codenib.types import Node, make_node_id, plain_qualname, source_lines
 
+#: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
+#: earlier index's nodes only when its version is the same.
+PARSE_VERSION = 1
 #: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
 MAX_TEXT_CHARS = 16_000
 #: File nodes carry module-level statements only, capped tighter (their defs have own nodes).
@@ -96,11 +99,16 @@ def parse_file(source: SourceFile) -> ParsedFile:
     try:
         raw = source.abs_path.read_bytes()
     except OSError as exc:
-        parsed = parse_source(source.rel_path, b"")
-        parsed.parse_error = f"unreadable: {exc.strerror}"
-        parsed.nodes[0] = dataclasses.replace(parsed.nodes[0], parse_error=parsed.parse_error)
-        return parsed
+        return parse_unreadable(source.rel_path, f"unreadable: {exc.strerror}")
     return parse_source(source.rel_path, raw)
+
+
+def parse_unreadable(rel_path: str, error: str) -> ParsedFile:
+    """The file node of a file that could not be read."""
+    parsed = parse_source(rel_path, b"")
+    parsed.parse_error = error
+    parsed.nodes[0] = dataclasses.replace(parsed.nodes[0], parse_error=error)
+    return parsed
 
 
 # --- helpers ---------------------------------------------------------------------------------
