@@ -409,9 +409,11 @@ class _Workers:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            # forkserver: no fork of a process whose threads (Arrow, tqdm) may hold locks.
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["codenib.compiler.parse", "codenib.tokens"])
+            # fork where there is one: spawn and forkserver import the caller's main module
+            # again, which breaks every script that calls `build_index` without a main guard.
+            # The workers only parse and tokenize (no Arrow, no torch threads in them).
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
             self._pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx)
         futures = [self._pool.submit(fn, chunk) for chunk in chunks]
         results = []
