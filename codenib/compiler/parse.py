@@ -46,7 +46,9 @@ class ParsedFile:
     tree: ast.Module | None = None
     definitions: list[Definition] = field(default_factory=list)
     parse_error: str | None = None
-    walrus: bool = True             # False when the source has no `:=` (scanning skips a walk)
+    # Lines holding `:=`, ascending (scanning walks a statement's expressions for walrus
+    # targets only when it spans one); None: not known, walk every statement.
+    walrus_lines: tuple[int, ...] | None = None
 
     @property
     def file_node(self) -> Node:
@@ -73,7 +75,7 @@ def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
         parse_error=error,
     )
     parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error,
-                        walrus=":=" in text)
+                        walrus_lines=_walrus_lines(text, lines))
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
         parsed.nodes.extend(_def_node(rel_path, d, lines) for d in parsed.definitions)
@@ -88,7 +90,8 @@ def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
     """
     text, error = _decode(raw)
     tree, error = _parse(rel_path, text, error)
-    parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error, walrus=":=" in text)
+    parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error,
+                        walrus_lines=_walrus_lines(text))
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
     return parsed
@@ -132,6 +135,14 @@ def _decode(raw: bytes) -> tuple[str, str | None]:
     if "\0" in text:
         return text.replace("\0", " "), "source contains a NUL byte"
     return text, None
+
+
+def _walrus_lines(text: str, lines: list[str] | None = None) -> tuple[int, ...]:
+    """The 1-based numbers of the lines that hold `:=` (the token never spans lines)."""
+    if ":=" not in text:
+        return ()
+    return tuple(i for i, line in enumerate(lines if lines is not None else source_lines(text), 1)
+                 if ":=" in line)
 
 
 def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | None, str | None]:

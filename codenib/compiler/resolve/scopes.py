@@ -4,6 +4,7 @@ and assigns, recorded before any inference runs."""
 from __future__ import annotations
 
 import ast
+import bisect
 import copy
 import functools
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ class Bindings(ModuleTable):
         super().__init__(rel_paths, root_package)
         self.on_demand = on_demand
         self.scanned: set[str] = set()              # files add_file has seen (parsed or not)
-        self._walrus = True
+        self._walrus: tuple[int, ...] | None = None
         self.module_scopes: dict[str, Scope] = {}   # module name -> scope of the file it names
         self.file_scopes: dict[str, Scope] = {}     # relative path -> scope its edges resolve in
         self.def_scopes: dict[str, Scope] = {}      # node id -> scope of that class/function
@@ -91,7 +92,7 @@ class Bindings(ModuleTable):
             self.module_scopes[module] = scope
         self.file_scopes[pf.rel_path] = scope
         # Walrus targets need a walk of every expression; a file without `:=` has none.
-        self._walrus = pf.walrus
+        self._walrus = pf.walrus_lines
         self.scan_block(pf.tree.body, scope, {id(d.tree): d for d in pf.definitions})
         if trim:
             trim_file(pf)
@@ -178,7 +179,7 @@ class Bindings(ModuleTable):
             else:
                 scope.bind(stmt.name, ("opaque",))
         # Walrus targets anywhere in the statement bind in this scope.
-        if self._walrus:
+        if self._walrus is None or _spans_a_line(self._walrus, stmt):
             for node in _walk_no_scopes(stmt):
                 if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
                     scope.bind(node.target.id, ("expr", node.value, scope))
@@ -280,6 +281,12 @@ class Bindings(ModuleTable):
             if extra is not None:
                 scope.bind(extra.arg, ("opaque",))
         self.scan_block(d.tree.body, scope, by_tree)
+
+
+def _spans_a_line(lines: tuple[int, ...], stmt: ast.AST) -> bool:
+    """Whether one of the ascending `lines` falls within the statement's lines."""
+    i = bisect.bisect_left(lines, stmt.lineno)
+    return i < len(lines) and lines[i] <= (stmt.end_lineno or stmt.lineno)
 
 
 def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
