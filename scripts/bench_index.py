@@ -16,6 +16,18 @@ is a speed-up (higher is better): ours/baseline for throughputs, baseline/ours f
     python scripts/bench_index.py                 # 6-12 minutes on 2 CPU cores
     python scripts/bench_index.py --reuse         # + the second-commit rebuild (1-3 minutes)
     python scripts/bench_index.py --full --reuse  # dense over every node (+30-75 minutes)
+
+`--snapshots N` is a mode of its own: it indexes N successive snapshots of a real repository
+(first-parent commits of a bare git mirror, default pytest's, `--commits-apart` apart; or,
+with `--synthetic`, successive edits of `--modify-fraction` of --corpus's files), each one
+in full and with `--reuse` of the previous snapshot's index, in fresh processes, alternating
+which goes first. It prints each stage's time and the ratio, checks that the two indexes are
+byte-identical (every file but the manifest), the peak memory of both builds, and the
+first build's parse stage against raw `ast.parse` on the same files:
+
+    python scripts/bench_index.py --snapshots 6                      # pytest history, ~2 min
+    python scripts/bench_index.py --snapshots 4 --synthetic          # sympy, 3% edits, ~10 min
+    python scripts/bench_index.py --snapshots 3 --dense              # vectors too (CPU: slow)
 """
 
 from __future__ import annotations
@@ -67,6 +79,17 @@ DEFAULT_MODIFY_FRACTION = 0.03
 MIN_MODIFIED_FILES = 2
 #: Share of identifier queries; the rest are docstring first sentences.
 IDENTIFIER_FRACTION = 0.3
+#: `--snapshots` reads this bare git mirror unless --git says otherwise (fetched for the
+#: SWE-bench dev set; see ../shared/eval/swebench-dev/README.md).
+DEFAULT_GIT = Path(__file__).resolve().parent.parent.parent / ".mirror" / "pytest-dev+pytest" / "repo"
+#: First-parent commits between two snapshots: about 3% of pytest's files change per 3.
+DEFAULT_COMMITS_APART = 3
+#: The issue's target: a snapshot with ~3% of files changed costs under 10% of a full build
+#: (dense excluded), under 15% with dense vectors.
+SNAPSHOT_TARGET = 10.0
+SNAPSHOT_DENSE_TARGET = 1 / 0.15
+#: The first build's parse stage must reach this share of raw `ast.parse` throughput.
+PARSE_TARGET = 0.5
 #: Scores this close count as ties when top-k lists are compared.
 TIE_ATOL = 1e-5
 #: Per-dimension noise that turns a real vector into a synthetic neighbour (cosine ~0.85).
@@ -255,6 +278,7 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool) ->
     traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace_memory else None
     return {
         "seconds": dict(summary.seconds),
+        "reuse": summary.reuse,
         "wall": wall,
         "files": summary.files,
         "nodes": sum(summary.nodes_by_kind.values()),
@@ -732,6 +756,188 @@ def field_texts(index_dir: Path, dense_info: dict[str, Any]) -> dict[str, list[s
     return texts
 
 
+# --- successive snapshots (incremental builds) ---------------------------------------------------
+
+STAGES = ("parse", "graph", "sparse", "dense")
+
+
+def raw_parse_in_child(repo: str, gc_enabled: bool) -> dict[str, Any]:
+    """`ast.parse` of every file `codenib index` would read, in a fresh process (nodes/s)."""
+    import gc
+
+    from codenib.compiler.walk import walk_repository
+
+    files, _ = walk_repository(repo)
+    raws = [f.abs_path.read_bytes() for f in files]
+    if not gc_enabled:
+        gc.disable()
+    t0 = time.perf_counter()
+    for f, raw in zip(files, raws):
+        try:
+            ast.parse(raw, filename=f.rel_path)
+        except (SyntaxError, ValueError):
+            pass
+    return {"seconds": time.perf_counter() - t0, "files": len(files)}
+
+
+def git_snapshots(git_dir: Path, n: int, apart: int) -> list[str]:
+    """The last `n` commits `apart` first-parent commits apart, oldest first."""
+    import subprocess
+
+    out = subprocess.run(["git", "--git-dir", str(git_dir), "rev-list", "--first-parent", "HEAD"],
+                         check=True, capture_output=True, text=True).stdout.split()
+    picked = out[::apart][:n]
+    if len(picked) < n:
+        raise SystemExit(f"bench: {git_dir} has only {len(out)} first-parent commits")
+    return list(reversed(picked))
+
+
+def checkout(git_dir: Path, commit: str, dst: Path) -> None:
+    """The tree of `commit` written under `dst` (git archive | tar)."""
+    import subprocess
+
+    dst.mkdir(parents=True)
+    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", commit],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dst)], input=archive, check=True)
+
+
+def changed_files(a: Path | None, b: Path) -> tuple[int, int]:
+    """Python files of snapshot `b` that are new or differ from snapshot `a`, and all of b's."""
+    from codenib.compiler.walk import walk_repository
+
+    new = {f.rel_path: f.abs_path for f in walk_repository(b)[0]}
+    if a is None:
+        return len(new), len(new)
+    old = {f.rel_path: f.abs_path for f in walk_repository(a)[0]}
+    changed = sum(1 for rel, path in new.items() if rel not in old or old[rel].read_bytes() != path.read_bytes())
+    return changed + len(set(old) - set(new)), len(new)
+
+
+def same_index(a: Path, b: Path) -> list[str]:
+    """Files (all but the manifest) that differ between two index folders."""
+    names = {p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file()}
+    names |= {p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file()}
+    names.discard("manifest.json")
+    return sorted(n for n in names if not ((a / n).is_file() and (b / n).is_file()
+                                           and (a / n).read_bytes() == (b / n).read_bytes()))
+
+
+def bench_snapshots(work: Path, args: argparse.Namespace) -> list[Row]:
+    """Full and incremental builds of successive snapshots; rows for the final table."""
+    from codenib.compiler.build import BuildOptions
+
+    options = BuildOptions(dense=args.dense, device=args.device, batch_size=args.batch_size, progress=False)
+    sources = []
+    if args.synthetic:
+        corpus = resolve_corpus(args.corpus)
+        from codenib.compiler.walk import walk_repository
+
+        rels = [f.rel_path for f in walk_repository(corpus)[0]]
+        label = f"{corpus.name}, synthetic edits of {args.modify_fraction:.0%} of the files per snapshot"
+        for i in range(args.snapshots):
+            dst = work / f"src-{i}" / corpus.name      # same folder name: the root is a package
+            if i == 0:
+                copy_files(corpus, rels, dst)
+            else:
+                shutil.copytree(sources[-1][1], dst)
+                modify_files(dst, rels, args.modify_fraction, args.seed + i)
+            sources.append((f"edit {i}" if i else "original", dst))
+    else:
+        git_dir = args.git.resolve()
+        if not (git_dir / "HEAD").is_file():
+            raise SystemExit(f"bench: no git repository at {git_dir}; pass --git or --synthetic")
+        commits = git_snapshots(git_dir, args.snapshots, args.commits_apart)
+        label = f"{git_dir}, {args.commits_apart} first-parent commits apart"
+        for i, commit in enumerate(commits):
+            dst = work / f"src-{i}" / "repo"
+            checkout(git_dir, commit, dst)
+            sources.append((commit[:10], dst))
+    out(f"\n== snapshots: {label} ==")
+    raw = {gc_on: run_isolated(raw_parse_in_child, str(sources[0][1]), gc_on) for gc_on in (True, False)}
+    results = []
+    previous: Path | None = None
+    for i, (tag, src) in enumerate(sources):
+        changed, total = changed_files(sources[i - 1][1] if i else None, src)
+        full_dir, inc_dir = work / f"full-{i}", work / f"inc-{i}"
+        jobs = [("full", full_dir, options)]
+        if previous is not None:
+            jobs.append(("incremental", inc_dir, replace(options, reuse=previous)))
+        if i % 2:
+            jobs.reverse()       # alternate which build runs first: drifting load hits both
+        done = {}
+        for name, dst, opts in jobs:
+            log(f"snapshot {i} ({tag}): {name} build")
+            done[name] = run_isolated(build_in_child, str(src), str(dst), opts, False)
+        diff = same_index(full_dir, inc_dir) if previous is not None else []
+        results.append({"i": i, "tag": tag, "changed": changed, "files": total, "diff": diff, **done})
+        previous = inc_dir if previous is not None else full_dir
+    return snapshot_report(results, raw, args)
+
+
+def snapshot_report(results: list[dict[str, Any]], raw: dict[bool, dict[str, Any]],
+                    args: argparse.Namespace) -> list[Row]:
+    """Print the per-snapshot table and return the summary rows."""
+    stages = [s for s in STAGES if s in results[0]["full"]["seconds"]]
+    head = ["#", "snapshot", "changed", "build"] + stages + ["total", "wall", "peak RSS", "reused", "identical"]
+    table = [head]
+    ratios: list[float] = []
+    stage_ratios: dict[str, list[float]] = {s: [] for s in stages}
+    for r in results:
+        for name in ("full", "incremental"):
+            b = r.get(name)
+            if b is None:
+                continue
+            secs = b["seconds"]
+            total = sum(secs.get(s, 0.0) for s in stages)
+            reused = b.get("reuse") or {}
+            table.append([str(r["i"]), r["tag"], f"{r['changed']}/{r['files']} ({r['changed'] / r['files']:.1%})",
+                          name] + [f"{secs.get(s, 0.0):.2f}" for s in stages]
+                         + [f"{total:.2f}", f"{b['wall']:.2f}", f"{b['peak_rss_mb']:,.0f} MB",
+                            f"{reused.get('files_kept', 0)} kept, {reused.get('files_resolved', '-')} resolved"
+                            if reused else "-",
+                            "-" if name == "full" else ("yes" if not r["diff"] else "NO: " + ", ".join(r["diff"][:3]))])
+        if "incremental" in r:
+            f, inc = r["full"]["seconds"], r["incremental"]["seconds"]
+            ratios.append(sum(inc.get(s, 0.0) for s in stages) / sum(f.get(s, 0.0) for s in stages))
+            for s in stages:
+                if f.get(s):
+                    stage_ratios[s].append(inc.get(s, 0.0) / f[s])
+    widths = [max(len(row[c]) for row in table) for c in range(len(head))]
+    for k, row in enumerate(table):
+        out(" | ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)))
+        if k == 0:
+            out("-+-".join("-" * w for w in widths))
+    rows: list[Row] = []
+    if ratios:
+        med = float(np.median(ratios))
+        per_stage = ", ".join(f"{s} {np.median(v):.1%}" for s, v in stage_ratios.items() if v)
+        out(f"\nincremental / full, all stages: median {med:.1%} (min {min(ratios):.1%}, max {max(ratios):.1%}) "
+            f"over {len(ratios)} snapshots; by stage (median): {per_stage}")
+        target = SNAPSHOT_DENSE_TARGET if args.dense else SNAPSHOT_TARGET
+        rows.append(Row(f"snapshots: incremental build, all stages{' (dense included)' if args.dense else ''}",
+                        f"{med:.1%} of a full build (median of {len(ratios)})",
+                        "full build of the same snapshot", 1 / med, target))
+        for s, v in stage_ratios.items():
+            if v:
+                rows.append(Row(f"snapshots: {s} stage", f"{np.median(v):.1%} of full", "full build", 1 / float(np.median(v))))
+        identical = all(not r["diff"] for r in results if "incremental" in r)
+        rows.append(Row("snapshots: incremental index byte-identical to full (all files but manifest)",
+                        "yes" if identical else "NO", status="pass" if identical else "FAIL"))
+        peak_full = max(r["full"]["peak_rss_mb"] for r in results)
+        peak_inc = max(r["incremental"]["peak_rss_mb"] for r in results if "incremental" in r)
+        rows.append(Row("snapshots: peak RSS, full build / incremental build (max)",
+                        f"{peak_full:,.0f} MB / {peak_inc:,.0f} MB"))
+    first = results[0]["full"]
+    nodes = first["nodes"]
+    ours = nodes / first["seconds"]["parse"]
+    for gc_on, label in ((True, "gc on, as Python runs"), (False, "gc off")):
+        base = nodes / raw[gc_on]["seconds"]
+        rows.append(Row(f"first build: parse stage vs raw ast.parse ({label})", f"{ours:,.0f} nodes/s",
+                        f"{base:,.0f} nodes/s", ours / base, PARSE_TARGET if gc_on else None))
+    return rows
+
+
 # --- main ---------------------------------------------------------------------------------------
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -768,6 +974,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"), help="encoder device")
     p.add_argument("--tracemalloc", action="store_true",
                    help="trace Python allocations of the build (slower; reports their peak)")
+    p.add_argument("--snapshots", type=int, default=0,
+                   help="index N successive snapshots in full and incrementally (a mode of its own)")
+    p.add_argument("--git", type=Path, default=DEFAULT_GIT, help="bare git repository the snapshots come from")
+    p.add_argument("--commits-apart", type=int, default=DEFAULT_COMMITS_APART,
+                   help="first-parent commits between two snapshots")
+    p.add_argument("--synthetic", action="store_true",
+                   help="snapshots are successive synthetic edits of --corpus (--modify-fraction of its files)")
+    p.add_argument("--dense", action="store_true", help="--snapshots: build dense vectors too")
     p.add_argument("--seed", type=int, default=0, help="seed of every sample")
     p.add_argument("--strict", action="store_true", help="exit with status 1 when a target is missed")
     args = p.parse_args(argv)
@@ -794,6 +1008,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = load_note("before the run")
         if note:
             out(note)
+        if args.snapshots:
+            if args.snapshots < 2:
+                raise SystemExit("bench: --snapshots needs at least 2 snapshots")
+            rows = bench_snapshots(work, args)
+            out(f"\n== summary: ratio = speed-up (full build time / incremental build time; our parse "
+                f"throughput / raw ast.parse) ==")
+            out(render_table(rows))
+            out(f"\ntotal benchmark time {time.perf_counter() - _T0:.0f} s")
+            return 1 if args.strict and any(r.verdict() == "FAIL" for r in rows) else 0
 
         # 1. build (in a child process: its peak memory is the build's alone)
         out("\n== build ==")
