@@ -87,8 +87,8 @@ class BuildSummary:
         if self.reuse:
             r = self.reuse
             lines.append(f"  reused     from {r['from']}: {r['files_kept']} files unchanged, "
-                         f"{r['files_parsed']} parsed, {r['files_resolved']} resolved again, "
-                         f"{r['texts_tokenized']} texts tokenized")
+                         f"{r['files_parsed']} parsed, {r['units_resolved']} definitions resolved again "
+                         f"({r['units_kept']} kept), {r['texts_tokenized']} texts tokenized")
         stages = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
         rate = f"{self.files / total:.0f} files/s, {n_nodes / total:.0f} nodes/s" if total > 0 else ""
         lines.append(f"  time       {total:.1f}s  ({stages}; {rate})")
@@ -144,8 +144,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             t0 = time.perf_counter()
             nodes, origin = _node_table(parsed, previous, kept)
             facts = _file_facts(nodes)
-            graph = build_graph(sources, facts, root_package,
-                                (previous.graph, previous.edges) if previous and previous.graph else None,
+            graph = build_graph(sources, facts, root_package, previous.graph if previous else None,
                                 options.progress)
             n_parsed = len(parsed)
             del sources, parsed
@@ -181,7 +180,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             reuse = None
             if previous is not None:
                 reuse = {"from": str(previous.path), "files_kept": len(kept), "files_parsed": n_parsed,
-                         "files_resolved": graph.resolved, "files_scanned": graph.scanned,
+                         "files_resolved": graph.files_parsed, "units_resolved": graph.units_resolved,
+                         "units_kept": graph.units_kept, "files_scanned": graph.scanned,
                          "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized}
             manifest = artifact.write_manifest(staging, {
                 "source_root_name": repo.resolve().name,

@@ -1,26 +1,28 @@
-"""The code graph of one snapshot; with the state of an earlier build, only the files whose
+"""The code graph of one snapshot; with the state of an earlier build, only the units whose
 edges can have changed are resolved again.
 
-A file's edges are a function of its own syntax and of the facts of other files its
-resolution read (`codenib.compiler.resolve.deps`), because caches live per file
-(`Resolver.begin_file`). So a file keeps its earlier edges when its content and module
-facts are unchanged and every key it read still has its digest; every other file goes
-through pass 2 again, and only the files those lookups reach are parsed and scanned.
+Pass 2 runs per unit (`codenib.compiler.resolve.edges.file_units`: each function or method
+defined directly in a module or class body, and the rest of each file), with caches emptied
+first, so a unit's edges are a function of its own text and of the bindings it read outside
+itself (`codenib.compiler.resolve.deps`). A unit keeps its earlier edges when its text is
+the same and every key it read still has its digest. Only files with a unit to resolve again
+are parsed for pass 2, and only the files that those lookups reach are scanned.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from codenib.compiler._arrays import ranges
 from codenib.compiler.parse import ParsedFile, parse_syntax
-from codenib.compiler.resolve import Resolver, resolve_file
+from codenib.compiler.resolve import Resolver, contains_edges, file_units, resolve_unit
 from codenib.compiler.resolve.deps import key_digest, key_owner, key_string, key_tuple
 from codenib.compiler.resolve.scopes import trim_file
 from codenib.types import EDGES_SCHEMA
@@ -28,6 +30,9 @@ from codenib.types import EDGES_SCHEMA
 #: Pass 2 of a file scanned on demand reuses its tree while the trees kept this way hold
 #: at most this much source (a tree takes ~55 bytes of memory per byte of source: ~450 MB).
 KEEP_TREES_BYTES = 8 << 20
+
+#: Schema of each unit's edges (incr/unit_edges.parquet): `unit` is a row of the units.
+UNIT_EDGES_SCHEMA = pa.schema([("unit", pa.int32()), *EDGES_SCHEMA])
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,24 +47,28 @@ class FileFacts:
 
 @dataclass(slots=True)
 class GraphState:
-    """What a later build compares against: each file's facts, each dependency key's
-    digest, and which keys each file read (rows of `reads_file` / `reads_key`)."""
+    """What a later build compares against: each file's facts; each unit's file, text hash,
+    edges and the keys it read; each key's owner file and digest."""
 
     files: dict[str, FileFacts]
+    units: list[str]                # unit ids, sorted ("path::" holds a file's contains edges)
+    unit_files: list[str]
+    unit_hashes: list[str]
     keys: list[str]                 # key strings, sorted
     digests: list[str]              # digest of keys[i]
     owners: list[str]               # file whose content decides keys[i] ('' module table)
-    readers: list[str]              # file names the reads arrays index, sorted
-    reads_file: np.ndarray          # int32 index into readers
-    reads_key: np.ndarray           # int32 index into keys
+    reads_unit: np.ndarray          # int32 row of units, ascending
+    reads_key: np.ndarray           # int32 row of keys
+    unit_edges: pa.Table            # UNIT_EDGES_SCHEMA, sorted by unit, src, dst, type
 
-    def reads_of(self, rel_path: str) -> list[str]:
-        """The keys one file read (for tests and diagnostics)."""
+    def reads_of(self, unit: str) -> list[str]:
+        """The keys one unit read (for tests and diagnostics; a file's path names the unit
+        of everything in it but its functions and methods)."""
         try:
-            i = self.readers.index(rel_path)
+            i = self.units.index(unit)
         except ValueError:
             return []
-        return [self.keys[k] for k in self.reads_key[self.reads_file == i]]
+        return [self.keys[k] for k in self.reads_key[self.reads_unit == i]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,59 +77,70 @@ class GraphResult:
 
     edges: pa.Table          # EDGES_SCHEMA, sorted by (src, dst, type)
     state: GraphState
-    resolved: int            # files that went through pass 2
+    files_parsed: int        # files parsed for pass 2 (some of their units were resolved)
+    units_resolved: int      # units that went through pass 2
+    units_kept: int          # units whose earlier edges were kept
     scanned: int             # files parsed and scanned for their bindings
     parsed_twice: int        # files parsed once for pass 1 and again for pass 2
     dirty_keys: int          # keys of the earlier state whose digest changed
 
 
-def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tuple[str, bool]],
-                root_package: str | None, previous: tuple[GraphState, pa.Table] | None = None,
+def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tuple],
+                root_package: str | None, previous: GraphState | None = None,
                 progress: bool = False) -> GraphResult:
     """Resolve the edges of every file in `sources`.
 
     Args:
         sources: relative path -> the bytes the build read (None: unreadable).
-        facts_in: relative path -> (content sha256, whether the file parsed).
-        previous: the state and edges table of an earlier index of the same repository;
-            files whose edges cannot have changed keep their rows of that table.
+        facts_in: relative path -> (content sha256, whether the file parsed, ...).
+        previous: the state of an earlier index of the same repository: units whose text
+            and reads are unchanged keep their edges from it.
     """
     rels = sorted(sources)
-    run = _Run(sources, rels, root_package)
-    facts = {rel: FileFacts(facts_in[rel][0], run.resolver.module_of_file[rel],
-                            run.resolver.modules[run.resolver.module_of_file[rel]], facts_in[rel][1])
-             for rel in rels}
-    parsed = {rel: f.parsed for rel, f in facts.items()}
-    digest_of = _Digests(run, parsed)
+    run = _Run(sources, root_package)
+    table = run.resolver
+    facts = {rel: FileFacts(facts_in[rel][0], table.module_of_file[rel],
+                            table.modules[table.module_of_file[rel]], facts_in[rel][1]) for rel in rels}
+    digest_of = _Digests(run, {rel: f.parsed for rel, f in facts.items()})
     if previous is None:
-        todo = set(rels)
-        dirty = 0
-        old_state = old_edges = None
+        to_parse, dirty_units, dirty = set(rels), None, 0
     else:
-        old_state, old_edges = previous
-        todo, dirty = _files_to_resolve(old_state, facts, digest_of, run)
-    run.pending = set(todo)
-    counts: Counter[tuple[str, str, str]] = Counter()
-    new_reads: dict[str, set[tuple]] = {}
+        to_parse, dirty_units, dirty = _what_changed(previous, facts, digest_of, run)
+    run.pending = set(to_parse)
+    old_by_id = {u: i for i, u in enumerate(previous.units)} if previous is not None else {}
+    plan: list[tuple] = []       # (unit id, file, hash, old row | None, edges, reads)
+    resolved = 0
     from tqdm import tqdm
 
-    bar = tqdm(total=len(todo), desc="graph", unit="file", disable=not progress, file=sys.stderr, leave=False)
-    for rel, pf in run.pass2_order(sorted(todo)):
-        file_counts, reads = resolve_file(run.resolver, pf, record=True)
-        counts.update(file_counts)
-        new_reads[rel] = reads
+    bar = tqdm(total=len(to_parse), desc="graph", unit="file", disable=not progress, file=sys.stderr,
+               leave=False)
+    for rel, pf in run.pass2_order(sorted(to_parse)):
+        plan.append((f"{rel}::", rel, "", None, contains_edges(pf), set()))
+        units = file_units(pf)
+        for unit in units:
+            i = old_by_id.get(unit.unit_id)
+            if (i is not None and previous.unit_hashes[i] == unit.text_hash
+                    and previous.unit_files[i] == rel and not dirty_units[i]):
+                plan.append((unit.unit_id, rel, unit.text_hash, i, None, None))
+                continue
+            edges, reads = resolve_unit(run.resolver, pf, unit, units, record=True)
+            plan.append((unit.unit_id, rel, unit.text_hash, None, edges, reads))
+            resolved += 1
         if pf.tree is not None and run.owns(pf):
             trim_file(pf)
         bar.update(1)
     bar.close()
-    edges = _merge_edges(counts, old_edges, set(rels) - todo)
-    state = _new_state(facts, old_state, todo, new_reads, digest_of)
-    return GraphResult(edges, state, resolved=len(todo), scanned=len(run.resolver.scanned),
+    kept_files = set(rels) - to_parse
+    if previous is not None and kept_files:
+        for i, (unit, rel, text_hash) in enumerate(zip(previous.units, previous.unit_files,
+                                                       previous.unit_hashes)):
+            if rel in kept_files:
+                plan.append((unit, rel, text_hash, i, None, None))
+    state = _new_state(facts, previous, plan, digest_of)
+    kept = sum(1 for p in plan if p[3] is not None and not p[0].endswith("::"))
+    return GraphResult(_file_edges(state.unit_edges), state, files_parsed=len(to_parse),
+                       units_resolved=resolved, units_kept=kept, scanned=len(run.resolver.scanned),
                        parsed_twice=run.parsed_twice, dirty_keys=dirty)
-
-
-def empty_edges() -> pa.Table:
-    return EDGES_SCHEMA.empty_table()
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -128,9 +148,9 @@ def empty_edges() -> pa.Table:
 class _Run:
     """One build's resolver, scanning files on demand from the bytes the build read."""
 
-    def __init__(self, sources: Mapping[str, bytes | None], rels: list[str], root_package: str | None):
+    def __init__(self, sources: Mapping[str, bytes | None], root_package: str | None):
         self.sources = sources
-        self.resolver = Resolver(rels, root_package, on_demand=self._scan)
+        self.resolver = Resolver(sorted(sources), root_package, on_demand=self._scan)
         self.pending: set[str] = set()          # files whose pass 2 is still to run
         self.kept: dict[str, ParsedFile] = {}   # scanned on demand, tree kept for pass 2
         self.kept_bytes = 0
@@ -162,7 +182,7 @@ class _Run:
             self.kept_bytes += size
             self._own.add(id(pf))
 
-    def pass2_order(self, todo: list[str]):
+    def pass2_order(self, todo: list[str]) -> Iterator[tuple[str, ParsedFile]]:
         """(rel, parsed file) for pass 2 of each file in `todo`, kept trees first."""
         queue = list(reversed(todo))
         done: set[str] = set()
@@ -175,11 +195,10 @@ class _Run:
                 rel = queue.pop()
                 if rel in done:
                     continue
+                pf = self.parse(rel)
                 if rel in self.resolver.scanned:
-                    pf = self.parse(rel)
                     self.parsed_twice += 1
                 else:
-                    pf = self.parse(rel)
                     self.resolver.add_file(pf, trim=False)
                     self._own.add(id(pf))
             done.add(rel)
@@ -208,81 +227,112 @@ class _Digests:
         return digest
 
 
-def _files_to_resolve(old: GraphState, facts: dict[str, FileFacts], digest_of: _Digests,
-                      run: _Run) -> tuple[set[str], int]:
-    """Files whose edges may differ from the earlier build's, and how many keys changed."""
+def _what_changed(old: GraphState, facts: dict[str, FileFacts], digest_of: _Digests,
+                  run: _Run) -> tuple[set[str], np.ndarray, int]:
+    """Files to parse for pass 2, which earlier units read a changed key, how many keys changed."""
     changed = {rel for rel, f in facts.items() if old.files.get(rel) != f}
     deleted = set(old.files) - set(facts)
-    # Changed files are resolved again anyway: scanning them now (trees kept) lets pass 2
+    # Changed files go through pass 2 anyway: scanning them now (trees kept) lets pass 2
     # reuse the parse that the digests below need.
     run.pending = set(changed)
     for rel in sorted(changed):
         run.ensure(rel)
     # Only keys of changed or deleted files, and module-table keys, can have new digests.
-    suspects = changed | deleted | {""}
+    suspects = pa.array(sorted(changed | deleted | {""}), pa.string())
     dirty = np.zeros(len(old.keys), dtype=bool)
-    for i in np.flatnonzero(pc.is_in(pa.array(old.owners), value_set=pa.array(sorted(suspects)))
+    for i in np.flatnonzero(pc.is_in(pa.array(old.owners, pa.string()), value_set=suspects)
                             .to_numpy(zero_copy_only=False)):
         dirty[i] = digest_of(old.keys[i]) != old.digests[i]
-    readers = np.unique(old.reads_file[dirty[old.reads_key]]) if len(old.reads_key) else []
-    todo = set(changed)
-    todo.update(r for r in (old.readers[i] for i in readers) if r in facts)
-    return todo, int(dirty.sum())
+    dirty_units = np.zeros(len(old.units), dtype=bool)
+    if len(old.reads_key):
+        dirty_units[old.reads_unit[dirty[old.reads_key]]] = True
+    to_parse = set(changed)
+    to_parse.update(rel for rel in (old.unit_files[i] for i in np.flatnonzero(dirty_units)) if rel in facts)
+    return to_parse, dirty_units, int(dirty.sum())
 
 
-def _merge_edges(counts: Counter, old_edges: pa.Table | None, kept_files: set[str]) -> pa.Table:
-    """Edges found now plus the earlier edges that start in files kept as they were."""
-    items = list(counts.items())
-    new = pa.table({
-        "src": [k[0] for k, _ in items],
-        "dst": [k[1] for k, _ in items],
-        "type": [k[2] for k, _ in items],
-        "count": [n for _, n in items],
-    }, schema=EDGES_SCHEMA)
-    parts = [new]
-    if old_edges is not None and kept_files and old_edges.num_rows:
-        src_file = pc.replace_substring_regex(old_edges.column("src"), "::.*$", "")
-        keep = pc.is_in(src_file, value_set=pa.array(sorted(kept_files), pa.string()))
-        parts.append(old_edges.filter(keep).cast(EDGES_SCHEMA))
-    table = pa.concat_tables(parts).combine_chunks()
-    return table.sort_by([("src", "ascending"), ("dst", "ascending"), ("type", "ascending")])
-
-
-def _new_state(facts: dict[str, FileFacts], old: GraphState | None, resolved: set[str],
-               new_reads: dict[str, set[tuple]], digest_of: _Digests) -> GraphState:
-    """The state after this build: kept files' reads as they were, the others' as found."""
-    readers = sorted(facts)
-    reader_index = {r: i for i, r in enumerate(readers)}
-    new_keys = {rel: [key_string(k) for k in keys] for rel, keys in new_reads.items()}
-    key_set = {k for keys in new_keys.values() for k in keys}
-    kept_file = kept_key = np.zeros(0, dtype=np.int32)
+def _new_state(facts: dict[str, FileFacts], old: GraphState | None, plan: list[tuple],
+               digest_of: _Digests) -> GraphState:
+    """The state after this build: kept units as they were, the others as resolved now."""
+    plan.sort(key=lambda p: p[0])
+    units = [p[0] for p in plan]
+    kept_rows = np.array([p[3] for p in plan if p[3] is not None], dtype=np.int64)
+    kept_at = np.array([i for i, p in enumerate(plan) if p[3] is not None], dtype=np.int32)
+    # Keys: those the resolved units read, and those the kept units read before.
+    key_set = {key_string(k) for p in plan if p[5] for k in p[5]}
+    old_key_rows = np.zeros(0, dtype=np.int64)
+    kept_read_units = kept_read_keys = np.zeros(0, dtype=np.int32)
+    if old is not None and len(kept_rows):
+        ptr = np.searchsorted(old.reads_unit, np.arange(len(old.units) + 1))
+        rows = ranges(ptr[kept_rows], ptr[kept_rows + 1])
+        kept_read_keys = old.reads_key[rows]
+        kept_read_units = np.repeat(kept_at, (ptr[kept_rows + 1] - ptr[kept_rows]))
+        old_key_rows = np.unique(kept_read_keys)
+        key_set.update(old.keys[i] for i in old_key_rows)
+    keys = sorted(key_set)
+    key_index = {k: i for i, k in enumerate(keys)}
+    reads_unit = [kept_read_units]
+    reads_key = []
+    if len(kept_read_keys):
+        remap = np.zeros(len(old.keys), dtype=np.int32)
+        remap[old_key_rows] = [key_index[old.keys[i]] for i in old_key_rows]
+        reads_key.append(remap[kept_read_keys])
+    for at, p in enumerate(plan):
+        if p[5]:
+            ids = sorted(key_index[key_string(k)] for k in p[5])
+            reads_unit.append(np.full(len(ids), at, dtype=np.int32))
+            reads_key.append(np.array(ids, dtype=np.int32))
+    reads_unit_a = np.concatenate(reads_unit).astype(np.int32)
+    reads_key_a = np.concatenate(reads_key).astype(np.int32) if reads_key else np.zeros(0, np.int32)
+    order = np.lexsort((reads_key_a, reads_unit_a))
+    # Digests: an unchanged file's keys keep theirs; the others are computed now.
     old_digest: dict[str, str] = {}
-    if old is not None and len(old.reads_file):
-        old_to_new_reader = np.array([reader_index.get(r, -1) if r not in resolved else -1
-                                      for r in old.readers], dtype=np.int32)
-        rows = old_to_new_reader[old.reads_file] >= 0
-        kept_file = old_to_new_reader[old.reads_file[rows]]
-        kept_key = old.reads_key[rows]
-        used = np.unique(kept_key)
-        key_set.update(old.keys[i] for i in used)
+    if old is not None:
         changed = {rel for rel, f in facts.items() if old.files.get(rel) != f}
-        for i in used:
+        for i in old_key_rows:
             owner = old.owners[i]
             if owner and owner in facts and owner not in changed:
                 old_digest[old.keys[i]] = old.digests[i]
-    keys = sorted(key_set)
-    key_index = {k: i for i, k in enumerate(keys)}
-    if len(kept_key):
-        old_to_new_key = np.full(len(old.keys), -1, dtype=np.int32)
-        for i in np.unique(kept_key):
-            old_to_new_key[i] = key_index[old.keys[i]]
-        kept_key = old_to_new_key[kept_key]
-    new_file = np.fromiter((reader_index[r] for r, ks in new_keys.items() for _ in ks), dtype=np.int32)
-    new_key = np.fromiter((key_index[k] for ks in new_keys.values() for k in ks), dtype=np.int32)
-    reads_file = np.concatenate([kept_file, new_file]).astype(np.int32)
-    reads_key = np.concatenate([kept_key, new_key]).astype(np.int32)
-    order = np.lexsort((reads_key, reads_file))
     digests = [old_digest.get(k) or digest_of(k) for k in keys]
     owners = [key_owner(key_tuple(k)) for k in keys]
-    return GraphState(dict(sorted(facts.items())), keys, digests, owners, readers,
-                      reads_file[order], reads_key[order])
+    return GraphState(
+        files=dict(sorted(facts.items())), units=units, unit_files=[p[1] for p in plan],
+        unit_hashes=[p[2] for p in plan], keys=keys, digests=digests, owners=owners,
+        reads_unit=reads_unit_a[order], reads_key=reads_key_a[order],
+        unit_edges=_unit_edges(plan, old, kept_rows, kept_at))
+
+
+def _unit_edges(plan: list[tuple], old: GraphState | None, kept_rows: np.ndarray,
+                kept_at: np.ndarray) -> pa.Table:
+    """Each unit's edges with counts: kept units' rows of the earlier table, resolved ones'."""
+    parts = []
+    if old is not None and len(kept_rows):
+        col = old.unit_edges.column("unit").to_numpy()
+        ptr = np.searchsorted(col, np.arange(len(old.units) + 1))
+        rows = ranges(ptr[kept_rows], ptr[kept_rows + 1])
+        taken = old.unit_edges.take(pa.array(rows))
+        new_unit = np.repeat(kept_at, ptr[kept_rows + 1] - ptr[kept_rows]).astype(np.int32)
+        parts.append(taken.set_column(0, "unit", pa.array(new_unit, pa.int32())))
+    cols: dict[str, list] = defaultdict(list)
+    for at, p in enumerate(plan):
+        if p[4] is not None:
+            for (src, dst, typ), n in Counter(p[4]).items():
+                cols["unit"].append(at)
+                cols["src"].append(src)
+                cols["dst"].append(dst)
+                cols["type"].append(typ)
+                cols["count"].append(n)
+    parts.append(pa.table({name: cols[name] for name in UNIT_EDGES_SCHEMA.names}, schema=UNIT_EDGES_SCHEMA))
+    table = pa.concat_tables(parts).combine_chunks()
+    return table.sort_by([("unit", "ascending"), ("src", "ascending"), ("dst", "ascending"),
+                          ("type", "ascending")])
+
+
+def _file_edges(unit_edges: pa.Table) -> pa.Table:
+    """edges.parquet: the units' edges summed by (src, dst, type), sorted."""
+    if unit_edges.num_rows == 0:
+        return EDGES_SCHEMA.empty_table()
+    summed = unit_edges.group_by(["src", "dst", "type"]).aggregate([("count", "sum")])
+    table = pa.table({"src": summed.column("src"), "dst": summed.column("dst"), "type": summed.column("type"),
+                      "count": pc.cast(summed.column("count_sum"), pa.int32())}, schema=EDGES_SCHEMA)
+    return table.sort_by([("src", "ascending"), ("dst", "ascending"), ("type", "ascending")]).combine_chunks()

@@ -49,6 +49,7 @@ class ParsedFile:
     # Lines holding `:=`, ascending (scanning walks a statement's expressions for walrus
     # targets only when it spans one); None: not known, walk every statement.
     walrus_lines: tuple[int, ...] | None = None
+    text: str | None = None         # the decoded source (resolution hashes its units' text)
 
     @property
     def file_node(self) -> Node:
@@ -75,7 +76,7 @@ def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
         parse_error=error,
     )
     parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error,
-                        walrus_lines=_walrus_lines(text, lines))
+                        walrus_lines=_walrus_lines(text, lines), text=text)
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
         parsed.nodes.extend(_def_node(rel_path, d, lines) for d in parsed.definitions)
@@ -91,7 +92,7 @@ def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
     text, error = _decode(raw)
     tree, error = _parse(rel_path, text, error)
     parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error,
-                        walrus_lines=_walrus_lines(text))
+                        walrus_lines=_walrus_lines(text), text=text)
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
     return parsed

@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from codenib.compiler._arrays import ranges
 from codenib.engines.bm25 import import_bm25s
 from codenib.tokens import Tokenizer, TokenizerConfig
 
@@ -90,7 +91,7 @@ def assemble_terms(rows: Sequence[Counter | int], old: DocTerms | None = None) -
     if len(kept):
         assert old is not None, "rows name old documents but no old counts were given"
         starts, ends = old.ptr[kept], old.ptr[kept + 1]
-        used_old = np.unique(old.ids[_ranges(starts, ends)])
+        used_old = np.unique(old.ids[ranges(starts, ends)])
         terms.update(old.vocab[i] for i in used_old)
     vocab = sorted(terms)
     index = {t: i for i, t in enumerate(vocab)}
@@ -104,8 +105,8 @@ def assemble_terms(rows: Sequence[Counter | int], old: DocTerms | None = None) -
     if len(kept):
         remap = np.full(len(old.vocab), -1, dtype=np.int32)
         remap[used_old] = [index[old.vocab[i]] for i in used_old]
-        src = _ranges(old.ptr[kept], old.ptr[kept + 1])
-        dst = _ranges(ptr[:-1][is_old], ptr[1:][is_old])
+        src = ranges(old.ptr[kept], old.ptr[kept + 1])
+        dst = ranges(ptr[:-1][is_old], ptr[1:][is_old])
         # Both vocabularies are sorted, so the remap keeps each document's ids ascending.
         ids[dst] = remap[old.ids[src]]
         counts[dst] = old.counts[src]
@@ -168,15 +169,3 @@ def build_sparse_from_terms(terms: DocTerms, folder: Path) -> DocTerms:
     """Save the bm25s index of documents already counted (what the build calls)."""
     write_bm25(terms, folder)
     return terms
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Concatenated `arange(s, e)` for each pair, without a Python loop."""
-    lengths = ends - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return np.arange(total, dtype=np.int64) + offsets

@@ -1,14 +1,17 @@
 """The `incr/` folder of an index: what a later build of the same repository reuses.
 
-    incr/state.json      versions and settings the rest was built with
-    incr/files.parquet   per file: content sha256, module name, the file that won that
-                         module name, whether it parsed
-    incr/keys.parquet    dependency keys read by some file, with owner file and digest
-    incr/reads.parquet   (reader file row, key row): which keys each file's edges read
+    incr/state.json          versions and settings the rest was built with
+    incr/files.parquet       per file: content sha256, module name, the file that won that
+                             module name, whether it parsed
+    incr/units.parquet       per unit of resolution (a definition, the rest of a file, a
+                             file's contains edges): its file and the hash of its text
+    incr/unit_edges.parquet  each unit's edges with counts (edges.parquet sums them)
+    incr/keys.parquet        dependency keys read by some unit, with owner file and digest
+    incr/reads.parquet       (unit row, key row): which keys each unit read
     incr/terms_*.npy, incr/terms_vocab.json   BM25 term counts of every node row
 
-Nodes and edges are not repeated here: a file's rows of nodes.parquet and the edges that
-start in it (edges.parquet) are its parse and pass-2 results. Nothing is pickled.
+Nodes are not repeated here: a file's rows of nodes.parquet are its parse results.
+Nothing is pickled.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from codenib.tokens import TokenizerConfig
 INCR_DIR = "incr"
 STATE_FILE = "state.json"
 FILES_FILE = "files.parquet"
+UNITS_FILE = "units.parquet"
+UNIT_EDGES_FILE = "unit_edges.parquet"
 KEYS_FILE = "keys.parquet"
 READS_FILE = "reads.parquet"
 #: Bumped when the layout of `incr/` changes.
@@ -45,7 +50,6 @@ class Previous:
     path: Path
     graph: GraphState | None        # None: nodes and edges are not reusable
     nodes: pa.Table | None
-    edges: pa.Table | None
     terms: DocTerms | None          # None: BM25 counts are not reusable (other tokenizer)
 
 
@@ -63,12 +67,13 @@ def save_state(folder: Path, graph: GraphState, terms: DocTerms, root_package: s
         "module_path": [f.module_path for _, f in files],
         "parsed": [f.parsed for _, f in files],
     }), incr / FILES_FILE)
+    pq.write_table(pa.table({"unit": graph.units, "file": graph.unit_files, "hash": graph.unit_hashes}),
+                   incr / UNITS_FILE)
+    pq.write_table(graph.unit_edges, incr / UNIT_EDGES_FILE)
     pq.write_table(pa.table({"key": graph.keys, "owner": graph.owners, "digest": graph.digests}),
                    incr / KEYS_FILE)
-    reader_rows = {p: i for i, (p, _) in enumerate(files)}
-    to_files = np.array([reader_rows[r] for r in graph.readers], dtype=np.int32)
-    pq.write_table(pa.table({"reader": to_files[graph.reads_file] if len(graph.reads_file) else graph.reads_file,
-                             "key": graph.reads_key}), incr / READS_FILE)
+    pq.write_table(pa.table({"unit": pa.array(graph.reads_unit, pa.int32()),
+                             "key": pa.array(graph.reads_key, pa.int32())}), incr / READS_FILE)
     terms.save(incr)
 
 
@@ -76,7 +81,7 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
                   log: Callable[[str], None]) -> Previous:
     """What of `index_dir` (a verified index) this build can reuse; says why not on `log`."""
     incr = index_dir / INCR_DIR
-    nothing = Previous(index_dir, None, None, None, None)
+    nothing = Previous(index_dir, None, None, None)
     try:
         meta = json.loads((incr / STATE_FILE).read_text())
     except (OSError, ValueError):
@@ -92,14 +97,14 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
     files = pq.read_table(incr / FILES_FILE).to_pydict()
     facts = {p: FileFacts(s, m, mp, ok) for p, s, m, mp, ok in
              zip(files["path"], files["content_sha256"], files["module"], files["module_path"], files["parsed"])}
+    units = pq.read_table(incr / UNITS_FILE).to_pydict()
     keys = pq.read_table(incr / KEYS_FILE).to_pydict()
     reads = pq.read_table(incr / READS_FILE)
-    readers = files["path"]
-    graph = GraphState(facts, keys["key"], keys["digest"], keys["owner"], readers,
-                       reads.column("reader").to_numpy().astype(np.int32),
-                       reads.column("key").to_numpy().astype(np.int32))
+    graph = GraphState(facts, units["unit"], units["file"], units["hash"], keys["key"], keys["digest"],
+                       keys["owner"], reads.column("unit").to_numpy().astype(np.int32),
+                       reads.column("key").to_numpy().astype(np.int32),
+                       pq.read_table(incr / UNIT_EDGES_FILE).combine_chunks())
     nodes = pq.read_table(index_dir / artifact.NODES_FILE)
-    edges = pq.read_table(index_dir / artifact.EDGES_FILE)
     terms = None
     if meta.get("tokenizer") == expected["tokenizer"]:
         terms = DocTerms.load(incr)
@@ -107,7 +112,7 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
             terms = None
     else:
         log(f"reuse: {index_dir} was tokenized with other settings; tokenizing every node again")
-    return Previous(index_dir, graph, nodes, edges, terms)
+    return Previous(index_dir, graph, nodes, terms)
 
 
 def _meta(root_package: str | None, tokenizer: TokenizerConfig) -> dict:

@@ -160,15 +160,20 @@ def test_a_module_that_parses_again_resolves_files_that_reached_it_through_attri
     _assert_same_index(tmp_path / "b", tmp_path / "c")
 
 
-def test_the_state_records_what_each_file_read_of_the_others(tmp_path):
+def test_the_state_records_what_each_unit_read_outside_itself(tmp_path):
     repo = write_repo(tmp_path / "repo", BASE_FILES)
     build_index(repo, tmp_path / "a", OPTS)
-    previous = load_previous(tmp_path / "a", None, TokenizerConfig(), lambda msg: None)
-    reads = set(previous.graph.reads_of("pkg/core.py"))
-    assert key_string(("n", "pkg/util.py", "helper")) in reads     # from .util import helper as h
-    assert key_string(("d", "pkg/base.py::Base")) in reads        # Engine(Base): its bases
-    assert key_string(("c", "pkg/base.py::Base", "setup")) in reads   # super().setup()
-    assert not any(k.split("\x1f")[1].startswith("pkg/core.py") for k in reads if k[0] in "ndc")
+    graph = load_previous(tmp_path / "a", None, TokenizerConfig(), lambda msg: None).graph
+    rest = set(graph.reads_of("pkg/core.py"))          # module code and class bodies
+    assert key_string(("n", "pkg/util.py", "helper")) in rest     # from .util import helper as h
+    assert key_string(("d", "pkg/base.py::Base")) in rest         # class Engine(Base): its bases
+    start = set(graph.reads_of("pkg/core.py::Engine.start"))
+    assert key_string(("n", "pkg/core.py", "h")) in start         # h(self.name): the module's h
+    assert key_string(("c", "pkg/core.py::Engine", "prepare")) in start   # self.prepare()
+    prepare = set(graph.reads_of("pkg/core.py::Engine.prepare"))
+    assert key_string(("c", "pkg/base.py::Base", "setup")) in prepare      # super().setup()
+    # A unit's own scopes are its text: reads of them are not noted.
+    assert not any(k.split("\x1f")[1].startswith("pkg/core.py::Engine.start") for k in start if k[0] in "ndc")
 
 
 def test_an_index_without_incremental_state_is_rebuilt_in_full(tmp_path):

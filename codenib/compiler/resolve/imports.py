@@ -6,7 +6,6 @@ import ast
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from codenib.engines.modules import module_name_for, package_dirs_of
-from codenib.compiler.parse import ParsedFile
 from codenib.types import make_node_id
 
 if TYPE_CHECKING:
@@ -79,11 +78,12 @@ class ModuleTable:
         return value[1].split("::", 1)[0]
 
 
-def import_edges(resolver: Resolver, pf: ParsedFile, scope: Scope,
-                 file_id: str) -> Iterator[tuple[str, str, str]]:
-    """One imports edge per import statement and file it reaches (its own file aside)."""
+def import_edges(resolver: Resolver, stmts: list[ast.stmt], scope: Scope, file_id: str,
+                 skip: set[int]) -> Iterator[tuple[str, str, str]]:
+    """One imports edge per import statement of `stmts` (nested ones too, but not inside
+    the definitions whose id() is in `skip`) and file it reaches (its own file aside)."""
     module = scope.module
-    for node in _import_statements(pf.tree.body):
+    for node in _import_statements(stmts, skip):
         targets: list[Value | None] = []
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -111,13 +111,15 @@ def import_edges(resolver: Resolver, pf: ParsedFile, scope: Scope,
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _import_statements(stmts: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+def _import_statements(stmts: list, skip: set[int]) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement of a block and the blocks nested in it, in source order."""
     for stmt in stmts:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             yield stmt
             continue
+        if id(stmt) in skip:
+            continue
         for name in _BLOCK_FIELDS:
             block = getattr(stmt, name, None)
             if block:
-                yield from _import_statements(block)
+                yield from _import_statements(block, skip)

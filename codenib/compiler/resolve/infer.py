@@ -199,7 +199,7 @@ class Resolver(Names):
             # The walk reads each definition's kind and parent (a function made a class).
             walk = scope
             while walk is not None and walk.kind != "module":
-                if walk.file != self.reader and walk.kind != "narrow":
+                if not walk.transient and not self.inside(walk.owner):
                     self.reads.add(("d", walk.owner))
                 walk = walk.parent
         return _enclosing_class(scope)

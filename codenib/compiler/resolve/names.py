@@ -29,19 +29,21 @@ class Names(Bindings):
         self._resolving: set[tuple] = set()
         self._mro_cache: dict[str, list[str]] = {}
         self._touched: list[Scope] = []     # scopes whose cache holds something
-        self._reader_prefix = "\0"         # node ids of the reader's file start with it
+        self._unit = ""                     # the definition being resolved ('' the rest)
+        self._unit_prefix = "\0"           # node ids nested in it start with it
         # Guards (cycles, depth cap) answer None without knowing the true value; results
         # computed while one fired are not cached, or a later lookup would inherit the None.
         self._cutoffs = 0
 
-    def begin_file(self, rel_path: str, record: bool = False) -> None:
-        """Start collecting the edges of one file, with every cache emptied.
+    def begin_unit(self, rel_path: str, unit: str = "", record: bool = False) -> None:
+        """Start resolving one unit of a file (`edges.file_units`), with every cache emptied.
 
         Guards make a cached answer depend on what was asked before it (a value cached
         at a shallow depth is returned where a fresh evaluation would hit the depth cap):
-        with caches per file, a file's edges depend on the repository alone, never on the
-        files resolved before it, which is what lets a build resolve only some files again.
-        With `record`, what the file reads of other files is noted in `reads`.
+        with caches per unit, a unit's edges depend on the repository alone, never on what
+        was resolved before it, which is what lets a build resolve only some units again.
+        With `record`, every binding the unit reads outside itself is noted in `reads`
+        (`unit`: the node id of a definition; '' for the rest of the file, which notes all).
         """
         for scope in self._touched:
             scope.cache.clear()
@@ -49,25 +51,33 @@ class Names(Bindings):
         self._attr_cache.clear()
         self._mro_cache.clear()
         self.reader = rel_path
-        self._reader_prefix = rel_path + "::"
+        self._unit = unit
+        self._unit_prefix = unit + "." if unit else "\0"
         self.reads = set() if record else None
 
-    def end_file(self) -> set[tuple]:
-        """Finish a file started with `begin_file`; returns the keys it read."""
+    def end_unit(self) -> set[tuple]:
+        """Finish a unit started with `begin_unit`; returns the keys it read."""
         reads = self.reads if self.reads is not None else set()
         self.reads = None
         self.reader = ""
-        self._reader_prefix = "\0"
+        self._unit = ""
+        self._unit_prefix = "\0"
         return reads
 
-    def foreign(self, node_id: str) -> bool:
-        """Whether a node id belongs to a file other than the reader."""
-        return not (node_id.startswith(self._reader_prefix) or node_id == self.reader)
+    def inside(self, node_id: str) -> bool:
+        """Whether a node id is the current unit's definition or nested in it (its own
+        syntax, which its text covers: reads of it are not noted)."""
+        return node_id == self._unit or node_id.startswith(self._unit_prefix)
 
     def note_def(self, node_id: str) -> None:
-        """Record a read of a definition's header and kind (when it is another file's)."""
-        if self.reads is not None and self.foreign(node_id):
+        """Record a read of a definition's header and kind."""
+        if self.reads is not None and not self.inside(node_id):
             self.reads.add(("d", node_id))
+
+    def note_binding(self, scope: Scope, name: str) -> None:
+        """Record a read of what a (pass 1) scope binds to `name`."""
+        if self.reads is not None and not scope.transient and not self.inside(scope.owner):
+            self.reads.add(("n", scope.owner, name))
 
     def lookup(self, scope: Scope, name: str, depth: int = 0) -> Value | None:
         """What `name` means when read inside `scope` (Python's LEGB, classes skipped)."""
@@ -75,9 +85,9 @@ class Names(Bindings):
             return self._cutoff()
         current: Scope | None = scope
         first = True
-        reads, reader = self.reads, self.reader
+        reads = self.reads
         while current is not None:
-            if reads is not None and current.file != reader and current.kind != "narrow":
+            if reads is not None and not current.transient and not self.inside(current.owner):
                 reads.add(("n", current.owner, name))
             if current.kind == "class" and not first:
                 current = current.parent
@@ -87,9 +97,10 @@ class Names(Bindings):
                 continue
             if name in current.bindings:
                 return self._binding_value(current, name, depth)
+            if current.kind == "module" and reads is not None and not self.inside(current.owner):
+                # Whether the module star-imports anything decides where the lookup goes on.
+                reads.add(("n", current.owner, "*"))
             if current.kind == "module" and "*" in current.bindings:
-                if reads is not None and current.file != reader:
-                    reads.add(("n", current.owner, "*"))
                 for source in current.bindings["*"]:
                     value = self.module_attr(source[1], name, depth + 1)
                     if value is not None:
@@ -100,7 +111,7 @@ class Names(Bindings):
 
     def _note_member(self, class_id: str, attr: str) -> None:
         """Record a read of what a class binds to `attr` (member, getter, attributes)."""
-        if self.reads is not None and self.foreign(class_id):
+        if self.reads is not None and not self.inside(class_id):
             self.reads.add(("c", class_id, attr))
 
     def _root(self, scope: Scope) -> Scope:
@@ -194,7 +205,7 @@ class Names(Bindings):
         try:
             value = None
             scope = self.module_scope(module)
-            if scope is not None and self.reads is not None and scope.file != self.reader:
+            if scope is not None and self.reads is not None:
                 self.reads.add(("n", scope.owner, attr))
                 self.reads.add(("n", scope.owner, "*"))
             if scope is not None and (attr in scope.bindings or "*" in scope.bindings):

@@ -42,6 +42,7 @@ class Scope:
     declared_global: set[str] = field(default_factory=set)   # `global` names only
     cache: dict[str, Value | None] = field(default_factory=dict)
     file: str = ""                         # relative path of the file that holds the scope
+    transient: bool = False                # made by pass 2 (narrowing, lambda, comprehension)
 
     def bind(self, name: str, source: tuple) -> None:
         scope = self
@@ -311,6 +312,7 @@ def trim_file(pf: ParsedFile) -> None:
     for d in pf.definitions:
         d.tree = _header(d.tree)
     pf.tree = None
+    pf.text = None
 
 
 def _header(tree: ast.AST) -> ast.AST:
