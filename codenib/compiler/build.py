@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 
 from codenib import artifact
 from codenib.compiler import state as incr_state
-from codenib.compiler.graph import build_graph
-from codenib.compiler.parse import parse_source, parse_unreadable
+from codenib.compiler.graph import KEEP_TREES_BYTES, build_graph
+from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
 from codenib.compiler.walk import SourceFile, walk_repository
 from codenib.errors import BadInputError
 from codenib.tokens import Tokenizer, TokenizerConfig
@@ -138,16 +138,17 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log)
             shas = {rel: hashlib.sha256(raw or b"").hexdigest() for rel, raw in sources.items()}
             kept = _unchanged_files(previous, shas, read_errors)
-            parsed = _parse_files(sorted(set(sources) - kept), sources, read_errors, workers, options.progress)
+            parsed, trees = _parse_files(sorted(set(sources) - kept), sources, read_errors, workers,
+                                         options.progress)
             seconds["parse"] = time.perf_counter() - t0
 
             t0 = time.perf_counter()
             nodes, origin = _node_table(parsed, previous, kept)
             facts = _file_facts(nodes)
             graph = build_graph(sources, facts, root_package, previous.graph if previous else None,
-                                options.progress)
+                                options.progress, trees)
             n_parsed = len(parsed)
-            del sources, parsed
+            del sources, parsed, trees
             seconds["graph"] = time.perf_counter() - t0
 
         parse_errors = [(f, e) for f, (_, ok, e) in sorted(facts.items()) if not ok]
@@ -256,27 +257,41 @@ def _unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]
 
 
 def _parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],
-                 workers: "_Workers", progress: bool) -> dict[str, list[Node]]:
-    """The nodes of each file in `rels`, parsed in worker processes when there are many."""
+                 workers: "_Workers", progress: bool) -> tuple[dict[str, list[Node]], dict[str, ParsedFile]]:
+    """The nodes of each file in `rels`, parsed in worker processes when there are many.
+
+    Parsed here, the first files' trees are returned too (up to `KEEP_TREES_BYTES` of source):
+    the graph stage needs the same trees and need not parse those files again.
+    """
     items = [(rel, sources[rel], read_errors.get(rel)) for rel in rels]
     if workers.size > 1 and len(items) >= PARALLEL_MIN_FILES:
         chunks = _chunks(items, workers.size * CHUNKS_PER_WORKER, lambda it: len(it[1] or b""))
         results = workers.map(_parse_chunk, chunks, desc="parse", unit="chunk", progress=progress)
-        return {rel: nodes for chunk in results for rel, nodes in chunk}
+        return {rel: nodes for chunk in results for rel, nodes in chunk}, {}
     from tqdm import tqdm
 
-    return dict(_parse_chunk(tqdm(items, desc="parse", unit="file", disable=not progress,
-                                  file=sys.stderr, leave=False)))
+    nodes: dict[str, list[Node]] = {}
+    trees: dict[str, ParsedFile] = {}
+    budget = KEEP_TREES_BYTES
+    for rel, raw, error in tqdm(items, desc="parse", unit="file", disable=not progress, file=sys.stderr,
+                                leave=False):
+        pf = _parse_one(rel, raw, error)
+        nodes[rel] = pf.nodes
+        if raw is not None and len(raw) <= budget:
+            budget -= len(raw)
+            pf.nodes = []
+            trees[rel] = pf
+    return nodes, trees
 
 
 def _parse_chunk(items) -> list[tuple[str, list[Node]]]:
     """Worker task: (rel, bytes, read error) -> (rel, nodes)."""
     gc.disable()    # in a worker process: nothing else runs there
-    out = []
-    for rel, raw, error in items:
-        pf = parse_unreadable(rel, error) if raw is None else parse_source(rel, raw)
-        out.append((rel, pf.nodes))
-    return out
+    return [(rel, _parse_one(rel, raw, error).nodes) for rel, raw, error in items]
+
+
+def _parse_one(rel: str, raw: bytes | None, error: str | None) -> ParsedFile:
+    return parse_unreadable(rel, error) if raw is None else parse_source(rel, raw)
 
 
 def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tuple[pa.Table, list]:

@@ -11,6 +11,7 @@ are parsed for pass 2, and only the files that those lookups reach are scanned.
 
 from __future__ import annotations
 
+import bisect
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ class GraphResult:
 
 def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tuple],
                 root_package: str | None, previous: GraphState | None = None,
-                progress: bool = False) -> GraphResult:
+                progress: bool = False, trees: dict[str, ParsedFile] | None = None) -> GraphResult:
     """Resolve the edges of every file in `sources`.
 
     Args:
@@ -95,9 +96,10 @@ def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tupl
         facts_in: relative path -> (content sha256, whether the file parsed, ...).
         previous: the state of an earlier index of the same repository: units whose text
             and reads are unchanged keep their edges from it.
+        trees: files the caller parsed already (`parse_source`), taken instead of a parse.
     """
     rels = sorted(sources)
-    run = _Run(sources, root_package)
+    run = _Run(sources, root_package, trees or {})
     table = run.resolver
     facts = {rel: FileFacts(facts_in[rel][0], table.module_of_file[rel],
                             table.modules[table.module_of_file[rel]], facts_in[rel][1]) for rel in rels}
@@ -137,6 +139,7 @@ def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tupl
             if rel in kept_files:
                 plan.append((unit, rel, text_hash, i, None, None))
     state = _new_state(facts, previous, plan, digest_of)
+    run.resolver.release()
     kept = sum(1 for p in plan if p[3] is not None and not p[0].endswith("::"))
     return GraphResult(_file_edges(state.unit_edges), state, files_parsed=len(to_parse),
                        units_resolved=resolved, units_kept=kept, scanned=len(run.resolver.scanned),
@@ -148,8 +151,10 @@ def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tupl
 class _Run:
     """One build's resolver, scanning files on demand from the bytes the build read."""
 
-    def __init__(self, sources: Mapping[str, bytes | None], root_package: str | None):
+    def __init__(self, sources: Mapping[str, bytes | None], root_package: str | None,
+                 trees: dict[str, ParsedFile]):
         self.sources = sources
+        self.trees = trees                      # parsed by the caller, used once each
         self.resolver = Resolver(sorted(sources), root_package, on_demand=self._scan)
         self.pending: set[str] = set()          # files whose pass 2 is still to run
         self.kept: dict[str, ParsedFile] = {}   # scanned on demand, tree kept for pass 2
@@ -158,6 +163,9 @@ class _Run:
         self._own: set[int] = set()             # id() of ParsedFiles the resolver holds
 
     def parse(self, rel: str) -> ParsedFile:
+        pf = self.trees.pop(rel, None)
+        if pf is not None:
+            return pf
         raw = self.sources[rel]
         if raw is None:
             return ParsedFile(rel_path=rel, nodes=[], parse_error="unreadable")
@@ -255,51 +263,83 @@ def _new_state(facts: dict[str, FileFacts], old: GraphState | None, plan: list[t
                digest_of: _Digests) -> GraphState:
     """The state after this build: kept units as they were, the others as resolved now."""
     plan.sort(key=lambda p: p[0])
-    units = [p[0] for p in plan]
     kept_rows = np.array([p[3] for p in plan if p[3] is not None], dtype=np.int64)
     kept_at = np.array([i for i, p in enumerate(plan) if p[3] is not None], dtype=np.int32)
-    # Keys: those the resolved units read, and those the kept units read before.
-    key_set = {key_string(k) for p in plan if p[5] for k in p[5]}
-    old_key_rows = np.zeros(0, dtype=np.int64)
-    kept_read_units = kept_read_keys = np.zeros(0, dtype=np.int32)
+    new_reads = [(at, [key_string(k) for k in p[5]]) for at, p in enumerate(plan) if p[5]]
+    keys, position, from_old = _merged_keys(old, kept_rows, {k for _, ks in new_reads for k in ks})
+    reads_unit = []
+    reads_key = []
     if old is not None and len(kept_rows):
         ptr = np.searchsorted(old.reads_unit, np.arange(len(old.units) + 1))
         rows = ranges(ptr[kept_rows], ptr[kept_rows + 1])
-        kept_read_keys = old.reads_key[rows]
-        kept_read_units = np.repeat(kept_at, (ptr[kept_rows + 1] - ptr[kept_rows]))
-        old_key_rows = np.unique(kept_read_keys)
-        key_set.update(old.keys[i] for i in old_key_rows)
-    keys = sorted(key_set)
-    key_index = {k: i for i, k in enumerate(keys)}
-    reads_unit = [kept_read_units]
-    reads_key = []
-    if len(kept_read_keys):
-        remap = np.zeros(len(old.keys), dtype=np.int32)
-        remap[old_key_rows] = [key_index[old.keys[i]] for i in old_key_rows]
-        reads_key.append(remap[kept_read_keys])
-    for at, p in enumerate(plan):
-        if p[5]:
-            ids = sorted(key_index[key_string(k)] for k in p[5])
-            reads_unit.append(np.full(len(ids), at, dtype=np.int32))
-            reads_key.append(np.array(ids, dtype=np.int32))
-    reads_unit_a = np.concatenate(reads_unit).astype(np.int32)
+        reads_unit.append(np.repeat(kept_at, ptr[kept_rows + 1] - ptr[kept_rows]))
+        reads_key.append(from_old[old.reads_key[rows]])
+    for at, ks in new_reads:
+        reads_unit.append(np.full(len(ks), at, dtype=np.int32))
+        reads_key.append(np.array([position[k] for k in ks], dtype=np.int32))
+    reads_unit_a = np.concatenate(reads_unit).astype(np.int32) if reads_unit else np.zeros(0, np.int32)
     reads_key_a = np.concatenate(reads_key).astype(np.int32) if reads_key else np.zeros(0, np.int32)
     order = np.lexsort((reads_key_a, reads_unit_a))
-    # Digests: an unchanged file's keys keep theirs; the others are computed now.
-    old_digest: dict[str, str] = {}
+    # Digests and owners: an unchanged file's keys keep theirs; the others are computed now.
+    digests: list[str | None] = [None] * len(keys)
+    owners: list[str | None] = [None] * len(keys)
     if old is not None:
         changed = {rel for rel, f in facts.items() if old.files.get(rel) != f}
-        for i in old_key_rows:
-            owner = old.owners[i]
-            if owner and owner in facts and owner not in changed:
-                old_digest[old.keys[i]] = old.digests[i]
-    digests = [old_digest.get(k) or digest_of(k) for k in keys]
-    owners = [key_owner(key_tuple(k)) for k in keys]
+        for i in np.flatnonzero(from_old >= 0):
+            at = from_old[i]
+            owners[at] = old.owners[i]
+            if old.owners[i] and old.owners[i] in facts and old.owners[i] not in changed:
+                digests[at] = old.digests[i]
+    for at, key in enumerate(keys):
+        if owners[at] is None:
+            owners[at] = key_owner(key_tuple(key))
+        if digests[at] is None:
+            digests[at] = digest_of(key)
     return GraphState(
-        files=dict(sorted(facts.items())), units=units, unit_files=[p[1] for p in plan],
+        files=dict(sorted(facts.items())), units=[p[0] for p in plan], unit_files=[p[1] for p in plan],
         unit_hashes=[p[2] for p in plan], keys=keys, digests=digests, owners=owners,
         reads_unit=reads_unit_a[order], reads_key=reads_key_a[order],
         unit_edges=_unit_edges(plan, old, kept_rows, kept_at))
+
+
+def _merged_keys(old: GraphState | None, kept_rows: np.ndarray, new: set[str]
+                 ) -> tuple[list[str], dict[str, int], np.ndarray]:
+    """The sorted keys the new state holds: those the kept units read (rows of the sorted
+    `old.keys`) and the `new` ones. Returns them, the position of each new one, and for
+    each old row its position (-1: not kept), without sorting the old keys again."""
+    if old is None:
+        keys = sorted(new)
+        return keys, {k: i for i, k in enumerate(keys)}, np.zeros(0, dtype=np.int32)
+    used = np.zeros(len(old.keys), dtype=bool)
+    if len(kept_rows) and len(old.reads_unit):
+        ptr = np.searchsorted(old.reads_unit, np.arange(len(old.units) + 1))
+        used[old.reads_key[ranges(ptr[kept_rows], ptr[kept_rows + 1])]] = True
+    fresh = []
+    for k in new:
+        i = bisect.bisect_left(old.keys, k)
+        if i < len(old.keys) and old.keys[i] == k:
+            used[i] = True
+        else:
+            fresh.append(k)
+    fresh.sort()
+    old_rows = np.flatnonzero(used)
+    old_list = [old.keys[i] for i in old_rows]
+    # Where each fresh key falls among the kept old ones, then everyone's final position.
+    slots = np.array([bisect.bisect_left(old_list, k) for k in fresh], dtype=np.int64)
+    shift = np.searchsorted(slots, np.arange(len(old_list)), side="right")
+    from_old = np.full(len(old.keys), -1, dtype=np.int32)
+    from_old[old_rows] = np.arange(len(old_list)) + shift
+    fresh_at = slots + np.arange(len(fresh))
+    keys: list[str] = [""] * (len(old_list) + len(fresh))
+    for k, at in zip(old_list, from_old[old_rows]):
+        keys[at] = k
+    for k, at in zip(fresh, fresh_at):
+        keys[at] = k
+    position = {k: int(at) for k, at in zip(fresh, fresh_at)}
+    for k in new:
+        if k not in position:
+            position[k] = int(from_old[bisect.bisect_left(old.keys, k)])
+    return keys, position, from_old
 
 
 def _unit_edges(plan: list[tuple], old: GraphState | None, kept_rows: np.ndarray,

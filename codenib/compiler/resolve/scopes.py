@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import copy
 import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
@@ -97,6 +96,14 @@ class Bindings(ModuleTable):
         self.scan_block(pf.tree.body, scope, {id(d.tree): d for d in pf.definitions})
         if trim:
             trim_file(pf)
+
+    def release(self) -> None:
+        """Drop every binding: sources refer back to their scopes, and breaking those cycles
+        lets reference counting free the resolver at once, without a garbage collection."""
+        for scope in [*self.file_scopes.values(), *self.def_scopes.values()]:
+            scope.bindings.clear()
+            scope.cache.clear()
+        self.class_attr_sources.clear()
 
     def module_scope(self, module: str) -> Scope | None:
         """The scope of the file a module name stands for; None when it did not parse."""
@@ -310,16 +317,9 @@ def trim_file(pf: ParsedFile) -> None:
     """Let a scanned file's tree go: its definitions keep their headers, all that
     resolution asks of them later (the bindings keep the expressions they hold)."""
     for d in pf.definitions:
-        d.tree = _header(d.tree)
+        d.tree.body = []      # in place: nothing else holds the file's tree
     pf.tree = None
     pf.text = None
-
-
-def _header(tree: ast.AST) -> ast.AST:
-    """A class or function node without its body: all that resolution asks of it later."""
-    header = copy.copy(tree)
-    header.body = []
-    return header
 
 
 def _is_property(tree: ast.AST) -> bool:
