@@ -56,8 +56,14 @@ def file_units(pf: ParsedFile) -> list[Unit]:
     for node, classes in carved:
         start = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
         end = node.end_lineno or node.lineno
-        rest[start - 1:end] = [False] * (end - start + 1)
         units.append(Unit(def_ids[id(node)], node, classes, _hash(lines[start - 1:end])))
+        # Blank lines right around a definition lie between statements (never inside a
+        # token): they go with it, so adding a function leaves the rest's text as it was.
+        while start > 1 and not lines[start - 2].strip():
+            start -= 1
+        while end < len(lines) and not lines[end].strip():
+            end += 1
+        rest[start - 1:end] = [False] * (end - start + 1)
     file_unit = Unit(make_node_id(pf.rel_path), None, (), _hash(l for l, keep in zip(lines, rest) if keep))
     return [file_unit] + units
 
