@@ -275,6 +275,7 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool) ->
     # a full and an incremental build, and is reported apart from the stage times.
     import codenib.compiler.graph  # noqa: F401
     import codenib.compiler.sparse  # noqa: F401
+    import pyarrow.acero  # noqa: F401
     import pyarrow.compute  # noqa: F401
     import tqdm  # noqa: F401
     from codenib.engines.bm25 import import_bm25s

@@ -298,6 +298,9 @@ def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tupl
     """nodes.parquet's table, sorted by node id, and each row's origin: the row of the
     earlier index it was taken from (an int), or None for a node parsed now."""
     new_nodes = [n for nodes in parsed.values() for n in nodes]
+    if not new_nodes and previous is not None and kept == set(previous.graph.files):
+        table = previous.nodes.cast(NODES_SCHEMA).combine_chunks()    # the same files, unchanged
+        return table, list(range(table.num_rows))
     parts = [nodes_to_table(new_nodes)]
     origin: list = [None] * len(new_nodes)
     if kept:

@@ -94,17 +94,17 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
             log(f"reuse: {index_dir} was built with {field} {meta.get(field)!r}, this build has "
                 f"{expected[field]!r}; parsing and resolving every file")
             return nothing
-    files = pq.read_table(incr / FILES_FILE).to_pydict()
+    files = _read(incr / FILES_FILE).to_pydict()
     facts = {p: FileFacts(s, m, mp, ok) for p, s, m, mp, ok in
              zip(files["path"], files["content_sha256"], files["module"], files["module_path"], files["parsed"])}
-    units = pq.read_table(incr / UNITS_FILE).to_pydict()
-    keys = pq.read_table(incr / KEYS_FILE).to_pydict()
-    reads = pq.read_table(incr / READS_FILE)
+    units = _read(incr / UNITS_FILE).to_pydict()
+    keys = _read(incr / KEYS_FILE).to_pydict()
+    reads = _read(incr / READS_FILE)
     graph = GraphState(facts, units["unit"], units["file"], units["hash"], keys["key"], keys["digest"],
                        keys["owner"], reads.column("unit").to_numpy().astype(np.int32),
                        reads.column("key").to_numpy().astype(np.int32),
-                       pq.read_table(incr / UNIT_EDGES_FILE).combine_chunks())
-    nodes = pq.read_table(index_dir / artifact.NODES_FILE)
+                       _read(incr / UNIT_EDGES_FILE).combine_chunks())
+    nodes = _read(index_dir / artifact.NODES_FILE)
     terms = None
     if meta.get("tokenizer") == expected["tokenizer"]:
         terms = DocTerms.load(incr)
@@ -113,6 +113,11 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
     else:
         log(f"reuse: {index_dir} was tokenized with other settings; tokenizing every node again")
     return Previous(index_dir, graph, nodes, terms)
+
+
+def _read(path: Path) -> pa.Table:
+    """One Parquet file (without `read_table`'s dataset layer, which costs an import)."""
+    return pq.ParquetFile(path).read()
 
 
 def _meta(root_package: str | None, tokenizer: TokenizerConfig) -> dict:
