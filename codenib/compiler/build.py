@@ -49,6 +49,9 @@ class BuildOptions:
     max_seq_length: int | None = None
     progress: bool = True
     jobs: int | None = None             # worker processes for parsing and tokenizing; None: CPUs
+    cache: Path | None = None           # per-file store (nodes, term counts) shared by indexes;
+                                        # None: `.codenib-cache` next to the output folder
+    use_cache: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +141,12 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log)
             shas = {rel: hashlib.sha256(raw or b"").hexdigest() for rel, raw in sources.items()}
             kept = _unchanged_files(previous, shas, read_errors)
-            parsed, trees = _parse_files(sorted(set(sources) - kept), sources, read_errors, workers,
-                                         options.progress)
+            store = _open_cache(options, out)
+            cached = _cached_files(store, sorted(set(sources) - kept - set(read_errors)), shas)
+            parsed, trees = _parse_files(sorted(set(sources) - kept - set(cached)), sources, read_errors,
+                                         workers, options.progress)
+            fresh = set(parsed)
+            parsed.update((rel, entry.nodes) for rel, entry in cached.items())
             seconds["parse"] = time.perf_counter() - t0
 
             t0 = time.perf_counter()
@@ -147,8 +154,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             facts = _file_facts(nodes)
             graph = build_graph(sources, facts, root_package, previous.graph if previous else None,
                                 options.progress, trees)
-            n_parsed = len(parsed)
-            del sources, parsed, trees
+            n_parsed = len(fresh)
+            del sources, trees
             seconds["graph"] = time.perf_counter() - t0
 
         parse_errors = [(f, e) for f, (_, ok, e) in sorted(facts.items()) if not ok]
@@ -162,7 +169,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             t0 = time.perf_counter()
             from codenib.compiler import sparse
 
-            terms, tokenized = _term_counts(nodes, origin, previous, options, workers)
+            cached_terms = {n.node_id: c for entry in cached.values() for n, c in zip(entry.nodes, entry.terms)}
+            terms, tokenized, new_counts = _term_counts(nodes, origin, previous, options, workers, cached_terms)
             sparse.build_sparse_from_terms(terms, staging / artifact.SPARSE_DIR)
             seconds["sparse"] = time.perf_counter() - t0
 
@@ -181,6 +189,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             reuse = None
             if previous is not None:
                 reuse = {"from": str(previous.path), "files_kept": len(kept), "files_parsed": n_parsed,
+                         "files_cached": len(cached),
                          "files_resolved": graph.files_parsed, "units_resolved": graph.units_resolved,
                          "units_kept": graph.units_kept, "files_scanned": graph.scanned,
                          "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized}
@@ -200,7 +209,12 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 },
                 "build_seconds": {k: round(v, 3) for k, v in seconds.items()},
                 "reuse": reuse,
+                "cache": {"path": str(store.root), "files_found": len(cached)} if store is not None else None,
             })
+    if store is not None and fresh:
+        t0 = time.perf_counter()
+        _fill_cache(store, fresh, parsed, shas, terms, nodes, new_counts, log)
+        seconds["cache"] = time.perf_counter() - t0
     return BuildSummary(
         out=str(out),
         files=len(files),
@@ -322,13 +336,21 @@ def _file_facts(nodes: pa.Table) -> dict[str, tuple[str, bool, str | None]]:
         files.column("parse_error").to_pylist())}
 
 
-def _term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions, workers: "_Workers"):
+def _term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions, workers: "_Workers",
+                 cached: dict[str, Counter]):
     """BM25 term counts of every node row: reused for a node whose text the earlier index
-    holds (same id, same text), counted for the rest. Returns them and how many were counted."""
-    from codenib.compiler.sparse import assemble_terms, count_terms
+    holds (same id, same text) or the store has (`cached`, by node id), counted for the rest.
+
+    Returns them, how many texts were counted, and the counts made now by node id.
+    """
+    from codenib.compiler.sparse import assemble_terms
 
     old_terms = previous.terms if previous is not None else None
     rows: list = list(origin) if old_terms is not None else [None] * nodes.num_rows
+    if cached:
+        for i, nid in enumerate(nodes.column("node_id").to_pylist()):
+            if rows[i] is None and nid in cached:
+                rows[i] = cached[nid]
     todo = [i for i, r in enumerate(rows) if r is None]
     texts = nodes.column("text").take(todo).to_pylist() if todo else []
     if old_terms is not None and todo:
@@ -348,7 +370,51 @@ def _term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions,
     counts = _count_texts(texts, options.tokenizer, workers, options.progress)
     for i, c in zip(todo, counts):
         rows[i] = c
-    return assemble_terms(rows, old_terms), len(todo)
+    ids = nodes.column("node_id").take(todo).to_pylist() if todo else []
+    return assemble_terms(rows, old_terms), len(todo), dict(zip(ids, counts))
+
+
+def _open_cache(options: BuildOptions, out: Path):
+    """The per-file store this build reads and fills, or None."""
+    if not options.use_cache:
+        return None
+    from codenib.compiler.cache import DEFAULT_CACHE_NAME, FileCache
+
+    return FileCache(options.cache or out.absolute().parent / DEFAULT_CACHE_NAME, options.tokenizer)
+
+
+def _cached_files(store, rels: list[str], shas: dict[str, str]) -> dict:
+    """The store's entries for these files' bytes (those it has)."""
+    if store is None:
+        return {}
+    found = {}
+    for rel in rels:
+        entry = store.get(rel, shas[rel])
+        if entry is not None:
+            found[rel] = entry
+    return found
+
+
+def _fill_cache(store, fresh: set[str], parsed: dict[str, list[Node]], shas: dict[str, str],
+                terms, nodes: pa.Table, new_counts: dict[str, Counter], log: Logger) -> None:
+    """Store the files parsed now (best effort: a store that cannot be written is skipped)."""
+    from codenib.compiler.cache import CachedFile
+
+    row_of = None
+    try:
+        for rel in sorted(fresh):
+            file_nodes = parsed[rel]
+            counts = []
+            for n in file_nodes:
+                c = new_counts.get(n.node_id)
+                if c is None:       # counts reused from the earlier index: read them back
+                    if row_of is None:
+                        row_of = {nid: i for i, nid in enumerate(nodes.column("node_id").to_pylist())}
+                    c = terms.counts_of(row_of[n.node_id])
+                counts.append(c)
+            store.put(rel, shas[rel], CachedFile(file_nodes, counts))
+    except (OSError, UnicodeError, ValueError) as exc:
+        log(f"warning: the parse cache {store.root} was not updated: {exc}")
 
 
 def _count_texts(texts: list[str], config: TokenizerConfig, workers: "_Workers", progress: bool) -> list:

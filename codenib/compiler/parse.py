@@ -224,6 +224,15 @@ def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
 
 
 def _signature(tree: ast.AST) -> str:
+    # A def's signature appears in its node, its class's outline and its file's text:
+    # unparsed once, kept on the tree (the costliest part of building nodes).
+    cached = getattr(tree, "_codenib_signature", None)
+    if cached is None:
+        cached = tree._codenib_signature = _unparse_signature(tree)
+    return cached
+
+
+def _unparse_signature(tree: ast.AST) -> str:
     if isinstance(tree, ast.ClassDef):
         bases = [_unparse(b) for b in tree.bases] + [_unparse(k) for k in tree.keywords]
         return f"class {tree.name}({', '.join(bases)})" if bases else f"class {tree.name}"

@@ -51,6 +51,11 @@ class DocTerms:
     def num_docs(self) -> int:
         return len(self.ptr) - 1
 
+    def counts_of(self, row: int) -> Counter:
+        """Document `row`'s term counts."""
+        a, b = int(self.ptr[row]), int(self.ptr[row + 1])
+        return Counter({self.vocab[t]: int(n) for t, n in zip(self.ids[a:b], self.counts[a:b])})
+
     def save(self, folder: Path) -> None:
         """Write the counts under `folder` (plain .npy and JSON, nothing pickled)."""
         folder.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,8 @@ from codenib.compiler.state import INCR_DIR, load_previous
 from codenib.tokens import TokenizerConfig
 from tests.fixture_repo import FILES, write_repo
 
-OPTS = BuildOptions(dense=False, progress=False)
+#: Without the per-file store: fresh builds parse everything, reuse comes from `--reuse` alone.
+OPTS = BuildOptions(dense=False, progress=False, use_cache=False)
 
 #: The fixture repository plus files that exercise what resolution reads across files:
 #: re-exports, a star import, bases in other files, typed attributes, a property.
@@ -110,7 +111,8 @@ def test_incremental_builds_equal_fresh_builds_under_random_edits(data):
             files = edit(files, data)
             repo = _write(tmp / "repo", files)
             inc, full = tmp / f"inc{step}", tmp / f"full{step}"
-            summary = build_index(repo, inc, BuildOptions(dense=False, progress=False, reuse=previous))
+            summary = build_index(repo, inc, BuildOptions(dense=False, progress=False, use_cache=False,
+                                                              reuse=previous))
             build_index(repo, full, OPTS)
             _assert_same_index(inc, full)
             assert summary.reuse is not None and summary.reuse["files_kept"] >= 0
@@ -122,7 +124,8 @@ def test_an_edit_inside_a_body_resolves_only_that_file(tmp_path):
     build_index(repo, tmp_path / "a", OPTS)
     util = repo / "pkg" / "util.py"
     util.write_text(util.read_text().replace("return text.lower()", "return text.lower().strip()"))
-    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, reuse=tmp_path / "a"))
+    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, use_cache=False,
+                                                              reuse=tmp_path / "a"))
     assert summary.reuse["files_parsed"] == 1 and summary.reuse["files_resolved"] == 1
     assert summary.reuse["texts_tokenized"] == 1       # slugify's text; the rest keep their counts
     build_index(repo, tmp_path / "c", OPTS)
@@ -134,7 +137,8 @@ def test_renaming_an_imported_function_resolves_its_importers_again(tmp_path):
     build_index(repo, tmp_path / "a", OPTS)
     util = repo / "pkg" / "util.py"
     util.write_text(util.read_text().replace("def helper(x)", "def assist(x)"))
-    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, reuse=tmp_path / "a"))
+    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, use_cache=False,
+                                                              reuse=tmp_path / "a"))
     # util.py changed; core.py (`from .util import helper as h`) and api.py (`util.helper`)
     # read the name that is gone. pkg/__init__.py star-imports util but looks nothing up.
     assert summary.reuse["files_parsed"] == 1
@@ -153,7 +157,8 @@ def test_a_module_that_parses_again_resolves_files_that_reached_it_through_attri
     repo = write_repo(tmp_path / "repo", {**files, "pkg/util.py": good + "\ndef broken(:\n"})
     build_index(repo, tmp_path / "a", OPTS)
     (repo / "pkg" / "util.py").write_text(good)
-    build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, reuse=tmp_path / "a"))
+    build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, use_cache=False,
+                                                              reuse=tmp_path / "a"))
     edges = {(e["src"], e["dst"]) for e in pq.read_table(tmp_path / "b" / "edges.parquet").to_pylist()}
     assert ("pkg/chain.py::chained", "pkg/util.py::helper") in edges
     build_index(repo, tmp_path / "c", OPTS)
@@ -188,7 +193,8 @@ def test_an_index_without_incremental_state_is_rebuilt_in_full(tmp_path):
     manifest.pop("artifacts")
     artifact.write_manifest(old, manifest)     # an index as an older CodeNib wrote it
     logs: list[str] = []
-    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, reuse=old),
+    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, use_cache=False,
+                                                              reuse=old),
                           log=logs.append)
     assert any("no incremental state" in line for line in logs)
     assert summary.reuse["files_kept"] == 0
@@ -198,9 +204,10 @@ def test_an_index_without_incremental_state_is_rebuilt_in_full(tmp_path):
 def test_another_tokenizer_reuses_nodes_and_edges_but_counts_every_text(tmp_path):
     repo = write_repo(tmp_path / "repo", BASE_FILES)
     build_index(repo, tmp_path / "a", OPTS)
-    other = BuildOptions(dense=False, progress=False, tokenizer=TokenizerConfig(stemmer=None))
+    other = BuildOptions(dense=False, progress=False, use_cache=False, tokenizer=TokenizerConfig(stemmer=None))
     logs: list[str] = []
-    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, reuse=tmp_path / "a",
+    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, use_cache=False,
+                                                              reuse=tmp_path / "a",
                                                               tokenizer=TokenizerConfig(stemmer=None)),
                           log=logs.append)
     assert summary.reuse["files_parsed"] == 0 and summary.reuse["texts_tokenized"] == summary.manifest["counts"]["nodes"]
@@ -380,3 +387,37 @@ def _assert_same_index(a: Path, b: Path) -> None:
             if name.endswith(".parquet"):
                 assert pq.read_table(a / name).to_pylist() == pq.read_table(b / name).to_pylist(), name
             pytest.fail(f"{name} differs between the incremental and the fresh build")
+
+
+def test_the_per_file_store_serves_unchanged_files_to_a_build_without_reuse(tmp_path):
+    cache = tmp_path / "store"
+    with_cache = BuildOptions(dense=False, progress=False, cache=cache)
+    repo = write_repo(tmp_path / "repo", BASE_FILES)
+    first = build_index(repo, tmp_path / "a", with_cache)
+    assert first.manifest["cache"]["files_found"] == 0
+    assert len(list(cache.rglob("*.json"))) == len(BASE_FILES)
+    util = repo / "pkg" / "util.py"
+    util.write_text(util.read_text().replace("return text.lower()", "return text.lower().strip()"))
+    second = build_index(repo, tmp_path / "b", with_cache)
+    assert second.manifest["cache"]["files_found"] == len(BASE_FILES) - 1     # all but util.py
+    build_index(repo, tmp_path / "c", OPTS)
+    _assert_same_index(tmp_path / "b", tmp_path / "c")
+
+
+def test_a_damaged_store_entry_is_parsed_again(tmp_path):
+    cache = tmp_path / "store"
+    repo = write_repo(tmp_path / "repo", BASE_FILES)
+    build_index(repo, tmp_path / "a", BuildOptions(dense=False, progress=False, cache=cache))
+    for entry in cache.rglob("*.json"):
+        entry.write_text("{not json")
+    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, cache=cache))
+    assert summary.manifest["cache"]["files_found"] == 0
+    _assert_same_index(tmp_path / "b", tmp_path / "a")
+
+
+def test_the_store_sits_next_to_the_index_unless_told(tmp_path):
+    repo = write_repo(tmp_path / "repo", BASE_FILES)
+    build_index(repo, tmp_path / "indexes" / "a", BuildOptions(dense=False, progress=False))
+    assert (tmp_path / "indexes" / ".codenib-cache").is_dir()
+    build_index(repo, tmp_path / "indexes" / "b", BuildOptions(dense=False, progress=False, use_cache=False))
+    assert {p.name for p in (tmp_path / "indexes").iterdir()} == {".codenib-cache", "a", "b"}
