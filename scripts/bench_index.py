@@ -264,9 +264,16 @@ def resolve_corpus(spec: str) -> Path:
     return Path(list(found.submodule_search_locations)[0]).resolve()
 
 
-def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool) -> dict[str, Any]:
-    """Run `build_index` and report its stage times, counts and peak memory (runs in a child)."""
+def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool,
+                   raw_parse: bool = False) -> dict[str, Any]:
+    """Run `build_index` and report its stage times, counts and peak memory (runs in a child).
+
+    With `raw_parse`, first time plain `ast.parse` over the same files in this process
+    (collector on, as Python runs, and off), so both are measured at the same moment.
+    """
     import tracemalloc
+
+    raw = {gc_on: raw_parse_here(repo, gc_on) for gc_on in (True, False)} if raw_parse else None
 
     t0 = time.perf_counter()
     from codenib.compiler.build import build_index
@@ -291,6 +298,8 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool) ->
     return {
         "seconds": dict(summary.seconds),
         "imports": imports,
+        "raw_parse": raw,
+        "cache": summary.manifest.get("cache"),
         "reuse": summary.reuse,
         "wall": wall,
         "files": summary.files,
@@ -774,23 +783,28 @@ def field_texts(index_dir: Path, dense_info: dict[str, Any]) -> dict[str, list[s
 STAGES = ("parse", "graph", "sparse", "dense")
 
 
-def raw_parse_in_child(repo: str, gc_enabled: bool) -> dict[str, Any]:
-    """`ast.parse` of every file `codenib index` would read, in a fresh process (nodes/s)."""
+def raw_parse_here(repo: str, gc_enabled: bool) -> dict[str, Any]:
+    """`ast.parse` of every file `codenib index` would read, in this process (seconds)."""
     import gc
 
     from codenib.compiler.walk import walk_repository
 
     files, _ = walk_repository(repo)
     raws = [f.abs_path.read_bytes() for f in files]
+    was = gc.isenabled()
     if not gc_enabled:
         gc.disable()
-    t0 = time.perf_counter()
-    for f, raw in zip(files, raws):
-        try:
-            ast.parse(raw, filename=f.rel_path)
-        except (SyntaxError, ValueError):
-            pass
-    return {"seconds": time.perf_counter() - t0, "files": len(files)}
+    try:
+        t0 = time.perf_counter()
+        for f, raw in zip(files, raws):
+            try:
+                ast.parse(raw, filename=f.rel_path)
+            except (SyntaxError, ValueError):
+                pass
+        return {"seconds": time.perf_counter() - t0, "files": len(files)}
+    finally:
+        if was:
+            gc.enable()
 
 
 def git_snapshots(git_dir: Path, n: int, apart: int) -> list[str]:
@@ -815,16 +829,19 @@ def checkout(git_dir: Path, commit: str, dst: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(dst)], input=archive, check=True)
 
 
-def changed_files(a: Path | None, b: Path) -> tuple[int, int]:
-    """Python files of snapshot `b` that are new or differ from snapshot `a`, and all of b's."""
+def changed_files(a: Path | None, b: Path) -> tuple[int, int, float]:
+    """Python files of snapshot `b` new or different from snapshot `a` (and deleted ones),
+    all of b's files, and the share of b's source bytes in the changed files."""
     from codenib.compiler.walk import walk_repository
 
-    new = {f.rel_path: f.abs_path for f in walk_repository(b)[0]}
+    new = {f.rel_path: f.abs_path.read_bytes() for f in walk_repository(b)[0]}
+    total = sum(map(len, new.values())) or 1
     if a is None:
-        return len(new), len(new)
-    old = {f.rel_path: f.abs_path for f in walk_repository(a)[0]}
-    changed = sum(1 for rel, path in new.items() if rel not in old or old[rel].read_bytes() != path.read_bytes())
-    return changed + len(set(old) - set(new)), len(new)
+        return len(new), len(new), 1.0
+    old = {f.rel_path: f.abs_path.read_bytes() for f in walk_repository(a)[0]}
+    changed = [rel for rel, raw in new.items() if old.get(rel) != raw]
+    deleted = set(old) - set(new)
+    return len(changed) + len(deleted), len(new), sum(len(new[r]) for r in changed) / total
 
 
 def same_index(a: Path, b: Path) -> list[str]:
@@ -867,87 +884,102 @@ def bench_snapshots(work: Path, args: argparse.Namespace) -> list[Row]:
             checkout(git_dir, commit, dst)
             sources.append((commit[:10], dst))
     out(f"\n== snapshots: {label} ==")
-    raw = {gc_on: run_isolated(raw_parse_in_child, str(sources[0][1]), gc_on) for gc_on in (True, False)}
+    out("full: a fresh build; incremental: --reuse of the previous snapshot's index (no parse store); "
+        "store only: no --reuse, the per-file parse store that earlier snapshots filled")
     results = []
     previous: Path | None = None
+    store = work / "store"
     for i, (tag, src) in enumerate(sources):
-        changed, total = changed_files(sources[i - 1][1] if i else None, src)
-        full_dir, inc_dir = work / f"full-{i}", work / f"inc-{i}"
-        jobs = [("full", full_dir, options)]
+        changed, total, share = changed_files(sources[i - 1][1] if i else None, src)
+        full_dir, inc_dir, store_dir = work / f"full-{i}", work / f"inc-{i}", work / f"store-{i}"
+        jobs = [("full", full_dir, replace(options, use_cache=False))]
         if previous is not None:
-            jobs.append(("incremental", inc_dir, replace(options, reuse=previous)))
+            jobs.append(("incremental", inc_dir, replace(options, reuse=previous, use_cache=False)))
+        jobs.append(("store only", store_dir, replace(options, cache=store)))
         if i % 2:
-            jobs.reverse()       # alternate which build runs first: drifting load hits both
+            jobs.reverse()       # alternate the order: drifting load hits every kind of build
         done = {}
         for name, dst, opts in jobs:
             log(f"snapshot {i} ({tag}): {name} build")
-            done[name] = run_isolated(build_in_child, str(src), str(dst), opts, False)
+            done[name] = run_isolated(build_in_child, str(src), str(dst), opts, False, i == 0 and name == "full")
         diff = same_index(full_dir, inc_dir) if previous is not None else []
-        results.append({"i": i, "tag": tag, "changed": changed, "files": total, "diff": diff, **done})
+        diff += [f"store only: {d}" for d in same_index(full_dir, store_dir)]
+        results.append({"i": i, "tag": tag, "changed": changed, "files": total, "share": share, "diff": diff,
+                        **done})
         previous = inc_dir if previous is not None else full_dir
-    return snapshot_report(results, raw, args)
+    return snapshot_report(results, args)
 
 
-def snapshot_report(results: list[dict[str, Any]], raw: dict[bool, dict[str, Any]],
-                    args: argparse.Namespace) -> list[Row]:
+def snapshot_report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[Row]:
     """Print the per-snapshot table and return the summary rows."""
-    stages = [s for s in STAGES if s in results[0]["full"]["seconds"]]
-    head = ["#", "snapshot", "changed", "build"] + stages + ["total", "wall", "peak RSS", "reused", "identical"]
+    stages = [st for st in STAGES if st in results[0]["full"]["seconds"]]
+    head = ["#", "snapshot", "changed files (bytes)", "build"] + stages + ["total", "wall", "peak RSS",
+                                                                          "reused", "identical"]
     table = [head]
-    ratios: list[float] = []
-    stage_ratios: dict[str, list[float]] = {s: [] for s in stages}
+    ratios: dict[str, list[float]] = {"incremental": [], "store only": []}
+    stage_ratios: dict[str, list[float]] = {st: [] for st in stages}
     for r in results:
-        for name in ("full", "incremental"):
+        for name in ("full", "incremental", "store only"):
             b = r.get(name)
             if b is None:
                 continue
             secs = b["seconds"]
-            total = sum(secs.get(s, 0.0) for s in stages)
+            total = sum(secs.get(st, 0.0) for st in stages)
             reused = b.get("reuse") or {}
-            table.append([str(r["i"]), r["tag"], f"{r['changed']}/{r['files']} ({r['changed'] / r['files']:.1%})",
-                          name] + [f"{secs.get(s, 0.0):.2f}" for s in stages]
-                         + [f"{total:.2f}", f"{b['wall']:.2f}", f"{b['peak_rss_mb']:,.0f} MB",
-                            f"{reused.get('files_kept', 0)} kept, {reused.get('files_resolved', '-')} resolved"
-                            if reused else "-",
-                            "-" if name == "full" else ("yes" if not r["diff"] else "NO: " + ", ".join(r["diff"][:3]))])
-        if "incremental" in r:
-            f, inc = r["full"]["seconds"], r["incremental"]["seconds"]
-            ratios.append(sum(inc.get(s, 0.0) for s in stages) / sum(f.get(s, 0.0) for s in stages))
-            for s in stages:
-                if f.get(s):
-                    stage_ratios[s].append(inc.get(s, 0.0) / f[s])
+            note = (f"{reused.get('files_kept', 0)} files kept, {reused.get('units_resolved', 0)} defs resolved"
+                    if reused else "-")
+            if name == "store only" and b.get("cache"):
+                note = f"{b['cache']['files_found']} files from the store"
+            same = "-" if name == "full" else (
+                "yes" if not [d for d in r["diff"] if d.startswith("store only: ") == (name == "store only")]
+                else "NO")
+            table.append([str(r["i"]), r["tag"], f"{r['changed']}/{r['files']} ({r['share']:.1%})", name]
+                         + [f"{secs.get(st, 0.0):.2f}" for st in stages]
+                         + [f"{total:.2f}", f"{b['wall']:.2f}", f"{b['peak_rss_mb']:,.0f} MB", note, same])
+            if name != "full" and r["i"] > 0:
+                full = r["full"]["seconds"]
+                ratios[name].append(total / sum(full.get(st, 0.0) for st in stages))
+                if name == "incremental":
+                    for st in stages:
+                        if full.get(st):
+                            stage_ratios[st].append(secs.get(st, 0.0) / full[st])
     widths = [max(len(row[c]) for row in table) for c in range(len(head))]
     for k, row in enumerate(table):
         out(" | ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)))
         if k == 0:
             out("-+-".join("-" * w for w in widths))
+    out("stage times exclude loading Python modules (the same in every build process); 'store only' "
+        "also spends the time to fill the store, not counted here.")
     rows: list[Row] = []
-    if ratios:
-        med = float(np.median(ratios))
-        per_stage = ", ".join(f"{s} {np.median(v):.1%}" for s, v in stage_ratios.items() if v)
-        out(f"\nincremental / full, all stages: median {med:.1%} (min {min(ratios):.1%}, max {max(ratios):.1%}) "
-            f"over {len(ratios)} snapshots; by stage (median): {per_stage}")
-        target = SNAPSHOT_DENSE_TARGET if args.dense else SNAPSHOT_TARGET
-        rows.append(Row(f"snapshots: incremental build, all stages{' (dense included)' if args.dense else ''}",
-                        f"{med:.1%} of a full build (median of {len(ratios)})",
+    for name, values in ratios.items():
+        if not values:
+            continue
+        med = float(np.median(values))
+        out(f"{name} / full, all stages: median {med:.1%} (min {min(values):.1%}, max {max(values):.1%}) "
+            f"over {len(values)} snapshots")
+        target = (SNAPSHOT_DENSE_TARGET if args.dense else SNAPSHOT_TARGET) if name == "incremental" else None
+        rows.append(Row(f"snapshots: {name} build, all stages{' (dense included)' if args.dense else ''}",
+                        f"{med:.1%} of a full build (median of {len(values)})",
                         "full build of the same snapshot", 1 / med, target))
-        for s, v in stage_ratios.items():
-            if v:
-                rows.append(Row(f"snapshots: {s} stage", f"{np.median(v):.1%} of full", "full build", 1 / float(np.median(v))))
-        identical = all(not r["diff"] for r in results if "incremental" in r)
-        rows.append(Row("snapshots: incremental index byte-identical to full (all files but manifest)",
-                        "yes" if identical else "NO", status="pass" if identical else "FAIL"))
-        peak_full = max(r["full"]["peak_rss_mb"] for r in results)
-        peak_inc = max(r["incremental"]["peak_rss_mb"] for r in results if "incremental" in r)
-        rows.append(Row("snapshots: peak RSS, full build / incremental build (max)",
-                        f"{peak_full:,.0f} MB / {peak_inc:,.0f} MB"))
+    for st, v in stage_ratios.items():
+        if v:
+            rows.append(Row(f"snapshots: incremental {st} stage", f"{np.median(v):.1%} of full", "full build",
+                            1 / float(np.median(v))))
+    identical = all(not r["diff"] for r in results)
+    rows.append(Row("snapshots: incremental and store-only indexes byte-identical to full (all but manifest)",
+                    "yes" if identical else "NO: " + "; ".join(d for r in results for d in r["diff"])[:200],
+                    status="pass" if identical else "FAIL"))
+    for name in ("full", "incremental", "store only"):
+        peaks = [r[name]["peak_rss_mb"] for r in results if name in r]
+        if peaks:
+            rows.append(Row(f"snapshots: peak RSS of a {name} build (max)", f"{max(peaks):,.0f} MB"))
     first = results[0]["full"]
-    nodes = first["nodes"]
-    ours = nodes / first["seconds"]["parse"]
+    ours = first["nodes"] / first["seconds"]["parse"]
     for gc_on, label in ((True, "gc on, as Python runs"), (False, "gc off")):
-        base = nodes / raw[gc_on]["seconds"]
+        base = first["nodes"] / first["raw_parse"][gc_on]["seconds"]
         rows.append(Row(f"first build: parse stage vs raw ast.parse ({label})", f"{ours:,.0f} nodes/s",
-                        f"{base:,.0f} nodes/s", ours / base, PARSE_TARGET if gc_on else None))
+                        f"{base:,.0f} nodes/s (same process, just before)", ours / base,
+                        PARSE_TARGET if gc_on else None))
     return rows
 
 
