@@ -73,7 +73,7 @@ def resolve_unit(resolver: Resolver, pf: ParsedFile, unit: Unit, units: list[Uni
                  ) -> tuple[list[tuple[str, str, str]], set[tuple]]:
     """Pass 2 for one unit of a file (`file_units`): its edges, once per occurrence, and
     (with `record`) the keys it read outside itself. They depend on nothing else."""
-    resolver.begin_unit(pf.rel_path, unit.unit_id if unit.node is not None else "", record)
+    resolver.begin_unit(unit.unit_id if unit.node is not None else "", record)
     try:
         edges = unit_edges(resolver, pf, unit, units)
     finally:

@@ -1,7 +1,7 @@
-"""What one file's edges depend on in other files, as keys with digests.
+"""What one unit's edges depend on outside the unit, as keys with digests.
 
-While a file's edges are collected, the resolver notes every fact of another file it reads
-(`ModuleTable.reads`). A fact is a key:
+While a unit's edges are collected (`Names.begin_unit`), the resolver notes every binding it
+reads outside its own text (`ModuleTable.reads`), in its own file or in others. A fact is a key:
 
 | key | what was read | digest covers |
 |---|---|---|
@@ -13,7 +13,7 @@ While a file's edges are collected, the resolver notes every fact of another fil
 
 The digest of a key is a pure function of its owner file's content and module-table facts
 (its module name and the file that won that name), so an unchanged file's keys keep their
-digests. A file's edges are reused only when every key it read has the digest it had.
+digests. A unit's edges are reused only when its text and every key it read are unchanged.
 """
 
 from __future__ import annotations

@@ -162,8 +162,7 @@ class _EdgeVisitor:
             if known is not None and known[0] == "instance" and cls[1] in (self.r.mro(known[1]) or ()):
                 continue     # already a subclass of C: keep the narrower type
             if narrowed is None:
-                narrowed = Scope("narrow", scope.module, scope.owner, scope, scope.defn, file=scope.file,
-                                 transient=True)
+                narrowed = Scope("narrow", scope.module, scope.owner, scope, scope.defn, transient=True)
             narrowed.bind(name, ("isinstance", cls[1]))
         return narrowed or scope
 
@@ -245,7 +244,7 @@ class _EdgeVisitor:
 
     def _local_scope(self, scope: Scope) -> Scope:
         """A lambda or comprehension scope: its own names, edges still owned by `scope`."""
-        return Scope("function", scope.module, scope.owner, scope, scope.defn, file=scope.file, transient=True)
+        return Scope("function", scope.module, scope.owner, scope, scope.defn, transient=True)
 
     def _visit_def(self, node: ast.AST, scope: Scope) -> None:
         if id(node) in self.skip:

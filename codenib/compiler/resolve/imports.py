@@ -16,14 +16,13 @@ if TYPE_CHECKING:
 class ModuleTable:
     """Every file's dotted module name and the file that each module name stands for.
 
-    While one file's edges are collected (`reader`), what they read of other files is
-    noted in `reads` as keys (`codenib.compiler.resolve.deps`): an incremental build
-    collects a file's edges again only when one of those keys changed.
+    While one unit's edges are collected (`Names.begin_unit`), what it reads outside itself
+    is noted in `reads` as keys (`codenib.compiler.resolve.deps`): an incremental build
+    resolves a unit again only when one of those keys changed.
     """
 
     def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
-        self.reader = ""                            # the file whose edges are being collected
-        self.reads: set[tuple] | None = None        # keys it read; None: not recorded
+        self.reads: set[tuple] | None = None        # keys the unit read; None: not recorded
         rel_paths = list(rel_paths)
         package_dirs = package_dirs_of(rel_paths)
         self.module_of_file: dict[str, str] = {}
@@ -40,7 +39,7 @@ class ModuleTable:
             self._module_prefixes.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
 
     def note(self, key: tuple) -> None:
-        """Record that the reader read `key` (module-table keys: of no file in particular)."""
+        """Record that the unit read `key` (module-table keys: of no file in particular)."""
         if self.reads is not None:
             self.reads.add(key)
 

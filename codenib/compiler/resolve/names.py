@@ -35,7 +35,7 @@ class Names(Bindings):
         # computed while one fired are not cached, or a later lookup would inherit the None.
         self._cutoffs = 0
 
-    def begin_unit(self, rel_path: str, unit: str = "", record: bool = False) -> None:
+    def begin_unit(self, unit: str = "", record: bool = False) -> None:
         """Start resolving one unit of a file (`edges.file_units`), with every cache emptied.
 
         Guards make a cached answer depend on what was asked before it (a value cached
@@ -50,7 +50,6 @@ class Names(Bindings):
         self._touched.clear()
         self._attr_cache.clear()
         self._mro_cache.clear()
-        self.reader = rel_path
         self._unit = unit
         self._unit_prefix = unit + "." if unit else "\0"
         self.reads = set() if record else None
@@ -59,7 +58,6 @@ class Names(Bindings):
         """Finish a unit started with `begin_unit`; returns the keys it read."""
         reads = self.reads if self.reads is not None else set()
         self.reads = None
-        self.reader = ""
         self._unit = ""
         self._unit_prefix = "\0"
         return reads

@@ -40,7 +40,6 @@ class Scope:
     globals_: set[str] = field(default_factory=set)
     declared_global: set[str] = field(default_factory=set)   # `global` names only
     cache: dict[str, Value | None] = field(default_factory=dict)
-    file: str = ""                         # relative path of the file that holds the scope
     transient: bool = False                # made by pass 2 (narrowing, lambda, comprehension)
 
     def bind(self, name: str, source: tuple) -> None:
@@ -86,7 +85,7 @@ class Bindings(ModuleTable):
         if pf.tree is None:
             return
         module = self.module_of_file[pf.rel_path]
-        scope = Scope("module", module, make_node_id(pf.rel_path), None, file=pf.rel_path)
+        scope = Scope("module", module, make_node_id(pf.rel_path), None)
         # A file whose module name another file won resolves in a scope of its own.
         if self.modules.get(module) == pf.rel_path:
             self.module_scopes[module] = scope
@@ -110,7 +109,7 @@ class Bindings(ModuleTable):
         self.note(("m", module))
         path = self.modules.get(module)
         if path is not None and path not in self.scanned and self.on_demand is not None:
-            reads, self.reads = self.reads, None    # scanning reads nothing of the reader's
+            reads, self.reads = self.reads, None    # scanning is no read of the unit's
             try:
                 self.on_demand(path)
             finally:
@@ -252,7 +251,7 @@ class Bindings(ModuleTable):
         module = parent.module
         self.defs[d.node_id] = d
         if isinstance(d.tree, ast.ClassDef):
-            scope = Scope("class", module, d.node_id, parent, d, file=parent.file)
+            scope = Scope("class", module, d.node_id, parent, d)
             self.def_scopes[d.node_id] = scope
             self.scan_block(d.tree.body, scope, by_tree)
             members: dict[str, str] = {}
@@ -273,7 +272,7 @@ class Bindings(ModuleTable):
                 if name not in members:
                     attrs.setdefault(name, []).extend(sources)
             return
-        scope = Scope("function", module, d.node_id, parent, d, file=parent.file)
+        scope = Scope("function", module, d.node_id, parent, d)
         self.def_scopes[d.node_id] = scope
         args = d.tree.args
         positional = args.posonlyargs + args.args
