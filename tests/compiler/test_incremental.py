@@ -271,7 +271,11 @@ def _change_import(files: dict[str, str], data) -> dict[str, str]:
 def _edit_body(files: dict[str, str], data) -> dict[str, str]:
     path = data.draw(st.sampled_from(sorted(files)), label="file")
     text = files[path]
-    methods = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return files
+    methods = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
                and n.args.args and n.args.args[0].arg == "self"]
     if not methods:
         return files
