@@ -309,6 +309,8 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool,
         "parse_errors": len(summary.parse_errors),
         "dense": summary.dense,
         "peak_rss_mb": peak_rss_mb(),
+        # The largest worker process the build started (parse, tokenize), if any.
+        "peak_rss_workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "tracemalloc_peak_mb": traced,
     }
 
@@ -984,8 +986,10 @@ def snapshot_report(results: list[dict[str, Any]], args: argparse.Namespace) -> 
                     status="pass" if identical else "FAIL"))
     for name in ("full", "incremental", "store only"):
         peaks = [r[name]["peak_rss_mb"] for r in results if name in r]
+        workers = [r[name]["peak_rss_workers_mb"] for r in results if name in r]
         if peaks:
-            rows.append(Row(f"snapshots: peak RSS of a {name} build (max)", f"{max(peaks):,.0f} MB"))
+            rows.append(Row(f"snapshots: peak RSS of a {name} build (max)", f"{max(peaks):,.0f} MB"
+                            + (f" (+ each of its worker processes: {max(workers):,.0f} MB)" if max(workers) else "")))
     first = results[0]["full"]
     ours = first["nodes"] / first["seconds"]["parse"]
     for gc_on, label in ((True, "gc on, as Python runs"), (False, "gc off")):

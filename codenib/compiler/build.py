@@ -173,6 +173,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             terms, tokenized, new_counts = _term_counts(nodes, origin, previous, options, workers, cached_terms)
             sparse.build_sparse_from_terms(terms, staging / artifact.SPARSE_DIR)
             seconds["sparse"] = time.perf_counter() - t0
+            workers.close()     # their memory goes back before the dense stage loads a model
 
             dense_info = None
             if options.dense:
@@ -481,6 +482,10 @@ class _Workers:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (a later `map` starts new ones)."""
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
