@@ -85,6 +85,9 @@ NEW_DEFS = [
     "class Extra(Base):\n    def setup(self):\n        return slugify('x')\n",
     "def make():\n    return 'shadowed'\n",
     "def setup():\n    return None\n",
+    # Same names again: `#2` ids, and one definition that is no unit of its own (in a block).
+    "if True:\n    def make():\n        return Model()\n",
+    "class Model:\n    def save(self):\n        def inner():\n            return helper(1)\n        return inner()\n",
 ]
 #: Import lines the edits put at the top of a file.
 NEW_IMPORTS = [

@@ -51,12 +51,22 @@ def file_units(pf: ParsedFile) -> list[Unit]:
                 carve(stmt.body, classes + (stmt,))
 
     carve(pf.tree.body, ())
+    # A unit's edges name its definitions by node id, and a `#N` id counts definitions of the
+    # same name elsewhere in the file: the ids a unit owns are part of what it is.
+    carved_ids = {id(node) for node, _ in carved}
+    owned: dict[int | None, list[str]] = {}
+    for d in pf.definitions:
+        top = d
+        while top is not None and id(top.tree) not in carved_ids:
+            top = top.parent
+        owned.setdefault(id(top.tree) if top is not None else None, []).append(d.node_id)
     rest = [True] * len(lines)
     units = []
     for node, classes in carved:
         start = min([node.lineno] + [dec.lineno for dec in node.decorator_list])
         end = node.end_lineno or node.lineno
-        units.append(Unit(def_ids[id(node)], node, classes, _hash(lines[start - 1:end])))
+        units.append(Unit(def_ids[id(node)], node, classes,
+                          _hash(lines[start - 1:end], owned.get(id(node), ()))))
         # Blank lines right around a definition lie between statements (never inside a
         # token): they go with it, so adding a function leaves the rest's text as it was.
         while start > 1 and not lines[start - 2].strip():
@@ -64,7 +74,8 @@ def file_units(pf: ParsedFile) -> list[Unit]:
         while end < len(lines) and not lines[end].strip():
             end += 1
         rest[start - 1:end] = [False] * (end - start + 1)
-    file_unit = Unit(make_node_id(pf.rel_path), None, (), _hash(l for l, keep in zip(lines, rest) if keep))
+    file_unit = Unit(make_node_id(pf.rel_path), None, (),
+                     _hash((l for l, keep in zip(lines, rest) if keep), owned.get(None, ())))
     return [file_unit] + units
 
 
@@ -96,8 +107,9 @@ def unit_edges(resolver: Resolver, pf: ParsedFile, unit: Unit, units: list[Unit]
     return edges + _EdgeVisitor(resolver, scope, file_id, def_ids, set()).run_unit(unit)
 
 
-def _hash(lines: Iterable[str]) -> str:
-    return hashlib.blake2b("\n".join(lines).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def _hash(lines: Iterable[str], ids: Iterable[str]) -> str:
+    text = "\n".join(lines) + "\0" + "\n".join(ids)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 class _EdgeVisitor:
