@@ -16,6 +16,18 @@ is a speed-up (higher is better): ours/baseline for throughputs, baseline/ours f
     python scripts/bench_index.py                 # 6-12 minutes on 2 CPU cores
     python scripts/bench_index.py --reuse         # + the second-commit rebuild (1-3 minutes)
     python scripts/bench_index.py --full --reuse  # dense over every node (+30-75 minutes)
+
+`--snapshots N` is a mode of its own: it indexes N successive snapshots of a real repository
+(first-parent commits of a bare git mirror, default pytest's, `--commits-apart` apart; or,
+with `--synthetic`, successive edits of `--modify-fraction` of --corpus's files), each one
+in full and with `--reuse` of the previous snapshot's index, in fresh processes, alternating
+which goes first. It prints each stage's time and the ratio, checks that the two indexes are
+byte-identical (every file but the manifest), the peak memory of both builds, and the
+first build's parse stage against raw `ast.parse` on the same files:
+
+    python scripts/bench_index.py --snapshots 6                      # pytest history, ~2 min
+    python scripts/bench_index.py --snapshots 4 --synthetic          # sympy, 3% edits, ~10 min
+    python scripts/bench_index.py --snapshots 3 --dense              # vectors too (CPU: slow)
 """
 
 from __future__ import annotations
@@ -67,6 +79,17 @@ DEFAULT_MODIFY_FRACTION = 0.03
 MIN_MODIFIED_FILES = 2
 #: Share of identifier queries; the rest are docstring first sentences.
 IDENTIFIER_FRACTION = 0.3
+#: `--snapshots` reads this bare git mirror unless --git says otherwise (fetched for the
+#: SWE-bench dev set; see ../shared/eval/swebench-dev/README.md).
+DEFAULT_GIT = Path(__file__).resolve().parent.parent.parent / ".mirror" / "pytest-dev+pytest" / "repo"
+#: First-parent commits between two snapshots: about 3% of pytest's files change per 3.
+DEFAULT_COMMITS_APART = 3
+#: The issue's target: a snapshot with ~3% of files changed costs under 10% of a full build
+#: (dense excluded), under 15% with dense vectors.
+SNAPSHOT_TARGET = 10.0
+SNAPSHOT_DENSE_TARGET = 1 / 0.15
+#: The first build's parse stage must reach this share of raw `ast.parse` throughput.
+PARSE_TARGET = 0.5
 #: Scores this close count as ties when top-k lists are compared.
 TIE_ATOL = 1e-5
 #: Per-dimension noise that turns a real vector into a synthetic neighbour (cosine ~0.85).
@@ -241,12 +264,31 @@ def resolve_corpus(spec: str) -> Path:
     return Path(list(found.submodule_search_locations)[0]).resolve()
 
 
-def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool) -> dict[str, Any]:
-    """Run `build_index` and report its stage times, counts and peak memory (runs in a child)."""
+def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool,
+                   raw_parse: bool = False) -> dict[str, Any]:
+    """Run `build_index` and report its stage times, counts and peak memory (runs in a child).
+
+    With `raw_parse`, first time plain `ast.parse` over the same files in this process
+    (collector on, as Python runs, and off), so both are measured at the same moment.
+    """
     import tracemalloc
 
+    raw = {gc_on: raw_parse_here(repo, gc_on) for gc_on in (True, False)} if raw_parse else None
+
+    t0 = time.perf_counter()
     from codenib.compiler.build import build_index
 
+    # Modules the stages import on first use: loading them is process start-up, the same for
+    # a full and an incremental build, and is reported apart from the stage times.
+    import codenib.compiler.graph  # noqa: F401
+    import codenib.compiler.sparse  # noqa: F401
+    import pyarrow.acero  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+    import tqdm  # noqa: F401
+    from codenib.engines.bm25 import import_bm25s
+
+    import_bm25s()
+    imports = time.perf_counter() - t0
     if trace_memory:
         tracemalloc.start()
     t0 = time.perf_counter()
@@ -255,6 +297,10 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool) ->
     traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace_memory else None
     return {
         "seconds": dict(summary.seconds),
+        "imports": imports,
+        "raw_parse": raw,
+        "cache": summary.manifest.get("cache"),
+        "reuse": summary.reuse,
         "wall": wall,
         "files": summary.files,
         "nodes": sum(summary.nodes_by_kind.values()),
@@ -263,6 +309,8 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool) ->
         "parse_errors": len(summary.parse_errors),
         "dense": summary.dense,
         "peak_rss_mb": peak_rss_mb(),
+        # The largest worker process the build started (parse, tokenize), if any.
+        "peak_rss_workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "tracemalloc_peak_mb": traced,
     }
 
@@ -732,6 +780,226 @@ def field_texts(index_dir: Path, dense_info: dict[str, Any]) -> dict[str, list[s
     return texts
 
 
+# --- successive snapshots (incremental builds) ---------------------------------------------------
+
+STAGES = ("parse", "graph", "sparse", "dense")
+
+
+def raw_parse_here(repo: str, gc_enabled: bool) -> dict[str, Any]:
+    """`ast.parse` of every file `codenib index` would read, in this process (seconds)."""
+    import gc
+
+    from codenib.compiler.walk import walk_repository
+
+    files, _ = walk_repository(repo)
+    raws = [f.abs_path.read_bytes() for f in files]
+    was = gc.isenabled()
+    if not gc_enabled:
+        gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for f, raw in zip(files, raws):
+            try:
+                ast.parse(raw, filename=f.rel_path)
+            except (SyntaxError, ValueError):
+                pass
+        return {"seconds": time.perf_counter() - t0, "files": len(files)}
+    finally:
+        if was:
+            gc.enable()
+
+
+def git_snapshots(git_dir: Path, n: int, apart: int) -> list[str]:
+    """The last `n` commits `apart` first-parent commits apart, oldest first."""
+    import subprocess
+
+    out = subprocess.run(["git", "--git-dir", str(git_dir), "rev-list", "--first-parent", "HEAD"],
+                         check=True, capture_output=True, text=True).stdout.split()
+    picked = out[::apart][:n]
+    if len(picked) < n:
+        raise SystemExit(f"bench: {git_dir} has only {len(out)} first-parent commits")
+    return list(reversed(picked))
+
+
+def checkout(git_dir: Path, commit: str, dst: Path) -> None:
+    """The tree of `commit` written under `dst` (git archive | tar)."""
+    import subprocess
+
+    dst.mkdir(parents=True)
+    archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", commit],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dst)], input=archive, check=True)
+
+
+def changed_files(a: Path | None, b: Path) -> tuple[int, int, float]:
+    """Python files of snapshot `b` new or different from snapshot `a` (and deleted ones),
+    all of b's files, and the share of b's source bytes in the changed files."""
+    from codenib.compiler.walk import walk_repository
+
+    new = {f.rel_path: f.abs_path.read_bytes() for f in walk_repository(b)[0]}
+    total = sum(map(len, new.values())) or 1
+    if a is None:
+        return len(new), len(new), 1.0
+    old = {f.rel_path: f.abs_path.read_bytes() for f in walk_repository(a)[0]}
+    changed = [rel for rel, raw in new.items() if old.get(rel) != raw]
+    deleted = set(old) - set(new)
+    return len(changed) + len(deleted), len(new), sum(len(new[r]) for r in changed) / total
+
+
+def same_index(a: Path, b: Path) -> list[str]:
+    """Files (all but the manifest) that differ between two index folders. Vectors count as
+    the same within float error (TIE_ATOL): reused ones were encoded in other batches."""
+    names = {p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file()}
+    names |= {p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file()}
+    names.discard("manifest.json")
+
+    def same(n: str) -> bool:
+        if not ((a / n).is_file() and (b / n).is_file()):
+            return False
+        if (a / n).read_bytes() == (b / n).read_bytes():
+            return True
+        if n.startswith("dense/") and n.endswith(".npy"):
+            x, y = np.load(a / n, allow_pickle=False), np.load(b / n, allow_pickle=False)
+            return x.shape == y.shape and bool(np.allclose(x, y, atol=TIE_ATOL))
+        return False
+
+    return sorted(n for n in names if not same(n))
+
+
+def bench_snapshots(work: Path, args: argparse.Namespace) -> list[Row]:
+    """Full and incremental builds of successive snapshots; rows for the final table."""
+    from codenib.compiler.build import BuildOptions
+
+    options = BuildOptions(dense=args.dense, device=args.device, batch_size=args.batch_size, progress=False)
+    sources = []
+    if args.synthetic:
+        corpus = resolve_corpus(args.corpus)
+        from codenib.compiler.walk import walk_repository
+
+        rels = [f.rel_path for f in walk_repository(corpus)[0]]
+        label = f"{corpus.name}, synthetic edits of {args.modify_fraction:.0%} of the files per snapshot"
+        for i in range(args.snapshots):
+            dst = work / f"src-{i}" / corpus.name      # same folder name: the root is a package
+            if i == 0:
+                copy_files(corpus, rels, dst)
+            else:
+                shutil.copytree(sources[-1][1], dst)
+                modify_files(dst, rels, args.modify_fraction, args.seed + i)
+            sources.append((f"edit {i}" if i else "original", dst))
+    else:
+        git_dir = args.git.resolve()
+        if not (git_dir / "HEAD").is_file():
+            raise SystemExit(f"bench: no git repository at {git_dir}; pass --git or --synthetic")
+        commits = git_snapshots(git_dir, args.snapshots, args.commits_apart)
+        label = f"{git_dir}, {args.commits_apart} first-parent commits apart"
+        for i, commit in enumerate(commits):
+            dst = work / f"src-{i}" / "repo"
+            checkout(git_dir, commit, dst)
+            sources.append((commit[:10], dst))
+    out(f"\n== snapshots: {label} ==")
+    out("full: a fresh build; incremental: --reuse of the previous snapshot's index (no parse store); "
+        "store only: no --reuse, the per-file parse store that earlier snapshots filled")
+    results = []
+    previous: Path | None = None
+    store = work / "store"
+    for i, (tag, src) in enumerate(sources):
+        changed, total, share = changed_files(sources[i - 1][1] if i else None, src)
+        full_dir, inc_dir, store_dir = work / f"full-{i}", work / f"inc-{i}", work / f"store-{i}"
+        jobs = [("full", full_dir, replace(options, use_cache=False))]
+        if previous is not None:
+            jobs.append(("incremental", inc_dir, replace(options, reuse=previous, use_cache=False)))
+        if not args.dense:   # with vectors, a third build per snapshot costs too long on CPUs
+            jobs.append(("store only", store_dir, replace(options, cache=store)))
+        if i % 2:
+            jobs.reverse()       # alternate the order: drifting load hits every kind of build
+        done = {}
+        for name, dst, opts in jobs:
+            log(f"snapshot {i} ({tag}): {name} build")
+            done[name] = run_isolated(build_in_child, str(src), str(dst), opts, False, i == 0 and name == "full")
+        diff = same_index(full_dir, inc_dir) if previous is not None else []
+        if store_dir.exists():
+            diff += [f"store only: {d}" for d in same_index(full_dir, store_dir)]
+        results.append({"i": i, "tag": tag, "changed": changed, "files": total, "share": share, "diff": diff,
+                        **done})
+        previous = inc_dir if previous is not None else full_dir
+    return snapshot_report(results, args)
+
+
+def snapshot_report(results: list[dict[str, Any]], args: argparse.Namespace) -> list[Row]:
+    """Print the per-snapshot table and return the summary rows."""
+    stages = [st for st in STAGES if st in results[0]["full"]["seconds"]]
+    head = ["#", "snapshot", "changed files (bytes)", "build"] + stages + ["total", "wall", "peak RSS",
+                                                                          "reused", "identical"]
+    table = [head]
+    ratios: dict[str, list[float]] = {"incremental": [], "store only": []}
+    stage_ratios: dict[str, list[float]] = {st: [] for st in stages}
+    for r in results:
+        for name in ("full", "incremental", "store only"):
+            b = r.get(name)
+            if b is None:
+                continue
+            secs = b["seconds"]
+            total = sum(secs.get(st, 0.0) for st in stages)
+            reused = b.get("reuse") or {}
+            note = (f"{reused.get('files_kept', 0)} files kept, {reused.get('units_resolved', 0)} defs resolved"
+                    if reused else "-")
+            if name == "store only" and b.get("cache"):
+                note = f"{b['cache']['files_found']} files from the store"
+            same = "-" if name == "full" else (
+                "yes" if not [d for d in r["diff"] if d.startswith("store only: ") == (name == "store only")]
+                else "NO")
+            table.append([str(r["i"]), r["tag"], f"{r['changed']}/{r['files']} ({r['share']:.1%})", name]
+                         + [f"{secs.get(st, 0.0):.2f}" for st in stages]
+                         + [f"{total:.2f}", f"{b['wall']:.2f}", f"{b['peak_rss_mb']:,.0f} MB", note, same])
+            if name != "full" and r["i"] > 0:
+                full = r["full"]["seconds"]
+                ratios[name].append(total / sum(full.get(st, 0.0) for st in stages))
+                if name == "incremental":
+                    for st in stages:
+                        if full.get(st):
+                            stage_ratios[st].append(secs.get(st, 0.0) / full[st])
+    widths = [max(len(row[c]) for row in table) for c in range(len(head))]
+    for k, row in enumerate(table):
+        out(" | ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)))
+        if k == 0:
+            out("-+-".join("-" * w for w in widths))
+    out("stage times exclude loading Python modules (the same in every build process); 'store only' "
+        "also spends the time to fill the store, not counted here.")
+    rows: list[Row] = []
+    for name, values in ratios.items():
+        if not values:
+            continue
+        med = float(np.median(values))
+        out(f"{name} / full, all stages: median {med:.1%} (min {min(values):.1%}, max {max(values):.1%}) "
+            f"over {len(values)} snapshots")
+        target = (SNAPSHOT_DENSE_TARGET if args.dense else SNAPSHOT_TARGET) if name == "incremental" else None
+        rows.append(Row(f"snapshots: {name} build, all stages{' (dense included)' if args.dense else ''}",
+                        f"{med:.1%} of a full build (median of {len(values)})",
+                        "full build of the same snapshot", 1 / med, target))
+    for st, v in stage_ratios.items():
+        if v:
+            rows.append(Row(f"snapshots: incremental {st} stage", f"{np.median(v):.1%} of full", "full build",
+                            1 / float(np.median(v))))
+    identical = all(not r["diff"] for r in results)
+    rows.append(Row("snapshots: incremental and store-only indexes byte-identical to full (all but manifest)",
+                    "yes" if identical else "NO: " + "; ".join(d for r in results for d in r["diff"])[:200],
+                    status="pass" if identical else "FAIL"))
+    for name in ("full", "incremental", "store only"):
+        peaks = [r[name]["peak_rss_mb"] for r in results if name in r]
+        workers = [r[name]["peak_rss_workers_mb"] for r in results if name in r]
+        if peaks:
+            rows.append(Row(f"snapshots: peak RSS of a {name} build (max)", f"{max(peaks):,.0f} MB"
+                            + (f" (+ each of its worker processes: {max(workers):,.0f} MB)" if max(workers) else "")))
+    first = results[0]["full"]
+    ours = first["nodes"] / first["seconds"]["parse"]
+    for gc_on, label in ((True, "gc on, as Python runs"), (False, "gc off")):
+        base = first["nodes"] / first["raw_parse"][gc_on]["seconds"]
+        rows.append(Row(f"first build: parse stage vs raw ast.parse ({label})", f"{ours:,.0f} nodes/s",
+                        f"{base:,.0f} nodes/s (same process, just before)", ours / base,
+                        PARSE_TARGET if gc_on else None))
+    return rows
+
+
 # --- main ---------------------------------------------------------------------------------------
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -768,6 +1036,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"), help="encoder device")
     p.add_argument("--tracemalloc", action="store_true",
                    help="trace Python allocations of the build (slower; reports their peak)")
+    p.add_argument("--snapshots", type=int, default=0,
+                   help="index N successive snapshots in full and incrementally (a mode of its own)")
+    p.add_argument("--git", type=Path, default=DEFAULT_GIT, help="bare git repository the snapshots come from")
+    p.add_argument("--commits-apart", type=int, default=DEFAULT_COMMITS_APART,
+                   help="first-parent commits between two snapshots")
+    p.add_argument("--synthetic", action="store_true",
+                   help="snapshots are successive synthetic edits of --corpus (--modify-fraction of its files)")
+    p.add_argument("--dense", action="store_true", help="--snapshots: build dense vectors too")
     p.add_argument("--seed", type=int, default=0, help="seed of every sample")
     p.add_argument("--strict", action="store_true", help="exit with status 1 when a target is missed")
     args = p.parse_args(argv)
@@ -794,6 +1070,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = load_note("before the run")
         if note:
             out(note)
+        if args.snapshots:
+            if args.snapshots < 2:
+                raise SystemExit("bench: --snapshots needs at least 2 snapshots")
+            rows = bench_snapshots(work, args)
+            out(f"\n== summary: ratio = speed-up (full build time / incremental build time; our parse "
+                f"throughput / raw ast.parse) ==")
+            out(render_table(rows))
+            out(f"\ntotal benchmark time {time.perf_counter() - _T0:.0f} s")
+            return 1 if args.strict and any(r.verdict() == "FAIL" for r in rows) else 0
 
         # 1. build (in a child process: its peak memory is the build's alone)
         out("\n== build ==")

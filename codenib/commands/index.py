@@ -24,7 +24,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="encoder backend: auto (default) picks the fastest that agrees with torch on this "
                         "machine (torch on CUDA); queries are encoded by the index's backend")
     p.add_argument("--reuse", metavar="PREVIOUS_INDEX_DIR",
-                   help="reuse the vectors of unchanged nodes from an earlier index of this repository")
+                   help="an earlier index of this repository: unchanged files keep their nodes, edges, "
+                        "BM25 counts and vectors; only what changed is parsed, resolved and encoded "
+                        "(the result equals a full build)")
+    p.add_argument("--cache", metavar="DIR",
+                   help="per-file parse store shared by the indexes of a repository; "
+                        "when not given, .codenib-cache next to --out")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor fill the per-file parse store")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="worker processes for parsing and tokenizing; when not given, the CPUs this "
+                        "process may use")
     p.add_argument("--ann", choices=["flat", "hnsw"], default="flat",
                    help="flat: exact search; hnsw: also build an approximate index (prints its recall@100)")
     p.add_argument("--batch-size", type=int, default=None,
@@ -45,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_size is not None and args.batch_size < 1:
         raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}", fix="pass --batch-size 32")
+    if args.jobs is not None and args.jobs < 1:
+        raise BadInputError(f"--jobs must be at least 1, got {args.jobs}", fix="pass --jobs 1 to work in one process")
     if args.max_seq_length is not None and args.max_seq_length < 1:
         raise BadInputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}",
                             fix="leave it out to use the model's own limit")
@@ -60,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
         max_seq_length=args.max_seq_length,
         progress=not args.quiet,
         force=args.force,
+        jobs=args.jobs,
+        cache=Path(args.cache) if args.cache else None,
+        use_cache=not args.no_cache,
     )
     summary = build_index(args.repo, args.out, options)
     print(summary.render(), file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import io
 import tokenize
@@ -12,12 +13,17 @@ from dataclasses import dataclass, field
 from codenib.compiler.walk import SourceFile
 from codenib.types import Node, make_node_id, plain_qualname, source_lines
 
+#: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
+#: earlier index's nodes only when its version is the same.
+PARSE_VERSION = 1
 #: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
 MAX_TEXT_CHARS = 16_000
 #: File nodes carry module-level statements only, capped tighter (their defs have own nodes).
 MAX_FILE_TEXT_CHARS = 6_000
 
 _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: Fields that hold statements, or the except handlers and match cases that hold them.
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 
 @dataclass(slots=True)
@@ -40,6 +46,10 @@ class ParsedFile:
     tree: ast.Module | None = None
     definitions: list[Definition] = field(default_factory=list)
     parse_error: str | None = None
+    # Lines holding `:=`, ascending (scanning walks a statement's expressions for walrus
+    # targets only when it spans one); None: not known, walk every statement.
+    walrus_lines: tuple[int, ...] | None = None
+    text: str | None = None         # the decoded source (resolution hashes its units' text)
 
     @property
     def file_node(self) -> Node:
@@ -65,7 +75,8 @@ def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
         content_sha256=hashlib.sha256(raw).hexdigest(),
         parse_error=error,
     )
-    parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error)
+    parsed = ParsedFile(rel_path=rel_path, nodes=[file_node], tree=tree, parse_error=error,
+                        walrus_lines=_walrus_lines(text, lines), text=text)
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
         parsed.nodes.extend(_def_node(rel_path, d, lines) for d in parsed.definitions)
@@ -80,7 +91,8 @@ def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
     """
     text, error = _decode(raw)
     tree, error = _parse(rel_path, text, error)
-    parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error)
+    parsed = ParsedFile(rel_path=rel_path, nodes=[], tree=tree, parse_error=error,
+                        walrus_lines=_walrus_lines(text), text=text)
     if tree is not None:
         parsed.definitions = _definitions(rel_path, tree)
     return parsed
@@ -91,11 +103,16 @@ def parse_file(source: SourceFile) -> ParsedFile:
     try:
         raw = source.abs_path.read_bytes()
     except OSError as exc:
-        parsed = parse_source(source.rel_path, b"")
-        parsed.parse_error = f"unreadable: {exc.strerror}"
-        parsed.nodes[0] = dataclasses.replace(parsed.nodes[0], parse_error=parsed.parse_error)
-        return parsed
+        return parse_unreadable(source.rel_path, f"unreadable: {exc.strerror}")
     return parse_source(source.rel_path, raw)
+
+
+def parse_unreadable(rel_path: str, error: str) -> ParsedFile:
+    """The file node of a file that could not be read."""
+    parsed = parse_source(rel_path, b"")
+    parsed.parse_error = error
+    parsed.nodes[0] = dataclasses.replace(parsed.nodes[0], parse_error=error)
+    return parsed
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -121,6 +138,14 @@ def _decode(raw: bytes) -> tuple[str, str | None]:
     return text, None
 
 
+def _walrus_lines(text: str, lines: list[str] | None = None) -> tuple[int, ...]:
+    """The 1-based numbers of the lines that hold `:=` (the token never spans lines)."""
+    if ":=" not in text:
+        return ()
+    return tuple(i for i, line in enumerate(lines if lines is not None else source_lines(text), 1)
+                 if ":=" in line)
+
+
 def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | None, str | None]:
     """The module's tree, or None and why not (a decoding `error` stops it before parsing)."""
     if error is not None:
@@ -138,8 +163,10 @@ def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
     definitions: list[Definition] = []
     seen: dict[str, int] = {}
 
-    def visit(node: ast.AST, parent: Definition | None) -> None:
-        for child in ast.iter_child_nodes(node):
+    def visit(block: list, parent: Definition | None) -> None:
+        # Definitions are statements: only statement blocks (and the handlers and match
+        # cases that hold them) are walked, in the order of their fields in the tree.
+        for child in block:
             if isinstance(child, _DEF_TYPES):
                 plain_parent = plain_qualname(parent.qualname) if parent else ""
                 qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
@@ -153,12 +180,19 @@ def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
                     kind = "function"
                 d = Definition(make_node_id(rel_path, unique), unique, kind, child, parent)
                 definitions.append(d)
-                visit(child, d)
-            elif not isinstance(child, (ast.expr, ast.Lambda)):
-                visit(child, parent)
+                visit(child.body, d)
+                continue
+            for name in _block_fields(type(child)):
+                visit(getattr(child, name), parent)
 
-    visit(tree, None)
+    visit(tree.body, None)
     return definitions
+
+
+@functools.lru_cache(maxsize=None)
+def _block_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that hold statements, handlers or match cases, in order."""
+    return tuple(f for f in kind._fields if f in _BLOCK_FIELDS)
 
 
 def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
@@ -190,6 +224,15 @@ def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
 
 
 def _signature(tree: ast.AST) -> str:
+    # A def's signature appears in its node, its class's outline and its file's text:
+    # unparsed once, kept on the tree (the costliest part of building nodes).
+    cached = getattr(tree, "_codenib_signature", None)
+    if cached is None:
+        cached = tree._codenib_signature = _unparse_signature(tree)
+    return cached
+
+
+def _unparse_signature(tree: ast.AST) -> str:
     if isinstance(tree, ast.ClassDef):
         bases = [_unparse(b) for b in tree.bases] + [_unparse(k) for k in tree.keywords]
         return f"class {tree.name}({', '.join(bases)})" if bases else f"class {tree.name}"

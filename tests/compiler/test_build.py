@@ -54,22 +54,25 @@ def test_edges_of_the_two_pass_build_are_those_of_build_edges(fixture_repo, spar
     assert [(e["src"], e["dst"], e["type"], e["count"]) for e in edges] == expected
 
 
-def test_a_file_changed_between_the_passes_is_named(tmp_path, monkeypatch):
+def test_every_stage_sees_the_bytes_read_once_even_if_a_file_changes_meanwhile(tmp_path, monkeypatch):
+    # The build reads each file once and parses, resolves and tokenizes those bytes: an
+    # edit during the build cannot give nodes of one version and edges of another.
     repo = tmp_path / "repo"
     repo.mkdir()
-    (repo / "a.py").write_text("def f():\n    return 1\n")
-    real = build_module.parse_file
+    (repo / "a.py").write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
+    real = build_module._read_sources
 
-    def parse_then_edit(source):
-        parsed = real(source)
-        source.abs_path.write_text("def g():\n    return 2\n")
-        return parsed
+    def read_then_edit(files):
+        read = real(files)
+        (repo / "a.py").write_text("def h():\n    return 2\n")
+        return read
 
-    monkeypatch.setattr(build_module, "parse_file", parse_then_edit)
-    with pytest.raises(BadInputError, match="changed while") as err:
-        build_index(repo, tmp_path / "idx", NO_DENSE)
-    assert err.value.path == "a.py"
-    assert not (tmp_path / "idx").exists()
+    monkeypatch.setattr(build_module, "_read_sources", read_then_edit)
+    build_index(repo, tmp_path / "idx", NO_DENSE)
+    nodes = pq.read_table(tmp_path / "idx" / "nodes.parquet").column("node_id").to_pylist()
+    edges = pq.read_table(tmp_path / "idx" / "edges.parquet").to_pylist()
+    assert nodes == ["a.py", "a.py::f", "a.py::g"]
+    assert {"src": "a.py::f", "dst": "a.py::g", "type": "calls", "count": 1} in edges
 
 
 def test_loaded_graph_answers_typed_neighbour_queries(sparse_index):
@@ -202,7 +205,7 @@ def test_failed_build_keeps_the_previous_index(fixture_repo, tmp_path, monkeypat
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("codenib.compiler.sparse.build_sparse", boom)
+    monkeypatch.setattr("codenib.compiler.sparse.build_sparse_from_terms", boom)
     with pytest.raises(RuntimeError):
         build_index(fixture_repo, out, NO_DENSE)
     assert (out / "manifest.json").read_text() == before

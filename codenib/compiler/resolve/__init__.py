@@ -24,11 +24,12 @@ from typing import Iterable
 
 from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.compiler.parse import ParsedFile
-from codenib.compiler.resolve.edges import file_edges
+from codenib.compiler.resolve.edges import Unit, contains_edges, file_units, unit_edges
 from codenib.compiler.resolve.infer import Resolver
 from codenib.types import Edge
 
-__all__ = ["Resolver", "build_edges", "collect_edges", "module_name_for", "package_dirs_of"]
+__all__ = ["Resolver", "Unit", "build_edges", "collect_edges", "contains_edges", "file_units",
+           "module_name_for", "package_dirs_of", "resolve_file", "resolve_unit"]
 
 
 def build_edges(files: list[ParsedFile], root_package: str | None = None) -> list[Edge]:
@@ -50,6 +51,31 @@ def collect_edges(resolver: Resolver, files: Iterable[ParsedFile]) -> list[Edge]
     """
     counts: Counter[tuple[str, str, str]] = Counter()
     for pf in files:
-        for edge in file_edges(resolver, pf):
-            counts[edge] += 1
+        counts.update(resolve_file(resolver, pf)[0])
     return [Edge(src, dst, typ, n) for (src, dst, typ), n in sorted(counts.items())]
+
+
+def resolve_file(resolver: Resolver, pf: ParsedFile, record: bool = False
+                 ) -> tuple[Counter[tuple[str, str, str]], set[tuple]]:
+    """Pass 2 for one file, unit by unit: its edges counted, and (with `record`) the keys
+    its units read outside themselves (`codenib.compiler.resolve.deps`)."""
+    counts: Counter[tuple[str, str, str]] = Counter(contains_edges(pf))
+    reads: set[tuple] = set()
+    units = file_units(pf)
+    for unit in units:
+        edges, unit_reads = resolve_unit(resolver, pf, unit, units, record)
+        counts.update(edges)
+        reads |= unit_reads
+    return counts, reads
+
+
+def resolve_unit(resolver: Resolver, pf: ParsedFile, unit: Unit, units: list[Unit], record: bool = False
+                 ) -> tuple[list[tuple[str, str, str]], set[tuple]]:
+    """Pass 2 for one unit of a file (`file_units`): its edges, once per occurrence, and
+    (with `record`) the keys it read outside itself. They depend on nothing else."""
+    resolver.begin_unit(unit.unit_id if unit.node is not None else "", record)
+    try:
+        edges = unit_edges(resolver, pf, unit, units)
+    finally:
+        reads = resolver.end_unit()
+    return edges, reads

@@ -6,7 +6,6 @@ import ast
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from codenib.engines.modules import module_name_for, package_dirs_of
-from codenib.compiler.parse import ParsedFile
 from codenib.types import make_node_id
 
 if TYPE_CHECKING:
@@ -15,9 +14,15 @@ if TYPE_CHECKING:
 
 
 class ModuleTable:
-    """Every file's dotted module name and the file that each module name stands for."""
+    """Every file's dotted module name and the file that each module name stands for.
+
+    While one unit's edges are collected (`Names.begin_unit`), what it reads outside itself
+    is noted in `reads` as keys (`codenib.compiler.resolve.deps`): an incremental build
+    resolves a unit again only when one of those keys changed.
+    """
 
     def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
+        self.reads: set[tuple] | None = None        # keys the unit read; None: not recorded
         rel_paths = list(rel_paths)
         package_dirs = package_dirs_of(rel_paths)
         self.module_of_file: dict[str, str] = {}
@@ -33,14 +38,25 @@ class ModuleTable:
             parts = name.split(".")
             self._module_prefixes.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
 
+    def note(self, key: tuple) -> None:
+        """Record that the unit read `key` (module-table keys: of no file in particular)."""
+        if self.reads is not None:
+            self.reads.add(key)
+
+    def module_path(self, module: str) -> str | None:
+        """The file a module name stands for, if any."""
+        self.note(("m", module))
+        return self.modules.get(module)
+
     def has_module_prefix(self, module: str) -> bool:
+        self.note(("p", module))
         return module in self._module_prefixes
 
     def absolute_module(self, module: str, name: str | None, level: int) -> str | None:
         """The absolute module a `from` import in `module` names (None above the root)."""
         if level == 0:
             return name
-        path = self.modules.get(module)
+        path = self.module_path(module)
         is_pkg = path is not None and path.endswith("__init__.py")
         parts = module.split(".") if module else []
         if not is_pkg:
@@ -56,25 +72,26 @@ class ModuleTable:
         if value is None:
             return None
         if value[0] == "module":
-            path = self.modules.get(value[1])
+            path = self.module_path(value[1])
             return make_node_id(path) if path else None
         return value[1].split("::", 1)[0]
 
 
-def import_edges(resolver: Resolver, pf: ParsedFile, scope: Scope,
-                 file_id: str) -> Iterator[tuple[str, str, str]]:
-    """One imports edge per import statement and file it reaches (its own file aside)."""
+def import_edges(resolver: Resolver, stmts: list[ast.stmt], scope: Scope, file_id: str,
+                 skip: set[int]) -> Iterator[tuple[str, str, str]]:
+    """One imports edge per import statement of `stmts` (nested ones too, but not inside
+    the definitions whose id() is in `skip`) and file it reaches (its own file aside)."""
     module = scope.module
-    for node in ast.walk(pf.tree):
+    for node in _import_statements(stmts, skip):
         targets: list[Value | None] = []
         if isinstance(node, ast.Import):
             for alias in node.names:
-                targets.append(("module", alias.name) if alias.name in resolver.modules else None)
+                targets.append(("module", alias.name) if resolver.module_path(alias.name) else None)
         elif isinstance(node, ast.ImportFrom):
             base = resolver.absolute_module(module, node.module, node.level)
             if base is None:
                 continue
-            if base in resolver.modules:
+            if resolver.module_path(base):
                 targets.append(("module", base))
             for alias in node.names:
                 if alias.name == "*":
@@ -86,3 +103,22 @@ def import_edges(resolver: Resolver, pf: ParsedFile, scope: Scope,
         dsts = {resolver.file_of_value(value) for value in targets}
         for dst in sorted(d for d in dsts if d is not None and d != file_id):
             yield (file_id, dst, "imports")
+
+
+#: Fields of a statement that hold nested statements (imports are statements: no
+#: expression needs walking to find them).
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _import_statements(stmts: list, skip: set[int]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of a block and the blocks nested in it, in source order."""
+    for stmt in stmts:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            yield stmt
+            continue
+        if id(stmt) in skip:
+            continue
+        for name in _BLOCK_FIELDS:
+            block = getattr(stmt, name, None)
+            if block:
+                yield from _import_statements(block, skip)

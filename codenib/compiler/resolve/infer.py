@@ -39,7 +39,7 @@ class Resolver(Names):
             return self.lookup(scope, expr.id, depth + 1)
         if isinstance(expr, ast.Attribute):
             if is_super_call(expr.value):
-                cls = _enclosing_class(scope)
+                cls = self.enclosing_class(scope)
                 if cls is None:
                     return None
                 return self.class_member(cls, expr.attr, instance=True, depth=depth + 1, skip_first=True)
@@ -125,13 +125,14 @@ class Resolver(Names):
         return None
 
     def return_type(self, func_id: str, depth: int) -> Value | None:
+        self.note_def(func_id)
         d = self.defs.get(func_id)
         scope = self.def_scopes.get(func_id)
         if d is None or scope is None or getattr(d.tree, "returns", None) is None:
             return None
         ann = d.tree.returns
         if annotation_name(ann) in ("Self", "te.Self", "typing_extensions.Self", "t.Self"):
-            cls = _enclosing_class(scope)
+            cls = self.enclosing_class(scope)
             return ("instance", cls) if cls else None
         return self.annotation_type(ann, scope.parent, depth + 1)
 
@@ -190,6 +191,18 @@ class Resolver(Names):
             return None
         value = self.annotation_type(elts[0], scope, depth + 1)
         return ("iter", value[1]) if value is not None and value[0] == "instance" else None
+
+
+    def enclosing_class(self, scope: Scope | None) -> str | None:
+        """The class a method's scope (or a class body) belongs to."""
+        if self.reads is not None:
+            # The walk reads each definition's kind and parent (a function made a class).
+            walk = scope
+            while walk is not None and walk.kind != "module":
+                if not walk.transient and not self.inside(walk.owner):
+                    self.reads.add(("d", walk.owner))
+                walk = walk.parent
+        return _enclosing_class(scope)
 
 
 def _enclosing_class(scope: Scope | None) -> str | None:

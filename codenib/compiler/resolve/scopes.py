@@ -4,13 +4,14 @@ and assigns, recorded before any inference runs."""
 from __future__ import annotations
 
 import ast
-import copy
+import bisect
+import functools
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from codenib.compiler.parse import Definition, ParsedFile
 from codenib.compiler.resolve.imports import ModuleTable
-from codenib.compiler.resolve.syntax import FUNC_TYPES, annotation_name
+from codenib.compiler.resolve.syntax import annotation_name
 from codenib.types import make_node_id
 
 # A value the inferencer can name: (kind, ref) with kind module | class | instance | func,
@@ -20,6 +21,8 @@ from codenib.types import make_node_id
 # ("tuple", class ids joined by newlines, "" where unknown) for `Tuple[A, B]`.
 Value = tuple[str, str]
 
+#: Statement types that open a class or function scope.
+_DEF_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 #: Decorators that turn a method into an attribute whose value is what the method returns.
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "abstractproperty"})
 
@@ -37,6 +40,7 @@ class Scope:
     globals_: set[str] = field(default_factory=set)
     declared_global: set[str] = field(default_factory=set)   # `global` names only
     cache: dict[str, Value | None] = field(default_factory=dict)
+    transient: bool = False                # made by pass 2 (narrowing, lambda, comprehension)
 
     def bind(self, name: str, source: tuple) -> None:
         scope = self
@@ -51,11 +55,17 @@ class Bindings(ModuleTable):
     """The scope of every module and definition, with its bindings and class members.
 
     Sources of a binding stay unevaluated (`("expr", node, scope)`): inference reads them
-    lazily, so scanning needs nothing but the module table.
+    lazily, so scanning needs nothing but the module table. With `on_demand`, a file is
+    scanned the first time a lookup needs its module (`on_demand(rel_path)` parses it and
+    calls `add_file`); without it, every file must be added before edges are collected.
     """
 
-    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None):
+    def __init__(self, rel_paths: Iterable[str], root_package: str | None = None,
+                 on_demand: Callable[[str], None] | None = None):
         super().__init__(rel_paths, root_package)
+        self.on_demand = on_demand
+        self.scanned: set[str] = set()              # files add_file has seen (parsed or not)
+        self._walrus: tuple[int, ...] | None = None
         self.module_scopes: dict[str, Scope] = {}   # module name -> scope of the file it names
         self.file_scopes: dict[str, Scope] = {}     # relative path -> scope its edges resolve in
         self.def_scopes: dict[str, Scope] = {}      # node id -> scope of that class/function
@@ -71,6 +81,7 @@ class Bindings(ModuleTable):
         headers (arguments, returns, bases, decorators): the resolver then holds what each
         file binds, not its tree, and pass 2 needs the file parsed again (`parse_syntax`).
         """
+        self.scanned.add(pf.rel_path)
         if pf.tree is None:
             return
         module = self.module_of_file[pf.rel_path]
@@ -79,15 +90,37 @@ class Bindings(ModuleTable):
         if self.modules.get(module) == pf.rel_path:
             self.module_scopes[module] = scope
         self.file_scopes[pf.rel_path] = scope
+        # Walrus targets need a walk of every expression; a file without `:=` has none.
+        self._walrus = pf.walrus_lines
         self.scan_block(pf.tree.body, scope, {id(d.tree): d for d in pf.definitions})
         if trim:
-            for d in pf.definitions:
-                d.tree = _header(d.tree)
-            pf.tree = None
+            trim_file(pf)
+
+    def release(self) -> None:
+        """Drop every binding: sources refer back to their scopes, and breaking those cycles
+        lets reference counting free the resolver at once, without a garbage collection."""
+        for scope in [*self.file_scopes.values(), *self.def_scopes.values()]:
+            scope.bindings.clear()
+            scope.cache.clear()
+        self.class_attr_sources.clear()
 
     def module_scope(self, module: str) -> Scope | None:
         """The scope of the file a module name stands for; None when it did not parse."""
+        self.note(("m", module))
+        path = self.modules.get(module)
+        if path is not None and path not in self.scanned and self.on_demand is not None:
+            reads, self.reads = self.reads, None    # scanning is no read of the unit's
+            try:
+                self.on_demand(path)
+            finally:
+                self.reads = reads
         return self.module_scopes.get(module)
+
+    def file_scope(self, rel_path: str) -> Scope | None:
+        """The scope a file's own names resolve in (scanned on demand); None if it did not parse."""
+        if rel_path not in self.scanned and self.on_demand is not None:
+            self.on_demand(rel_path)
+        return self.file_scopes.get(rel_path)
 
     def scan_block(self, stmts: Iterable[ast.stmt], scope: Scope, by_tree: dict) -> None:
         """Record the names a block binds; nested class/function scopes are built here too."""
@@ -95,14 +128,15 @@ class Bindings(ModuleTable):
             self._scan_stmt(stmt, scope, by_tree)
 
     def _scan_stmt(self, stmt: ast.AST, scope: Scope, by_tree: dict) -> None:
-        if isinstance(stmt, (*FUNC_TYPES, ast.ClassDef)):
+        kind = type(stmt)
+        if kind in _DEF_NODES:
             d = by_tree.get(id(stmt))
             if d is None:
                 return
             scope.bind(stmt.name, ("def", d.node_id))
             self._def_scope(d, scope, by_tree)
             return
-        if isinstance(stmt, ast.Import):
+        if kind is ast.Import:
             for alias in stmt.names:
                 if alias.asname:
                     scope.bind(alias.asname, ("module", alias.name))
@@ -110,7 +144,7 @@ class Bindings(ModuleTable):
                     top = alias.name.split(".")[0]
                     scope.bind(top, ("module", top))
             return
-        if isinstance(stmt, ast.ImportFrom):
+        if kind is ast.ImportFrom:
             base = self.absolute_module(scope.module, stmt.module, stmt.level)
             if base is None:
                 return
@@ -120,15 +154,15 @@ class Bindings(ModuleTable):
                 else:
                     scope.bind(alias.asname or alias.name, ("from", base, alias.name))
             return
-        if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+        if kind is ast.Global or kind is ast.Nonlocal:
             scope.globals_.update(stmt.names)
-            if isinstance(stmt, ast.Global):
+            if kind is ast.Global:
                 scope.declared_global.update(stmt.names)
             return
-        if isinstance(stmt, ast.Assign):
+        if kind is ast.Assign:
             for target in stmt.targets:
                 self._bind_target(target, stmt.value, scope)
-        elif isinstance(stmt, ast.AnnAssign):
+        elif kind is ast.AnnAssign:
             if isinstance(stmt.target, ast.Name):
                 scope.bind(stmt.target.id, ("annot", stmt.annotation, scope))
                 if stmt.value is not None:
@@ -137,26 +171,32 @@ class Bindings(ModuleTable):
                 self._bind_target(stmt.target, stmt.value, scope)
             if scope.kind == "function":
                 self._note_self_attr(stmt.target, ("annot", stmt.annotation, scope), scope)
-        elif isinstance(stmt, ast.AugAssign):
+        elif kind is ast.AugAssign:
             self._bind_target(stmt.target, None, scope)
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        elif kind is ast.For or kind is ast.AsyncFor:
             self.bind_loop_target(stmt.target, stmt.iter, scope, scope)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif kind is ast.With or kind is ast.AsyncWith:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self._bind_target(item.optional_vars, ("with", item.context_expr), scope)
-        elif isinstance(stmt, ast.ExceptHandler) and stmt.name:
+        elif kind is ast.ExceptHandler and stmt.name:
             # `except SomeError as e`: e is an instance of the handler's (single) type.
             if stmt.type is not None and not isinstance(stmt.type, ast.Tuple):
                 scope.bind(stmt.name, ("annot", stmt.type, scope))
             else:
                 scope.bind(stmt.name, ("opaque",))
         # Walrus targets anywhere in the statement bind in this scope.
-        for node in _walk_no_scopes(stmt):
-            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                scope.bind(node.target.id, ("expr", node.value, scope))
-        for child in _child_blocks(stmt):
-            self._scan_stmt(child, scope, by_tree)
+        if self._walrus is None or _spans_a_line(self._walrus, stmt):
+            for node in _walk_no_scopes(stmt):
+                if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                    scope.bind(node.target.id, ("expr", node.value, scope))
+        for name in _child_block_fields(kind):
+            for child in getattr(stmt, name) or ():
+                if type(child) is ast.match_case:
+                    for inner in child.body:
+                        self._scan_stmt(inner, scope, by_tree)
+                else:
+                    self._scan_stmt(child, scope, by_tree)
 
     def _bind_target(self, target: ast.AST, value, scope: Scope) -> None:
         if isinstance(target, ast.Name):
@@ -250,6 +290,12 @@ class Bindings(ModuleTable):
         self.scan_block(d.tree.body, scope, by_tree)
 
 
+def _spans_a_line(lines: tuple[int, ...], stmt: ast.AST) -> bool:
+    """Whether one of the ascending `lines` falls within the statement's lines."""
+    i = bisect.bisect_left(lines, stmt.lineno)
+    return i < len(lines) and lines[i] <= (stmt.end_lineno or stmt.lineno)
+
+
 def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
     """Expressions of one statement, not entering nested definitions or lambdas."""
     for child in ast.iter_child_nodes(node):
@@ -259,21 +305,20 @@ def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
         yield from _walk_no_scopes(child)
 
 
-def _child_blocks(stmt: ast.AST) -> Iterator[ast.AST]:
-    """Statements nested in compound statements (if/for/while/try/with/match)."""
-    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-        for child in getattr(stmt, name, ()) or ():
-            if isinstance(child, ast.match_case):
-                yield from child.body
-            else:
-                yield child
+@functools.lru_cache(maxsize=None)
+def _child_block_fields(kind: type) -> tuple[str, ...]:
+    """Fields of a statement type that nest statements (if/for/while/try/with/match), in
+    the order scanning visits them: body, orelse, finalbody, handlers, cases."""
+    return tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in kind._fields)
 
 
-def _header(tree: ast.AST) -> ast.AST:
-    """A class or function node without its body: all that resolution asks of it later."""
-    header = copy.copy(tree)
-    header.body = []
-    return header
+def trim_file(pf: ParsedFile) -> None:
+    """Let a scanned file's tree go: its definitions keep their headers, all that
+    resolution asks of them later (the bindings keep the expressions they hold)."""
+    for d in pf.definitions:
+        d.tree.body = []      # in place: nothing else holds the file's tree
+    pf.tree = None
+    pf.text = None
 
 
 def _is_property(tree: ast.AST) -> bool:

@@ -1,0 +1,85 @@
+"""A store of per-file parse results keyed by content, shared by the indexes of a repository.
+
+Each entry holds one file's nodes and the BM25 term counts of their texts, for one
+(relative path, content sha256, parser version, tokenizer settings): the same bytes at the
+same path always give the same nodes. Entries are JSON files written once (to a temporary
+name, then renamed), so builds that share the store never see half an entry, and a store
+can be deleted at any time. Nothing is pickled.
+
+    STORE/v1/ab/abcdef....json
+
+`--reuse` goes further (edges and unchanged files without reading them); the store is what
+a build without an earlier index of the same repository at hand can still skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from codenib.compiler.parse import PARSE_VERSION
+from codenib.tokens import TokenizerConfig
+from codenib.types import NODES_SCHEMA, Node
+
+#: Bumped when the entry layout changes (old entries are then simply not found).
+CACHE_VERSION = 1
+#: The store's folder name when it sits next to the index (`codenib index --out DIR`).
+DEFAULT_CACHE_NAME = ".codenib-cache"
+
+
+@dataclass(frozen=True, slots=True)
+class CachedFile:
+    """One file's nodes and the term counts of their texts (row i = nodes[i])."""
+
+    nodes: list[Node]
+    terms: list[Counter]
+
+
+class FileCache:
+    """The store under `root` for builds with these tokenizer settings."""
+
+    def __init__(self, root: str | os.PathLike, tokenizer: TokenizerConfig):
+        self.root = Path(root)
+        settings = json.dumps([CACHE_VERSION, PARSE_VERSION, tokenizer.to_dict()], sort_keys=True)
+        self._salt = hashlib.sha256(settings.encode()).hexdigest()[:16]
+
+    def get(self, rel_path: str, content_sha256: str) -> CachedFile | None:
+        """The entry for these bytes at this path, or None (missing or unreadable)."""
+        try:
+            data = json.loads(self._path(rel_path, content_sha256).read_text(encoding="utf-8"))
+            names = NODES_SCHEMA.names
+            nodes = [Node(**{n: (tuple(v) if n == "decorators" else v) for n, v in zip(names, row)})
+                     for row in data["nodes"]]
+            terms = [Counter(dict(pairs)) for pairs in data["terms"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None     # a missing or damaged entry is parsed again, never trusted
+        if len(terms) != len(nodes) or not nodes or nodes[0].file != rel_path:
+            return None
+        return CachedFile(nodes, terms)
+
+    def put(self, rel_path: str, content_sha256: str, entry: CachedFile) -> None:
+        """Store an entry (atomically; an existing one for the same key is left as it is)."""
+        path = self._path(rel_path, content_sha256)
+        if path.exists():
+            return
+        names = NODES_SCHEMA.names
+        data = {"nodes": [[(list(v) if n == "decorators" else v) for n, v in ((n, getattr(node, n)) for n in names)]
+                          for node in entry.nodes],
+                "terms": [sorted(c.items()) for c in entry.terms]}
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _path(self, rel_path: str, content_sha256: str) -> Path:
+        key = hashlib.sha256(f"{self._salt}\0{rel_path}\0{content_sha256}".encode("utf-8", "surrogatepass"))
+        digest = key.hexdigest()
+        return self.root / f"v{CACHE_VERSION}" / digest[:2] / f"{digest}.json"
