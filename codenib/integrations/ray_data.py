@@ -114,9 +114,9 @@ class CodeNibRetrieve:
         return results
 
     def _rows(self, table: pa.Table):
+        from codenib.batch.options import JOB_MODES
         from codenib.batch.queries import QueryRow, check_column_types
         from codenib.model.planner import BUDGETS
-        from codenib.batch.options import JOB_MODES
         from codenib.querytext import clean_query_text
 
         missing = [c for c in ("qid", "query") if c not in table.column_names]
