@@ -102,10 +102,14 @@ def on_ray_data(index_dir: str, queries: Path, mode: str, batch_size: int, concu
 
     from codenib.integrations.ray_data import CodeNibRetrieve
 
+    # Actors that took every CPU would leave none for the read tasks that feed them (a hang):
+    # the pool shares all CPUs but one, as the Ray job's actors share the cluster.
+    cpus = ray.cluster_resources().get("CPU", 1.0)
     t0 = time.perf_counter()
     ds = ray.data.read_parquet(str(queries)).map_batches(
         CodeNibRetrieve, fn_constructor_kwargs={"index": index_dir, "mode": mode, "device": "cpu"},
-        concurrency=concurrency, batch_size=batch_size, batch_format="pyarrow")
+        concurrency=concurrency, num_cpus=max(0.1, (cpus - 1) / concurrency), batch_size=batch_size,
+        batch_format="pyarrow")
     rows = ds.materialize()
     seconds = time.perf_counter() - t0
     queries_done = len({r["qid"] for r in rows.select_columns(["qid"]).take_all()})

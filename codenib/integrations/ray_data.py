@@ -6,7 +6,7 @@ from codenib.integrations.ray_data import CodeNibRetrieve, read_results
 
 queries = ray.data.read_parquet("queries.parquet")          # qid, query (optional budget, mode)
 results = queries.map_batches(CodeNibRetrieve, fn_constructor_kwargs={"index": "idx/click", "k": 10},
-                              concurrency=2, batch_format="pyarrow")
+                              concurrency=2, num_cpus=0.5, batch_format="pyarrow")  # a CPU left for reads
 results.write_parquet("my-results/")                          # the DESIGN result rows
 earlier = read_results("runs/r1")                             # a `codenib run` folder as a Dataset
 ```
