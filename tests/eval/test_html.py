@@ -196,3 +196,21 @@ def test_bar_legend_does_not_cover_bars():
     assert len(patches) == 15
     assert not any(legend.overlaps(p) for p in patches)
     plt.close(fig)
+
+
+def test_html_of_a_mode_all_run_shows_autos_choice(tmp_path):
+    from tests.eval.conftest import write_qrels
+
+    rankings = {("q1", "fast_lexical"): ["a.py::g"], ("q1", "semantic"): ["x.py::n", "a.py::g"]}
+    plans = [{"qid": "q1", "plan": p, "mode": "all"} for _, p in rankings]
+    plans.append({"qid": "q1", "plan": "semantic", "mode": "auto", "trace": '{"why": "semantic signals"}'})
+    results = write_results(tmp_path / "all", rankings, plans=plans)
+    qrels = write_qrels(tmp_path / "q.parquet", [{"qid": "q1", "node_id": "a.py::g", "relevance": 1}])
+    out = tmp_path / "rep"
+    assert main(["eval", "--results", str(results), "--qrels", str(qrels), "--out", str(out), "--no-plots",
+                 "--html"]) == 0
+    q = parse(out / "report.html").queries["q1"]
+    assert q["attrs"]["plan"] == "semantic"              # auto chose semantic: g at rank 2
+    assert q["cells"]["RR@10"][1] == "0.500"
+    assert q["top"]["auto"] == [(1, "x.py::n", ""), (2, "a.py::g ★", "gold")]
+    assert "semantic signals" in (out / "report.html").read_text()  # the trace of auto's row
