@@ -211,11 +211,12 @@ class ChatClient:
     def _post(self, body: bytes) -> tuple[int, bytes]:
         timeout = float(self._config.timeout_s)
         deadline = time.monotonic() + timeout
-        # Each connect, write and read waits at most what is left of the attempt's deadline
-        # when the request starts; the deadline itself is checked between body chunks.
+        # Each connect, write and read waits at most timeout_s, and the attempt's deadline is
+        # checked after every read of the body (iter_bytes() without a size yields each read
+        # as it arrives), so a server that trickles its answer is cut within one read of it.
         with self._http.stream("POST", self.url, content=body, timeout=httpx.Timeout(timeout)) as resp:
             chunks, size = [], 0
-            for chunk in resp.iter_bytes(65536):
+            for chunk in resp.iter_bytes():
                 if time.monotonic() > deadline:
                     raise TimeoutError
                 size += len(chunk)

@@ -3,6 +3,7 @@ followed, retries on 408/429/5xx only, and a closed client."""
 
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -87,3 +88,43 @@ def test_a_closed_client_sends_nothing(llm_server):
     with pytest.raises(RequestFailedError):
         client.chat(MESSAGES)
     assert llm_server.requests == []
+
+
+@pytest.fixture
+def trickling():
+    """A server that sends its headers at once, then one byte of the body every 0.1 s."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            try:
+                for _ in range(100):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass  # the client gave up
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_trickling_answer_is_cut_at_the_attempts_deadline(trickling):
+    # Every read returns within 0.5 s, but the whole body would take 10 s: the deadline of the
+    # attempt (timeout_s), checked between chunks, ends it.
+    start = time.monotonic()
+    with pytest.raises(RequestFailedError, match=r"timed out after 0.5 s.*1 attempt"):
+        ChatClient(config(trickling, timeout_s=0.5), None).chat(MESSAGES)
+    assert time.monotonic() - start < 2.0
