@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Benchmark: queries/s of the Ray batch job against an in-process loop over the same pipelines.
+"""Benchmark: queries/s of the Ray batch job against an in-process loop over the same pipelines,
+and of the Ray Data step (`map_batches(CodeNibRetrieve, ...)`) beside them.
 
 Both run in one process on the same machine, on the same index and query sets, per plan
 (fixed modes and auto), at several query-set sizes. The in-process loop runs the job's own
@@ -12,6 +13,12 @@ By default the in-process loop runs warm, in this process, after the earlier mod
 imported torch and numba; the Ray job's actors are fresh processes that pay those imports,
 which dominates at 1,000 queries. `--cold` runs each in-process loop in a fresh process.
 
+The Ray Data column reads the same query set with `ray.data.read_parquet`, maps it through
+`CodeNibRetrieve` (a pool of `--ray-data-concurrency` actors, each loading the index once,
+batches of `--shard-size` queries) and materializes the rows; like the Ray job it is timed
+from the start, actor start-up and index loads included, and writes nothing (the Ray job
+also commits its Parquet folder).
+
 Usage:
     python scripts/bench_batch.py --index ~/.cache/codenib-dev/idx/click \\
         --queries ../shared/eval/dev/click/queries.parquet [--sizes 1000 10000] [--modes auto sparse]
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import shutil
 import sys
@@ -89,6 +97,25 @@ def on_ray(index_dir: str, queries: Path, mode: str, shard_size: int, workdir: P
     return summary.queries / (time.perf_counter() - t0)
 
 
+def on_ray_data(index_dir: str, queries: Path, mode: str, batch_size: int, concurrency: int) -> float:
+    import ray
+
+    from codenib.integrations.ray_data import CodeNibRetrieve
+
+    # Actors that took every CPU would leave none for the read tasks that feed them (a hang):
+    # the pool shares all CPUs but one, as the Ray job's actors share the cluster.
+    cpus = ray.cluster_resources().get("CPU", 1.0)
+    t0 = time.perf_counter()
+    ds = ray.data.read_parquet(str(queries)).map_batches(
+        CodeNibRetrieve, fn_constructor_kwargs={"index": index_dir, "mode": mode, "device": "cpu"},
+        concurrency=concurrency, num_cpus=max(0.1, (cpus - 1) / concurrency), batch_size=batch_size,
+        batch_format="pyarrow")
+    rows = ds.materialize()
+    seconds = time.perf_counter() - t0
+    queries_done = len({r["qid"] for r in rows.select_columns(["qid"]).take_all()})
+    return queries_done / seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", default=str(Path.home() / ".cache/codenib-dev/idx/click"))
@@ -99,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold", action="store_true",
                     help="run each in-process loop in a fresh Python process (it pays its imports "
                          "and model load, as the Ray job's fresh actors do); default: in this process")
+    ap.add_argument("--ray-data-concurrency", type=int, default=None,
+                    help="CodeNibRetrieve actors of the Ray Data column (default: one per CPU, at most 16)")
+    ap.add_argument("--no-ray-data", action="store_true", help="skip the Ray Data column")
     args = ap.parse_args(argv)
+    concurrency = args.ray_data_concurrency or max(1, min(16, os.cpu_count() or 1))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from codenib.batch.job import start_ray, stop_ray
@@ -113,20 +144,24 @@ def main(argv: list[str] | None = None) -> int:
             for mode in args.modes:
                 local = (in_fresh_process if args.cold else in_process)(args.index, qpath, mode, args.shard_size)
                 remote = on_ray(args.index, qpath, mode, args.shard_size, workdir)
-                rows.append((size, mode, local, remote))
+                data = (math.nan if args.no_ray_data
+                        else on_ray_data(args.index, qpath, mode, args.shard_size, concurrency))
+                rows.append((size, mode, local, remote, data))
                 print(f"{size:>6} {mode:<7} in-process {local:8.1f} q/s   ray {remote:8.1f} q/s   "
-                      f"ratio {remote / local:5.2f}x", file=sys.stderr, flush=True)
+                      f"ratio {remote / local:5.2f}x   ray data {data:8.1f} q/s", file=sys.stderr, flush=True)
     finally:
         stop_ray()  # and the embedded Ray's watchdog, which stops its lingering agents
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\ncores: {os.cpu_count()}   index: {args.index}   shard size: {args.shard_size}   "
-          f"in-process loop: {'a fresh process each (--cold)' if args.cold else 'warm, in this process'}")
-    print("| queries | plan (mode) | in-process q/s | Ray job q/s | ratio | target |")
-    print("|---|---|---|---|---|---|")
-    for size, mode, local, remote in rows:
+          f"in-process loop: {'a fresh process each (--cold)' if args.cold else 'warm, in this process'}   "
+          f"Ray Data actors: {concurrency}")
+    print("| queries | plan (mode) | in-process q/s | Ray job q/s | ratio | target | Ray Data q/s | Ray Data / Ray job |")
+    print("|---|---|---|---|---|---|---|---|")
+    for size, mode, local, remote, data in rows:
         target = 0.8 if (os.cpu_count() or 1) <= 2 else 1.0
         verdict = "pass" if remote / local >= target else "FAIL"
-        print(f"| {size} | {mode} | {local:.1f} | {remote:.1f} | {remote / local:.2f}x | >= {target}x {verdict} |")
+        print(f"| {size} | {mode} | {local:.1f} | {remote:.1f} | {remote / local:.2f}x | >= {target}x {verdict} "
+              f"| {data:.1f} | {data / remote:.2f}x |")
     return 0
 
 

@@ -70,3 +70,17 @@ def test_rerank_section(tmp_path):
     assert (opts.results, opts.out, opts.top_n, opts.reranker) == ("runs/a", "runs/b", 20, "embedding")
     with pytest.raises(BadInputError, match="unknown key"):
         rerank_options(load_job_spec(write(tmp_path, "[rerank]\nresult = 'x'\n", "b.toml")), {})
+
+
+def test_eval_section_takes_every_eval_flag_including_html(tmp_path):
+    import argparse
+
+    from codenib.commands import eval as eval_command
+    from codenib.commands.jobs import EVAL_KEYS
+
+    parser = argparse.ArgumentParser()
+    eval_command.add_arguments(parser)
+    flags = {a.dest for a in parser._actions} - {"help", "results", "tag", "allow_partial", "permutations", "seed"}
+    assert flags == set(EVAL_KEYS)   # a new eval flag is a job-spec key too
+    spec = load_job_spec(write(tmp_path, '[eval]\nqrels = "q.parquet"\nout = "rep"\nhtml = true\n'))
+    assert spec.eval["html"] is True

@@ -46,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sign flips sampled by the randomization test of --compare")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--html", action="store_true",
+                   help="also write report.html into --out: one self-contained page (no network) with "
+                        "the measures, the plots and a sortable, filterable per-query table that opens "
+                        "each query (text, plan, trace, top 10 with gold marked, gold ranks); with "
+                        "--compare both runs side by side")
     p.add_argument("--force", action="store_true",
                    help="replace a report folder that also holds files CodeNib did not write (deleting them)")
 
@@ -67,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if args.qrels is None and args.export_trec is None:
         raise BadInputError("--qrels is required to evaluate",
                             fix="pass --qrels QRELS.parquet (or only --export-trec FILE to convert)")
+    if args.html and (args.out is None or args.qrels is None):
+        raise BadInputError("--html writes report.html into the report folder, so it needs --out and --qrels",
+                            fix="pass --out REPORT_DIR and --qrels QRELS (or drop --html)")
     if args.out and args.qrels is not None:
         # Before any work: a report folder that holds someone's files stops here, untouched.
         report.check_report_dir(Path(args.out).absolute(), args.force)
@@ -89,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         options=options,
     )
     if args.out:
-        out = report.write_report(evaluation, args.out, plots=not args.no_plots, force=args.force)
+        out = report.write_report(evaluation, args.out, plots=not args.no_plots, force=args.force,
+                                  html=args.html)
         print(f"report written to {out}", file=sys.stderr)
     else:
         print(report.summary_json(evaluation))

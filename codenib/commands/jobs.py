@@ -23,7 +23,7 @@ from codenib.options import check_spec_values, required_keys, spec_keys
 from codenib.specs import read_config_file
 
 SECTIONS = ("run", "eval", "rerank", "llm", "submit")
-EVAL_KEYS = ("qrels", "queries", "out", "measures", "compare", "auto", "export_trec", "plan", "no_plots", "force")
+EVAL_KEYS = ("qrels", "queries", "out", "measures", "compare", "auto", "export_trec", "plan", "no_plots", "html", "force")
 # [submit] keys, read by codenib/commands/submission.py and packaging.py (values are checked there).
 SUBMIT_KEYS = ("entrypoint", "entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_memory", "pip", "env_vars",
                "excludes", "runtime_env", "address")

@@ -38,9 +38,9 @@ def write_plots(evaluation: Evaluation, folder: Path) -> list[str]:
         ax.set_ylim(0, 1)
         ax.set_title(f"Recall@k, {lv} level")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
+        _legend_outside(ax)
     fig.tight_layout()
-    fig.savefig(folder / "recall_at_k.png", dpi=110)
+    fig.savefig(folder / "recall_at_k.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     written.append("recall_at_k.png")
     # Per-plan bars: every plan of a --mode all run (with auto and oracle), else the plan groups.
@@ -77,6 +77,14 @@ def _plan_bars(s: dict, heads: Sequence[str]) -> dict[str, dict[str, dict[str, f
 
 
 def _bar_chart(plt, bars: dict, heads: Sequence[str], level: str, path: Path, title: str) -> None:
+    fig = bar_figure(plt, bars, heads, level, title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def bar_figure(plt, bars: dict, heads: Sequence[str], level: str, title: str):
+    """Grouped bars (label -> level -> measure -> value), the legend right of the axes so that
+    it never covers a bar."""
     labels = list(bars)
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels) * len(heads) / 3), 4))
     width = 0.8 / max(len(heads), 1)
@@ -88,8 +96,11 @@ def _bar_chart(plt, bars: dict, heads: Sequence[str], level: str, path: Path, ti
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize="small")
     ax.set_ylim(0, 1)
     ax.set_title(f"{title}, {level} level")
-    ax.legend(fontsize="small", ncol=min(len(heads), 5))
+    _legend_outside(ax)
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
+
+
+def _legend_outside(ax) -> None:
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,11 +15,12 @@ from codenib.specs import read_jsonl
 
 @dataclass(frozen=True, slots=True)
 class QuerySet:
-    """The qids of a query set and their optional `kind` and `index` columns."""
+    """The qids of a query set, their optional `kind` and `index` columns and their text."""
 
     source: str
     qids: list[str]
     attrs: dict[str, dict[str, str]]  # 'kind' | 'index' -> qid -> value
+    texts: dict[str, str] = field(default_factory=dict)  # qid -> query text (the `query` column)
 
 
 def read_queries(path: str | os.PathLike) -> QuerySet:
@@ -45,4 +46,8 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
     for col in ("kind", "index"):
         if col in table.column_names:
             attrs[col] = {q: str(v) for q, v in zip(qids, table.column(col).to_pylist()) if v is not None}
-    return QuerySet(source=str(p), qids=qids, attrs=attrs)
+    texts = {}
+    if "query" in table.column_names:
+        texts = {q: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for q, v in zip(qids, table.column("query").to_pylist())
+                 if v is not None}
+    return QuerySet(source=str(p), qids=qids, attrs=attrs, texts=texts)

@@ -23,6 +23,7 @@ from codenib.artifact import atomic_dir
 from codenib.errors import BadInputError
 from codenib.eval import metrics
 from codenib.eval.breakdowns import AUTO, breakdowns, comparison, plan_regret
+from codenib.eval.html import HTML_NAME, render_html
 from codenib.eval.io import Warn
 from codenib.eval.markdown import render_markdown
 from codenib.eval.plots import write_plots
@@ -66,6 +67,9 @@ class Evaluation:
     curves: dict[str, dict[str, list[float]]]                      # system -> level -> R@k for k in curve_ks
     curve_ks: tuple[int, ...] = CURVE_KS
     warnings: list[str] = field(default_factory=list)
+    runs: dict[str, dict[str, list[str]]] = field(default_factory=dict)        # system -> qid -> node ids
+    judgments: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # level -> qid -> item -> rel
+    query_info: dict[str, dict[str, str]] = field(default_factory=dict)  # qid -> text/plan/kind/index/trace/error
 
 
 def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet | None = None,
@@ -135,13 +139,16 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
     if compare is not None:
         summary["comparison"] = comparison(primary, b_name, per_query, qids, options)
     return Evaluation(summary=summary, per_query=per_query, curves=curves,
-                      curve_ks=tuple(options.curve_ks), warnings=warnings)
+                      curve_ks=tuple(options.curve_ks), warnings=warnings, runs=systems,
+                      judgments={lv: dict(j) for lv, j in level_qrels.items() if j is not None},
+                      query_info=_query_info(results, queries, chosen, qids))
 
 
 def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool = True,
-                 force: bool = False) -> Path:
-    """Write metrics.json, per_query.parquet, report.md, PNG plots and the manifest that lists
-    them into `out` (atomically; `force`: even over files CodeNib did not write, deleting them)."""
+                 force: bool = False, html: bool = False) -> Path:
+    """Write metrics.json, per_query.parquet, report.md, PNG plots (and with `html` the
+    self-contained report.html) and the manifest that lists them into `out` (atomically;
+    `force`: even over files CodeNib did not write, deleting them)."""
     out = Path(out).absolute()
     check_report_dir(out, force)
     with atomic_dir(out, REPORT_MANIFEST) as staging:
@@ -149,6 +156,9 @@ def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool 
         (staging / "metrics.json").write_text(json.dumps(_jsonable(evaluation.summary), indent=2) + "\n")
         _write_per_query(evaluation, staging / "per_query.parquet")
         (staging / "report.md").write_text(render_markdown(evaluation, figures))
+        if html:
+            page = render_html(evaluation, {name: (staging / name).read_bytes() for name in figures})
+            (staging / HTML_NAME).write_text(page, encoding="utf-8")
         files = sorted(p.name for p in staging.iterdir())
         (staging / REPORT_MANIFEST).write_text(json.dumps({"format": REPORT_FOLDER_FORMAT, "files": files},
                                                           indent=2) + "\n")
@@ -238,6 +248,21 @@ def _evaluation_qids(results: Results, qrels: JudgedQrels, queries: QuerySet | N
     no_relevant = sorted(q for q in qrels.qids if q not in evaluated and (allowed is None or q in allowed))
     if no_relevant:
         note(f"{len(no_relevant)} judged queries have no relevant item and are not evaluated")
+    return out
+
+
+def _query_info(results: Results, queries: QuerySet | None, chosen: dict[str, str],
+                qids: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+    """What the HTML report shows of each evaluated query beside its measures."""
+    plan_of = chosen if results.multi_plan else results.attrs.get("plan", {})
+    q_attrs = queries.attrs if queries is not None else {}
+    texts = queries.texts if queries is not None else {}
+    out = {}
+    for q in sorted(set().union(*map(set, qids.values()))):
+        out[q] = {"text": texts.get(q, ""), "plan": plan_of.get(q, ""),
+                  "kind": q_attrs.get("kind", {}).get(q) or results.attrs.get("kind", {}).get(q, ""),
+                  "index": q_attrs.get("index", {}).get(q) or results.attrs.get("index", {}).get(q, ""),
+                  "trace": results.traces.get(q, ""), "error": results.errors.get(q, "")}
     return out
 
 

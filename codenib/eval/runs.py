@@ -33,6 +33,7 @@ class Results:
     attrs: dict[str, dict[str, str]]           # 'plan' | 'kind' | 'index' -> qid -> value
     chosen: dict[str, str] = field(default_factory=dict)  # qid -> plan auto chose
     errors: dict[str, str] = field(default_factory=dict)  # qid -> error recorded by the run
+    traces: dict[str, str] = field(default_factory=dict)  # qid -> trace JSON of its (auto) plan row
     complete: bool = True
     run_tag: str = ""
     meta: dict = field(default_factory=dict)
@@ -116,8 +117,9 @@ def read_results(path: str | os.PathLike, *, allow_partial: bool = False,
     attrs: dict[str, dict[str, str]] = {"plan": {}, "kind": kind_of, "index": index_of}
     chosen: dict[str, str] = {}
     errors: dict[str, str] = {}
+    traces: dict[str, str] = {}
     if folder.plans_path.is_file():
-        chosen, errors = _merge_plans(folder.plans_path, attrs)
+        chosen, errors, traces = _merge_plans(folder.plans_path, attrs)
     if not _several_plans_per_query(rankings):
         # In a normal run the plan that produced a query's rows is the plan of the query.
         for run_plan, run in rankings.items():
@@ -125,7 +127,7 @@ def read_results(path: str | os.PathLike, *, allow_partial: bool = False,
                 if run_plan:
                     attrs["plan"].setdefault(q, run_plan)
     return Results(source=str(p), label=p.name or str(p), rankings=rankings, scores=scores,
-                   attrs=attrs, chosen=chosen, errors=errors, complete=complete,
+                   attrs=attrs, chosen=chosen, errors=errors, traces=traces, complete=complete,
                    run_tag=tag, meta=_read_manifest(folder, warn))
 
 
@@ -223,8 +225,9 @@ def _group_rankings(table: pa.Table):
             kind_of, index_of, tag)
 
 
-def _merge_plans(path: Path, attrs: dict[str, dict[str, str]]) -> tuple[dict[str, str], dict[str, str]]:
-    """Fill per-query attributes from plans.parquet; return (auto's choices, errors)."""
+def _merge_plans(path: Path, attrs: dict[str, dict[str, str]]
+                 ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Fill per-query attributes from plans.parquet; return (auto's choices, errors, traces)."""
     table = read_parquet(path, "plans table")
     if "qid" not in table.column_names:
         raise BadInputError(f"plans table {path} lacks column qid", path=str(path),
@@ -236,10 +239,13 @@ def _merge_plans(path: Path, attrs: dict[str, dict[str, str]]) -> tuple[dict[str
 
     chosen: dict[str, str] = {}
     errors: dict[str, str] = {}
+    traces: dict[str, str] = {}
     plan_rows: dict[str, list[str]] = defaultdict(list)
-    for qid, plan, mode, kind, index, error in zip(col("qid"), col("plan"), col("mode"), col("kind"),
-                                                    col("index"), col("error")):
+    for qid, plan, mode, kind, index, error, trace in zip(col("qid"), col("plan"), col("mode"), col("kind"),
+                                                           col("index"), col("error"), col("trace")):
         qid = str(qid)
+        if trace and (mode == "auto" or qid not in traces):
+            traces[qid] = str(trace)
         if plan:
             plan_rows[qid].append(plan)
             if mode == "auto":
@@ -255,7 +261,7 @@ def _merge_plans(path: Path, attrs: dict[str, dict[str, str]]) -> tuple[dict[str
         plan = chosen.get(qid) or (plans[0] if len(set(plans)) == 1 else None)
         if plan:
             attrs["plan"][qid] = plan
-    return chosen, errors
+    return chosen, errors, traces
 
 
 def _read_manifest(folder: ResultsFolder, warn: Warn) -> dict:

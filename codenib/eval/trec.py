@@ -1,4 +1,10 @@
-"""TREC run files (``qid Q0 docno rank score tag``): reading, writing, and rows of a run."""
+"""TREC run files (``qid Q0 docno rank score tag``): reading, writing, and rows of a run.
+
+Not ir_measures' readers: `ir_measures.read_trec_run` drops the rank column, which orders
+tied scores here, and neither it nor `read_trec_qrels` names the line of a malformed row (bad
+input must name the file, line and fix). What is written here, ir_measures reads back with
+the same numbers (tests/eval/test_trec_ir_measures.py).
+"""
 
 from __future__ import annotations
 

@@ -184,7 +184,7 @@ class _Context:
     def build(cls, config: LLMConfig) -> "_Context":
         key = (os.environ.get(config.api_key_env) or "").strip() or None
         if key is not None and re.search(r"[\s\x00-\x1f\x7f]", key):
-            # http.client would quote the bad header value in its error, so refuse it here.
+            # An HTTP client could quote the bad header value in its error, so refuse it here.
             raise BadInputError(f"the API key in ${config.api_key_env} contains whitespace or control characters",
                                 fix=f"export {config.api_key_env} with the key alone")
         return cls(config, ChatClient(config, key), config.max_prompt_tokens * CHARS_PER_TOKEN, key)

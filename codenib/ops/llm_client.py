@@ -9,18 +9,19 @@ and no repr or error contains it.
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import random
 import re
-import socket
 import ssl
 import threading
 import time
+import weakref
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 from urllib.parse import urlsplit
+
+import httpx
 
 from codenib import __version__
 from codenib.errors import BadInputError, RerankError
@@ -137,9 +138,11 @@ class ChatReply:
 class ChatClient:
     """POSTs chat completions with a per-attempt deadline, retries and bounded concurrency.
 
-    It uses `http.client` directly: no proxy from the environment and no redirects, so
-    the key goes to the configured endpoint and nowhere else; and a key goes only over https
-    or to this machine (loopback), never in clear text across a network.
+    The transport is `httpx` with ``trust_env=False`` (no proxy, certificate file or netrc
+    from the environment) and ``follow_redirects=False`` (a 3xx is an error, never followed),
+    so the key goes to the configured endpoint and nowhere else; and a key goes only over
+    https or to this machine (loopback), never in clear text across a network. At most
+    `concurrency` requests are in flight (a semaphore, and a pool of as many connections).
 
     Raises:
         BadInputError: a key with a plain-http endpoint on another machine.
@@ -152,21 +155,29 @@ class ChatClient:
                                 f"{parts.hostname}", fix=f"use an https endpoint, or a server on 127.0.0.1, or "
                                 f"unset {config.api_key_env} for a server that needs no key")
         self.url = f"{config.endpoint}/chat/completions"
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname or ""
-        self._port = parts.port
-        self._path = f"{parts.path.rstrip('/')}/chat/completions"
-        self._ssl = ssl.create_default_context() if self._https else None
         self._config = config
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json",
-                         "User-Agent": f"codenib/{__version__}", "Connection": "close"}
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   "User-Agent": f"codenib/{__version__}"}
+        self._auth = bool(api_key)
         if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+            headers["Authorization"] = f"Bearer {api_key}"
         self._slots = threading.BoundedSemaphore(config.concurrency)
+        self._http = httpx.Client(
+            headers=headers, trust_env=False, follow_redirects=False,
+            # The system's trust store, as the standard library uses (httpx defaults to certifi).
+            verify=ssl.create_default_context(),
+            timeout=httpx.Timeout(float(config.timeout_s)),
+            limits=httpx.Limits(max_connections=config.concurrency,
+                                max_keepalive_connections=config.concurrency))
+        # A client dropped without close() still releases its pooled sockets.
+        self._finalizer = weakref.finalize(self, self._http.close)
 
     def __repr__(self) -> str:
-        auth = "bearer" if "Authorization" in self._headers else "none"
-        return f"ChatClient(url={self.url!r}, auth={auth})"
+        return f"ChatClient(url={self.url!r}, auth={'bearer' if self._auth else 'none'})"
+
+    def close(self) -> None:
+        """Close the pooled connections (a later `chat` is an error)."""
+        self._finalizer()
 
     def chat(self, messages: list[dict[str, str]]) -> ChatReply:
         """One completion; retries timeouts, connection errors, 408/429 and 5xx."""
@@ -182,10 +193,10 @@ class ChatClient:
             try:
                 with self._slots:
                     status, raw = self._post(body)
-            except TimeoutError:
+            except (TimeoutError, httpx.TimeoutException):
                 problem = f"timed out after {c.timeout_s:g} s"
                 continue
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, httpx.TransportError, _TooLarge) as exc:
                 problem = f"connection failed ({type(exc).__name__}: {exc})"
                 continue
             except Exception as exc:  # noqa: BLE001 - a failed request is recorded, never raised
@@ -200,30 +211,25 @@ class ChatClient:
     def _post(self, body: bytes) -> tuple[int, bytes]:
         timeout = float(self._config.timeout_s)
         deadline = time.monotonic() + timeout
-        if self._https:
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                self._host, self._port, timeout=timeout, context=self._ssl)
-        else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-        try:
-            conn.request("POST", self._path, body=body, headers=self._headers)
-            # What is left of the deadline bounds each later read (the response may own the
-            # socket once headers are in), and the deadline is checked between reads.
-            _settimeout(conn.sock, deadline)
-            resp = conn.getresponse()
+        # Each connect, write and read waits at most timeout_s, and the attempt's deadline is
+        # checked after every read of the body (iter_bytes() without a size yields each read
+        # as it arrives), so a server that trickles its answer is cut within one read of it.
+        with self._http.stream("POST", self.url, content=body, timeout=httpx.Timeout(timeout)) as resp:
             chunks, size = [], 0
-            while True:
+            for chunk in resp.iter_bytes():
                 if time.monotonic() > deadline:
                     raise TimeoutError
-                chunk = resp.read(65536)
-                if not chunk:
-                    return resp.status, b"".join(chunks)
                 size += len(chunk)
                 if size > MAX_RESPONSE_BYTES:
-                    raise http.client.HTTPException(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+                    raise _TooLarge(f"response larger than {MAX_RESPONSE_BYTES} bytes")
                 chunks.append(chunk)
-        finally:
-            conn.close()
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            return resp.status_code, b"".join(chunks)
+
+
+class _TooLarge(Exception):
+    """A response body beyond MAX_RESPONSE_BYTES (a broken server; retried like a failed connection)."""
 
 
 # --- private helpers --------------------------------------------------------------------
@@ -240,14 +246,6 @@ def _decode(raw: bytes) -> ChatReply:
         raise MalformedAnswerError("malformed response, choices[0].message.content is not text")
     reason = choice.get("finish_reason") if isinstance(choice, dict) else None
     return ChatReply(content, reason if isinstance(reason, str) else None)
-
-
-def _settimeout(sock: socket.socket | None, deadline: float) -> None:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    if sock is not None:
-        sock.settimeout(left)
 
 
 def _check_endpoint(endpoint: Any) -> str:
