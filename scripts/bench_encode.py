@@ -258,19 +258,23 @@ def small_job(indexes: list[Path], repeats: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--indexes", nargs="+", type=Path, default=[HOME_DEV / "idx/click", HOME_DEV / "idx/jinja2"])
-    ap.add_argument("--eval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/eval/dev")
-    ap.add_argument("--texts", type=int, default=2000)
-    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--indexes", nargs="+", type=Path, default=[HOME_DEV / "idx/click", HOME_DEV / "idx/jinja2"],
+                    help="indexes whose node texts are encoded (default: the click and jinja2 dev indexes)")
+    ap.add_argument("--eval", type=Path, default=Path(__file__).resolve().parents[2] / "shared/eval/dev",
+                    help="dev query sets and judgments (queries for the speed test, --quality's judgments)")
+    ap.add_argument("--texts", type=int, default=2000, help="node texts encoded per side")
+    ap.add_argument("--queries", type=int, default=2000, help="queries encoded per side")
     ap.add_argument("--chunk", type=int, default=250, help="texts per interleaved chunk")
-    ap.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8", "openvino"])
-    ap.add_argument("--skip-speed", action="store_true")
-    ap.add_argument("--quality", action="store_true")
-    ap.add_argument("--corpus", type=Path, default=HOME_DEV / "prepared")
-    ap.add_argument("--index-root", type=Path, default=HOME_DEV / "idx-encode")
-    ap.add_argument("--packages", nargs="+", default=["click", "jinja2"])
-    ap.add_argument("--small-job", nargs="+", type=Path, default=None, metavar="INDEX")
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8", "openvino"],
+                    help="backends compared with sentence-transformers (openvino is skipped when not installed)")
+    ap.add_argument("--skip-speed", action="store_true", help="no speed or agreement test (with --quality or --small-job)")
+    ap.add_argument("--quality", action="store_true", help="index the dev corpora per backend: top-10 overlap and RR@10")
+    ap.add_argument("--corpus", type=Path, default=HOME_DEV / "prepared", help="--quality: the prepared dev corpora")
+    ap.add_argument("--index-root", type=Path, default=HOME_DEV / "idx-encode", help="--quality: where its indexes go")
+    ap.add_argument("--packages", nargs="+", default=["click", "jinja2"], help="--quality: dev corpora to index")
+    ap.add_argument("--small-job", nargs="+", type=Path, default=None, metavar="INDEX",
+                    help="time a cold `codenib run` of the demo queries over these indexes against an in-process loop")
+    ap.add_argument("--repeats", type=int, default=2, help="--small-job: rounds (the fastest is kept)")
     args = ap.parse_args(argv)
 
     from sentence_transformers import SentenceTransformer
