@@ -19,10 +19,11 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from codenib.batch.objsink import make_sink
 from codenib.batch.options import JobOptions
 from codenib.batch.sink import ParquetSink
 from codenib.errors import BadInputError
-from codenib.results import ResultsFolder
+from codenib.storage import StorageConfig
 
 Logger = Callable[[str], None]
 #: Shards resubmitted by the driver after Ray's own actor/task retries gave up.
@@ -97,6 +98,10 @@ class Job:
     #: shard function (`shard -> (results, plans)`), and the reason shown in the summary.
     run_local: Callable[[], Callable[[Any], tuple[pa.Table, pa.Table]]] | None = None
     local_reason: str = ""
+    #: Where object storage is (`--out s3://...`); read from the environment at the edge.
+    storage: StorageConfig | None = None
+    #: Extra lines for the summary (cache hit rates), called once the shards are done.
+    report: Callable[[], list[str]] | None = None
 
 
 def log_to_stderr(message: str) -> None:
@@ -105,7 +110,8 @@ def log_to_stderr(message: str) -> None:
 
 def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     """Run (or resume) `job` into `options.out`; returns its summary."""
-    sink = ParquetSink(options.out, job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log)
+    sink = make_sink(str(options.out), job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log,
+                     storage=job.storage)
     done = sink.open()
     t0 = time.perf_counter()
     todo = [s for s in job.shards if s.shard_id not in done]
@@ -125,7 +131,7 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     finally:
         sink.close()
     seconds = time.perf_counter() - t0
-    plans = ResultsFolder(options.out).plans(columns=["plan", "error", "mode"]).to_pylist()
+    plans = sink.read_plans(columns=["plan", "error", "mode"]).to_pylist()
     counted = [p for p in plans if p["mode"] != "auto" or not job.choice_rows]
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
                       dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,

@@ -66,7 +66,8 @@ class RunOptions(JobOptions):
     """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
 
     FLAGS: ClassVar[tuple[str, ...]] = ("queries", "index", "index_root", "out", "budget", "mode", "k", "rerank",
-                                        "localise_weights", "encoder", *JOB_FLAGS, "local_below", "dashboard", "progress")
+                                        "localise_weights", "encoder", *JOB_FLAGS, "local_below", "index_cache",
+                                        "index_cache_bytes", "dashboard", "progress")
 
     queries: str = required(JobOptions, "queries")
     budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
@@ -85,6 +86,12 @@ class RunOptions(JobOptions):
                               help="a job of fewer queries runs in this process without Ray, unless --address is "
                                    "given (0: always Ray; default: 256)")
     max_indexes: int = option(4, help="loaded indexes each actor keeps (job specs only)")
+    index_cache: str | None = option(None, metavar="DIR", path=True,
+                                     help="node-local cache of indexes copied from object storage, on every node "
+                                          "(default: $CODENIB_CACHE_DIR/indexes or ~/.cache/codenib/indexes)")
+    index_cache_bytes: int = option(50 * 2**30, minimum=1, metavar="BYTES",
+                                    help="bound of that cache per node; least recently used copies go first "
+                                         "(default: 50 GiB)")
     dashboard: bool = option(False, help="start the Ray dashboard on 127.0.0.1")
 
     def validate(self) -> None:

@@ -131,6 +131,10 @@ class ParquetSink:
                                                     "shards": len(done)}) + "\n")
         return self.out
 
+    def read_plans(self, columns: list[str] | None = None) -> pa.Table:
+        """The rows of the finished `plans.parquet`."""
+        return self.folder.plans(columns=columns)
+
     def close(self) -> None:
         """Release the folder: remove `_LOCK` while still holding it, then let go (so a process
         that opened the old file notices it is gone); safe to call more than once."""

@@ -44,9 +44,11 @@ class IndexCache:
     error instead of silently wrong ids.
     """
 
-    def __init__(self, loader: Callable[[str], Any], max_items: int = 4):
+    def __init__(self, loader: Callable[[str], Any], max_items: int = 4, copies=None):
+        """`copies`: the node's `IndexCacheDir`, which turns an index URI into a verified local copy."""
         self.loader = loader
         self.max_items = max(1, max_items)
+        self.copies = copies
         self._items: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
     def get(self, path: str, sha: str = ""):
@@ -54,6 +56,9 @@ class IndexCache:
         if key in self._items:
             self._items.move_to_end(key)
             return self._items[key]
+        from codenib.index.remote import local_index
+
+        path = local_index(path, self.copies, sha)
         if sha:
             from codenib.artifact import MANIFEST, sha256_file
             from codenib.errors import IndexFormatError
