@@ -48,6 +48,8 @@ class JobSummary:
     failed_shards: int = 0
     #: Where the shards ran: "ray" or why they ran in this process instead.
     runner: str = "ray"
+    #: The actors' index LRUs summed (hits, loads, evictions) and the largest peak RSS.
+    cache: dict = field(default_factory=dict)
 
     def render(self) -> str:
         qps = self.queries / self.seconds if self.seconds > 0 else 0.0
@@ -59,8 +61,16 @@ class JobSummary:
             f"  plans      {plans or '-'}",
             f"  errors     {self.errors}" + ("  (see the `error` column of plans.parquet)" if self.errors else ""),
             f"  time       {self.seconds:.1f}s  ({qps:.1f} queries/s)",
-        ] + ([f"  ray        not started: {self.runner}"] if self.runner != "ray" else []) + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
+        ] + ([_cache_line_of(self.cache)] if self.cache else []) + ([f"  ray        not started: {self.runner}"] if self.runner != "ray" else []) + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
               "re-run the same command to retry them (no _SUCCESS until then)"] if self.failed_shards else []))
+
+
+def _cache_line_of(cache: dict) -> str:
+    gets = cache.get("hits", 0) + cache.get("loads", 0)
+    rate = cache.get("hits", 0) / gets if gets else 0.0
+    return (f"  indexes    LRU hit rate {rate:.1%} ({cache.get('hits', 0)} hits, {cache.get('loads', 0)} loads, "
+            f"{cache.get('evictions', 0)} evictions over {cache.get('actors', 0)} actors); "
+            f"largest actor peak RSS {cache.get('peak_rss', 0) / 2**20:.0f} MiB")
 
 
 @dataclass(frozen=True)
@@ -108,8 +118,13 @@ def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+#: The index LRU counters of the last job's actors (filled as its actors end).
+_CACHE_STATS: Counter = Counter()
+
+
 def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     """Run (or resume) `job` into `options.out`; returns its summary."""
+    _CACHE_STATS.clear()
     sink = make_sink(str(options.out), job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log,
                      storage=job.storage)
     done = sink.open()
@@ -135,7 +150,8 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     counted = [p for p in plans if p["mode"] != "auto" or not job.choice_rows]
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
                       dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
-                      len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray")
+                      len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray",
+                      dict(_CACHE_STATS))
 
 
 def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
@@ -156,17 +172,18 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
     inflight: dict[Any, Any] = {}
     attempts: dict[int, int] = {}
     errors = 0
-    turn = 0
+    route = AffinityRouter(len(workers))
     while pending or inflight:
         while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
             shard = pending.pop(0)
-            inflight[workers[turn % len(workers)].run_shard.remote(shard)] = shard
-            turn += 1
+            w = route.pick(shard.index_path)
+            inflight[workers[w].run_shard.remote(shard)] = (shard, w)
         # A timeout so that progress lines keep their interval while a long shard runs.
         ready, _ = ray.wait(list(inflight), num_returns=1, timeout=bar.interval)
         bar.update(0)
         for ref in ready:
-            shard = inflight.pop(ref)
+            shard, w = inflight.pop(ref)
+            route.done(w)
             try:
                 results, plans = ray.get(ref)
             except (ray.exceptions.RayError, BadInputError) as exc:
@@ -188,6 +205,28 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
             bar.update(len(shard.rows), shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
                        errors=errors)
     bar.close()
+
+
+class AffinityRouter:
+    """Which worker takes the next shard: the one that last took a shard of the same index
+    (it holds that index loaded) while it has room, else the least busy one. Shards come
+    grouped by index, so each index is loaded by as few actors as the parallelism allows."""
+
+    def __init__(self, workers: int, per_worker: int = INFLIGHT_PER_ACTOR):
+        self.busy = [0] * workers
+        self.per_worker = per_worker
+        self.holder: dict[str, int] = {}
+
+    def pick(self, index: str) -> int:
+        w = self.holder.get(index)
+        if w is None or self.busy[w] >= self.per_worker:
+            w = min(range(len(self.busy)), key=lambda i: (self.busy[i], i))
+        self.holder[index] = w
+        self.busy[w] += 1
+        return w
+
+    def done(self, w: int) -> None:
+        self.busy[w] = max(0, self.busy[w] - 1)
 
 
 def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
@@ -273,11 +312,30 @@ def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, lo
         cluster = Cluster(cpus, gpus, device, f"codenib-{job.run_id}-{uuid.uuid4().hex[:6]}")
         actors, workers = job.start_actors(cluster, todo, log)
         drive_shards(todo, workers, job.failed_rows, sink, log, options.progress)
+        _collect_cache_stats(actors)
     finally:
         for actor in actors:
             ray.kill(actor, no_restart=True)
         if started:
             stop_ray()
+
+
+def _collect_cache_stats(actors: list) -> None:
+    """Sum the actors' index LRU counters into `_CACHE_STATS` (actors without them, or that
+    do not answer within a few seconds, are left out)."""
+    import ray
+
+    refs = [a.cache_stats.remote() for a in actors if hasattr(a, "cache_stats")]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=10) if refs else ([], [])
+    for ref in ready:
+        try:
+            stats = ray.get(ref)
+        except ray.exceptions.RayError:
+            continue
+        _CACHE_STATS["actors"] += 1
+        for k in ("hits", "loads", "evictions"):
+            _CACHE_STATS[k] += stats.get(k, 0)
+        _CACHE_STATS["peak_rss"] = max(_CACHE_STATS["peak_rss"], stats.get("peak_rss", 0))
 
 
 #: Ray's switch for "multi-node clusters from this machine"; off means loopback addresses only.

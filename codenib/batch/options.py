@@ -67,7 +67,8 @@ class RunOptions(JobOptions):
 
     FLAGS: ClassVar[tuple[str, ...]] = ("queries", "index", "index_root", "out", "budget", "mode", "k", "rerank",
                                         "localise_weights", "encoder", *JOB_FLAGS, "local_below", "index_cache",
-                                        "index_cache_bytes", "dashboard", "progress")
+                                        "index_cache_bytes", "actor_memory", "actor_resources", "dashboard",
+                                        "progress")
 
     queries: str = required(JobOptions, "queries")
     budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
@@ -92,10 +93,18 @@ class RunOptions(JobOptions):
     index_cache_bytes: int = option(50 * 2**30, minimum=1, metavar="BYTES",
                                     help="bound of that cache per node; least recently used copies go first "
                                          "(default: 50 GiB)")
+    actor_memory: int | None = option(None, minimum=1, metavar="BYTES",
+                                      help="bound on the bytes of loaded indexes each actor keeps (manifest sizes of "
+                                           "the parts it loads), besides max_indexes; least recently used go first "
+                                           "(default: no byte bound)")
+    actor_resources: str | None = option(None, metavar="NAME=AMOUNT[,...]",
+                                         help="Ray custom resources every actor asks for (e.g. retrieval=1: only "
+                                              "nodes started with --resources '{\"retrieval\": N}' take actors)")
     dashboard: bool = option(False, help="start the Ray dashboard on 127.0.0.1")
 
     def validate(self) -> None:
         validate_options(self)
+        self.resources()
         if self.rerank == "llm" and not self.llm:
             raise BadInputError("--rerank llm needs an LLM configuration", fix="pass --llm-config FILE (endpoint, model)")
         if self.llm:
@@ -104,6 +113,26 @@ class RunOptions(JobOptions):
             LLMConfig.from_dict(self.llm)
         if self.localise_weights:
             self.weights()
+
+    def resources(self) -> dict[str, float]:
+        """`actor_resources` parsed: {name: amount}.
+
+        Raises:
+            BadInputError: not NAME=AMOUNT pairs with positive amounts."""
+        out: dict[str, float] = {}
+        for item in (self.actor_resources or "").split(","):
+            if not item.strip():
+                continue
+            name, sep, amount = item.partition("=")
+            try:
+                value = float(amount)
+            except ValueError:
+                value = -1.0
+            if not sep or not name.strip() or value <= 0 or name.strip() in ("CPU", "GPU", "memory"):
+                raise BadInputError(f"--actor-resources: {item.strip()!r} is not NAME=AMOUNT of a custom resource",
+                                    fix="pass e.g. --actor-resources retrieval=1 (CPUs and GPUs are sized by the job)")
+            out[name.strip()] = value
+        return out
 
     def weights(self) -> tuple[tuple[str, float], ...] | None:
         """The localisation weights file's values, checked (None: the packaged weights)."""

@@ -56,6 +56,9 @@ def test_a_job_from_s3_to_s3_on_ray_matches_the_local_job(ray_session, s3_endpoi
     summary = run_job(RunOptions(queries=uri_q, index=s3_indexes["full"], out=out, shard_size=3, local_below=0,
                                  index_cache=str(cache), progress=False), log=lambda m: None, storage=storage)
     assert summary.runner == "ray" and summary.shards_run == 3 and summary.errors == 0
+    # Each actor loaded the one index once; the rest were hits of its LRU.
+    assert summary.cache["actors"] >= 2 and summary.cache["loads"] <= summary.cache["actors"]
+    assert summary.cache["hits"] > 0 and "LRU hit rate" in summary.render()
     objs = listing(s3_endpoint, bucket, "runs/r1")
     assert {"_SUCCESS", "_manifest.json", "plans.parquet"} <= set(objs)
     assert not [k for k in objs if k.startswith("_staging/") or k == "_LOCK"]
