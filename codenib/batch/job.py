@@ -120,11 +120,13 @@ def log_to_stderr(message: str) -> None:
 
 #: The index LRU counters of the last job's actors (filled as its actors end).
 _CACHE_STATS: Counter = Counter()
+_ACTOR_STATS: list[dict] = []
 
 
 def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     """Run (or resume) `job` into `options.out`; returns its summary."""
     _CACHE_STATS.clear()
+    _ACTOR_STATS.clear()
     sink = make_sink(str(options.out), job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log,
                      storage=job.storage)
     done = sink.open()
@@ -151,7 +153,7 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
                       dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
                       len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray",
-                      dict(_CACHE_STATS))
+                      {**_CACHE_STATS, "per_actor": list(_ACTOR_STATS)} if _CACHE_STATS else {})
 
 
 def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
@@ -333,6 +335,7 @@ def _collect_cache_stats(actors: list) -> None:
         except ray.exceptions.RayError:
             continue
         _CACHE_STATS["actors"] += 1
+        _ACTOR_STATS.append(stats)
         for k in ("hits", "loads", "evictions"):
             _CACHE_STATS[k] += stats.get(k, 0)
         _CACHE_STATS["peak_rss"] = max(_CACHE_STATS["peak_rss"], stats.get("peak_rss", 0))

@@ -45,16 +45,18 @@ def s3_queries(s3_endpoint, bucket, tmp_path_factory):
 
 
 def test_a_job_from_s3_to_s3_on_ray_matches_the_local_job(ray_session, s3_endpoint, bucket, s3_indexes, s3_queries,
-                                                          fixture_index_dir, tmp_path):
+                                                          sparse_only_index_dir, tmp_path):
+    """Queries, index and results on S3, actors on Ray: the rows of the same job on local paths."""
     storage = StorageConfig(endpoint=s3_endpoint)
     local_q, uri_q = s3_queries
     local_out = tmp_path / "local"
-    run_job(RunOptions(queries=str(local_q), index=str(fixture_index_dir), out=str(local_out), shard_size=3,
+    run_job(RunOptions(queries=str(local_q), index=str(sparse_only_index_dir), out=str(local_out), shard_size=3,
                        local_below=0, progress=False), log=lambda m: None)
     cache = tmp_path / "cache"
     out = f"s3://{bucket}/runs/r1"
-    summary = run_job(RunOptions(queries=uri_q, index=s3_indexes["full"], out=out, shard_size=3, local_below=0,
-                                 index_cache=str(cache), progress=False), log=lambda m: None, storage=storage)
+    options = RunOptions(queries=uri_q, index=s3_indexes["sparse"], out=out, shard_size=3, local_below=0,
+                         index_cache=str(cache), progress=False)
+    summary = run_job(options, log=lambda m: None, storage=storage)
     assert summary.runner == "ray" and summary.shards_run == 3 and summary.errors == 0
     # Each actor loaded the one index once; the rest were hits of its LRU.
     assert summary.cache["actors"] >= 2 and summary.cache["loads"] <= summary.cache["actors"]
@@ -64,11 +66,10 @@ def test_a_job_from_s3_to_s3_on_ray_matches_the_local_job(ray_session, s3_endpoi
     assert not [k for k in objs if k.startswith("_staging/") or k == "_LOCK"]
     assert read_results_rows(s3_endpoint, bucket, "runs/r1") == local_rows(local_out)
     # One verified copy, named by the manifest's own checksum, shared by driver and actors.
-    manifest = json.loads((fixture_index_dir / "manifest.json").read_text())
+    manifest = json.loads((sparse_only_index_dir / "manifest.json").read_text())
     assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [manifest["self_sha256"]]
     # A re-run resumes: nothing to do.
-    again = run_job(RunOptions(queries=uri_q, index=s3_indexes["full"], out=out, shard_size=3, local_below=0,
-                               index_cache=str(cache), progress=False), log=lambda m: None, storage=storage)
+    again = run_job(options, log=lambda m: None, storage=storage)
     assert again.shards_run == 0 and again.shards_resumed == 3
 
 
@@ -220,7 +221,7 @@ def test_the_lock_is_a_conditional_write_and_a_live_holder_wins(s3_endpoint, buc
 def test_resume_after_the_driver_is_killed(s3_endpoint, bucket, s3_indexes, sparse_only_index_dir, tmp_path):
     """Kill `codenib run` writing to S3 midway (its lock and staged objects stay behind): the
     re-run takes the dead driver's lock over and ends with the rows of an uninterrupted run."""
-    many = [{"qid": f"m{i:03d}", "query": q["query"]} for i, q in enumerate(QUERIES * 30)]
+    many = [{"qid": f"m{i:03d}", "query": q["query"]} for i, q in enumerate(QUERIES * 20)]
     qpath = write_queries(tmp_path / "many.parquet", many)
     env = {**os.environ, "CODENIB_S3_ENDPOINT": s3_endpoint}
     prefix = "runs/killed"
@@ -263,3 +264,28 @@ def test_resume_after_the_driver_is_killed(s3_endpoint, bucket, s3_indexes, spar
     objs = listing(s3_endpoint, bucket, prefix)
     assert "part-00999.parquet" not in objs and not [k for k in objs if k.startswith("_staging/")]
     assert "_SUCCESS" in objs and "_LOCK" not in objs
+
+
+def test_eval_reads_a_results_prefix_on_s3_as_it_reads_the_local_folder(s3_endpoint, bucket, s3_indexes, s3_queries,
+                                                                        sparse_only_index_dir, tmp_path, monkeypatch,
+                                                                        capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
+    qrels = tmp_path / "qrels.parquet"
+    pq.write_table(pa.table({"qid": ["q1", "q4", "q7"], "node_id": ["pkg/core.py::run_engine", "pkg/util.py::slugify",
+                                                                   "pkg/util.py::helper"], "relevance": [1, 1, 1]}), qrels)
+    out, local = f"s3://{bucket}/runs/eval", tmp_path / "eval"
+    assert main(["run", "--queries", s3_queries[1], "--index", s3_indexes["sparse"], "--out", out, "--mode", "sparse",
+                 "--index-cache", str(tmp_path / "cache"), "--quiet"]) == 0
+    assert main(["run", "--queries", str(s3_queries[0]), "--index", str(sparse_only_index_dir), "--out", str(local),
+                 "--mode", "sparse", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--results", out, "--qrels", str(qrels)]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    assert main(["eval", "--results", str(local), "--qrels", str(qrels)]) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert remote["levels"] == here["levels"] and remote["queries"] == here["queries"] and remote["levels"]
+    assert main(["eval", "--results", f"s3://{bucket}/runs/none", "--qrels", str(qrels)]) == 2
+    assert f"s3://{bucket}/runs/none" in capsys.readouterr().err
