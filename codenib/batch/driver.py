@@ -160,7 +160,9 @@ def _start_actors(options: RunOptions, shard_opts: ShardOptions, planned: Counte
     actors = [a for a in (sparse, dense, rerank) if a is not None] + graphs
     # The engine actors load the first indexes while the graph actors start.
     first = list(dict.fromkeys((s.index_path, s.index_sha) for s in todo if s.index_path))
-    for engine, slots in ((sparse, options.max_indexes), (dense, dense_slots)):
+    # As many as the graph actors take at once, no more: a warm-up past the LRU's room would
+    # only evict what the first shards need.
+    for engine, slots in ((sparse, min(options.max_indexes, n_graph)), (dense, min(dense_slots, n_graph))):
         for path, sha in first[:slots] if engine is not None else ():
             engine.warm.remote(path, sha)
     where = _placed(graphs, custom, share, log)

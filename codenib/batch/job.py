@@ -177,8 +177,8 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
     route = AffinityRouter(len(workers))
     while pending or inflight:
         while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
-            shard = pending.pop(0)
-            w = route.pick(shard.index_path)
+            at, w = route.assign([p.index_path for p in pending[:AffinityRouter.LOOKAHEAD]])
+            shard = pending.pop(at)
             inflight[workers[w].run_shard.remote(shard)] = (shard, w)
         # A timeout so that progress lines keep their interval while a long shard runs.
         ready, _ = ray.wait(list(inflight), num_returns=1, timeout=bar.interval)
@@ -210,22 +210,28 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
 
 
 class AffinityRouter:
-    """Which worker takes the next shard: the one that last took a shard of the same index
-    (it holds that index loaded) while it has room, else the least busy one. Shards come
-    grouped by index, so each index is loaded by as few actors as the parallelism allows."""
+    """Which pending shard the next free worker takes: the least busy worker gets a shard of
+    an index it holds (it ran a shard of it last), else one of an index no worker holds, else
+    the first pending shard. Shards come grouped by index, so each index is loaded by as few
+    actors as the parallelism allows, and workers take different indexes side by side."""
 
-    def __init__(self, workers: int, per_worker: int = INFLIGHT_PER_ACTOR):
+    #: Pending shards looked at per pick (they are sorted by index: a few groups ahead).
+    LOOKAHEAD = 256
+
+    def __init__(self, workers: int):
         self.busy = [0] * workers
-        self.per_worker = per_worker
         self.holder: dict[str, int] = {}
 
-    def pick(self, index: str) -> int:
-        w = self.holder.get(index)
-        if w is None or self.busy[w] >= self.per_worker:
-            w = min(range(len(self.busy)), key=lambda i: (self.busy[i], i))
-        self.holder[index] = w
+    def assign(self, pending_indexes: Sequence[str]) -> tuple[int, int]:
+        """(position in `pending_indexes` of the shard to run, worker to run it)."""
+        w = min(range(len(self.busy)), key=lambda i: (self.busy[i], i))
+        ahead = list(pending_indexes[:self.LOOKAHEAD])
+        pick = next((i for i, idx in enumerate(ahead) if self.holder.get(idx) == w), None)
+        if pick is None:
+            pick = next((i for i, idx in enumerate(ahead) if idx not in self.holder), 0)
+        self.holder[ahead[pick]] = w
         self.busy[w] += 1
-        return w
+        return pick, w
 
     def done(self, w: int) -> None:
         self.busy[w] = max(0, self.busy[w] - 1)

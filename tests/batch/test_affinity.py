@@ -30,12 +30,20 @@ def test_the_index_lru_is_bounded_in_bytes(fixture_index_dir, sparse_only_index_
 
 
 def test_shards_go_to_the_worker_that_holds_their_index():
-    route = AffinityRouter(3, per_worker=2)
-    assert [route.pick("a"), route.pick("a")] == [0, 0]
-    assert route.pick("a") == 1                   # worker 0 is full: the least busy takes it
-    route.done(0)
-    route.done(0)
-    assert route.pick("a") == 1                   # and now holds "a"
-    assert route.pick("b") == 0                   # a new index: the least busy worker
+    route = AffinityRouter(2)
+    pending = ["a", "a", "a", "b", "b", "c"]
+
+    def take():
+        at, w = route.assign(pending)
+        return pending.pop(at), w
+
+    assert take() == ("a", 0)
+    assert take() == ("b", 1)                     # worker 1 holds nothing: an index nobody holds
+    assert take() == ("a", 0)                     # worker 0 holds "a"
+    assert take() == ("b", 1)
     route.done(1)
-    assert route.pick("a") == 1
+    route.done(1)
+    assert take() == ("c", 1)                     # "b" is done, "c" is held by nobody
+    route.done(0)
+    assert take() == ("a", 0)
+    assert pending == []
