@@ -90,12 +90,16 @@ class Store:
                     parts = urlsplit(config.endpoint)
                     kwargs["endpoint_override"] = parts.netloc
                     kwargs["scheme"] = parts.scheme or "https"
-                kwargs["region"] = config.region or "us-east-1"
+                    kwargs["region"] = config.region or "us-east-1"
+                elif config.region:
+                    kwargs["region"] = config.region   # else pyarrow finds the bucket's region
                 self.fs = pafs.S3FileSystem(**kwargs)
                 self.root = rest
             else:
                 self.fs, self.root = pafs.FileSystem.from_uri(self.uri)
-        self.bucket = self.root.split("/", 1)[0]
+        self.scheme = scheme.lower()
+        #: The bucket of a bucket store (s3, gs, ...); '' for a file system without buckets.
+        self.bucket = self.root.split("/", 1)[0] if self.scheme not in ("file", "local", "hdfs", "viewfs") else ""
 
     # -- names ----------------------------------------------------------------------------------
 
@@ -114,6 +118,8 @@ class Store:
         """Raise unless the bucket (the first part of the root) exists and can be listed."""
         from pyarrow import fs as pafs
 
+        if not self.bucket:
+            return
         with self._errors(self.uri, "reach the bucket of"):
             info = self.fs.get_file_info(self.bucket)
         if info.type == pafs.FileType.NotFound:
@@ -161,6 +167,7 @@ class Store:
     def write_bytes(self, name: str, data: bytes) -> None:
         """One PUT: the object appears whole or not at all."""
         with self._errors(self.uri_of(name), "write", write=True):
+            self._parent(name)
             with self.fs.open_output_stream(self.path(name)) as fh:
                 fh.write(data)
 
@@ -168,12 +175,14 @@ class Store:
         from pyarrow import fs as pafs
 
         with self._errors(self.uri_of(name), "upload", write=True):
+            self._parent(name)
             pafs.copy_files(str(source), self.path(name), source_filesystem=pafs.LocalFileSystem(),
                             destination_filesystem=self.fs)
 
     def copy(self, src: str, dst: str) -> None:
         """Server-side copy: the destination appears whole or not at all."""
         with self._errors(self.uri_of(dst), "copy to", write=True):
+            self._parent(dst)
             self.fs.copy_file(self.path(src), self.path(dst))
 
     def delete(self, name: str) -> None:
@@ -192,6 +201,12 @@ class Store:
                 self.fs.delete_dir(self.path(name))
 
     # -- private helpers --------------------------------------------------------------------------
+
+    def _parent(self, name: str) -> None:
+        """A file system with real folders needs the folder first (a bucket store does not, and
+        would get an empty marker object)."""
+        if not self.bucket:
+            self.fs.create_dir(self.path(name).rpartition("/")[0], recursive=True)
 
     @staticmethod
     @contextmanager

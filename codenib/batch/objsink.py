@@ -207,7 +207,7 @@ class ObjectStoreSink:
 
     def _create(self, name: str, body: bytes) -> bool:
         """Write `name` only if it does not exist; False when it does (see the module docstring)."""
-        client = _s3_client(self.storage) if self.uri.lower().startswith("s3://") else None
+        client = _s3_client(self.storage) if self.store.scheme == "s3" else None
         if client is None:
             if self.store.exists(name):
                 return False

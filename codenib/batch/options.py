@@ -184,6 +184,14 @@ class RerankOptions(JobOptions):
             from codenib.ops.llm_client import LLMConfig
 
             LLMConfig.from_dict(self.llm)
+        from codenib.storage import is_uri
+
+        for name in ("results", "out", "queries", "index", "index_root"):
+            if is_uri(getattr(self, name)):
+                raise BadInputError(f"codenib rerank reads and writes local paths only; --{name.replace('_', '-')} "
+                                    f"is {getattr(self, name)}",
+                                    fix="copy the run to a local folder first (`codenib run` and `codenib eval` "
+                                        "take object-storage URIs)")
         if self.index and self.index_root:
             raise BadInputError("give at most one of --index and --index-root",
                                 fix="--index for one index, --index-root for the source run's index names")

@@ -289,3 +289,23 @@ def test_eval_reads_a_results_prefix_on_s3_as_it_reads_the_local_folder(s3_endpo
     assert remote["levels"] == here["levels"] and remote["queries"] == here["queries"] and remote["levels"]
     assert main(["eval", "--results", f"s3://{bucket}/runs/none", "--qrels", str(qrels)]) == 2
     assert f"s3://{bucket}/runs/none" in capsys.readouterr().err
+
+
+def test_other_pyarrow_filesystems_work_too_file_uri(s3_queries, sparse_only_index_dir, tmp_path):
+    """`file://` goes through the same object-store sink (pyarrow's local filesystem)."""
+    out = tmp_path / "via-uri"
+    summary = run_job(RunOptions(queries=f"file://{s3_queries[0]}", index=f"file://{sparse_only_index_dir}",
+                                 out=f"file://{out}", mode="sparse", index_cache=str(tmp_path / "cache"),
+                                 progress=False), log=lambda m: None)
+    plain = tmp_path / "plain"
+    run_job(RunOptions(queries=str(s3_queries[0]), index=str(sparse_only_index_dir), out=str(plain), mode="sparse",
+                       progress=False), log=lambda m: None)
+    assert summary.errors == 0 and (out / "_SUCCESS").is_file() and not (out / "_LOCK").exists()
+    assert local_rows(out) == local_rows(plain)
+
+
+def test_rerank_refuses_object_storage_paths(tmp_path):
+    from codenib.batch.options import RerankOptions
+
+    with pytest.raises(BadInputError, match="local paths only"):
+        RerankOptions(results=str(tmp_path), out="s3://bucket/runs/x").validate()
