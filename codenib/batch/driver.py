@@ -140,7 +140,8 @@ def _start_actors(options: RunOptions, shard_opts: ShardOptions, planned: Counte
     if len(nodes) > 1 and eligible:
         per_node = -(-n_actors // len(eligible)) + 1
         share = min(share, min(n.get("CPU", 0.0) for n in eligible) / per_node)
-    gpu_dense = 0.5 if gpus > 0 and device == "cuda" else 0.0
+    # --device cuda asks for a GPU: on a cluster without one the placement check says so.
+    gpu_dense = 0.5 if device == "cuda" else 0.0
     check_placeable(nodes, {"CPU": share, **custom}, {"CPU": share, "GPU": gpu_dense, **custom} if want_dense else None)
     classes = remote_classes(num_gpus_dense=gpu_dense)
     res = {"resources": custom} if custom else {}
