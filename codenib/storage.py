@@ -185,11 +185,12 @@ class Store:
             self._parent(dst)
             self.fs.copy_file(self.path(src), self.path(dst))
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, exists: bool = False) -> None:
+        """Delete one object (`exists`: known to exist, so no look-up first)."""
         from pyarrow import fs as pafs
 
         with self._errors(self.uri_of(name), "delete", write=True):
-            if self.fs.get_file_info(self.path(name)).type != pafs.FileType.NotFound:
+            if exists or self.fs.get_file_info(self.path(name)).type != pafs.FileType.NotFound:
                 self.fs.delete_file(self.path(name))
 
     def delete_dir(self, name: str) -> None:

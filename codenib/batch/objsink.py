@@ -113,8 +113,8 @@ class ObjectStoreSink:
         self.store.write_bytes(staged_plans, _parquet(plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)))
         self.store.copy(staged_plans, f"{PLAN_PARTS}/{name}")
         self.store.copy(staged_results, name)
-        self.store.delete(staged_plans)
-        self.store.delete(staged_results)
+        self.store.delete(staged_plans, exists=True)
+        self.store.delete(staged_results, exists=True)
         self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
                                                        "queries": plans.num_rows, "failed": failed}
         self._write_manifest()
