@@ -13,7 +13,7 @@ import pytest
 
 from codenib.batch.driver import RunOptions, run_job
 from codenib.commands.cli import main
-from codenib.errors import BadInputError, IndexFormatError
+from codenib.errors import BadInputError
 from codenib.index.remote import STATS, IndexCacheDir
 from codenib.results import read_results
 from codenib.storage import StorageConfig
