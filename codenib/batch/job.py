@@ -145,6 +145,12 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
                 _run_on_ray(job, todo, options, sink, log)
         if not sink.complete:
             sink.finalize()
+    except BadInputError:
+        # Bad input found once the job started (actors no node can take): a folder this job
+        # created and committed nothing to is removed again, leaving nothing half-written.
+        sink.close()
+        sink.discard_if_unused()
+        raise
     finally:
         sink.close()
     seconds = time.perf_counter() - t0

@@ -61,6 +61,7 @@ class ObjectStoreSink:
         self._manifest: dict[str, Any] = {}
         self._lock_nonce: str | None = None
         self._complete = False
+        self._created = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -85,6 +86,7 @@ class ObjectStoreSink:
                 self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
                                   "total_shards": self.total_shards, "shards": {}, **self.metadata}
                 self._write_manifest()
+                self._created = not listing or set(listing) == {LOCK}
             else:
                 self._manifest = manifest
             self._clear_leftovers(self.store.listing())
@@ -135,6 +137,19 @@ class ObjectStoreSink:
                                                      "shards": len(done)}) + "\n").encode())
         self._complete = True
         return self.uri
+
+    def discard_if_unused(self) -> None:
+        """After `close`: delete the manifest again if `open` wrote the first object of the
+        prefix and nothing was committed (bad input found once the job started)."""
+        if not self._created or self._manifest.get("shards"):
+            return
+        self.store.delete(MANIFEST)
+        # pyarrow leaves an empty "folder" marker object where it deleted the last object
+        # under a prefix; remove it with a plain delete (boto3) when the prefix is empty.
+        client = _s3_client(self.storage) if self.store.scheme == "s3" else None
+        if client is not None and not self.store.listing():
+            bucket, _, key = self.store.path().partition("/")
+            client.delete_object(Bucket=bucket, Key=key.rstrip("/") + "/")
 
     def read_plans(self, columns: list[str] | None = None) -> pa.Table:
         return _read_parquet(self.store.read_bytes(PLANS), columns)

@@ -28,4 +28,4 @@ def test_a_job_on_three_nodes_survives_losing_one(sparse_only_index_dir, tmp_pat
     assert r["job_errors"] == 0 and r["failed_shards"] == 0
     # Unplaceable actors: bad input naming the resource, within seconds, not a hang.
     assert r["unplaceable"] is not None and "'gpu_box'" in r["unplaceable"] and "cannot be placed" in r["unplaceable"]
-    assert r["unplaceable_s"] < 30
+    assert r["unplaceable_s"] < 30 and not r["unplaceable_out_exists"]

@@ -309,3 +309,12 @@ def test_rerank_refuses_object_storage_paths(tmp_path):
 
     with pytest.raises(BadInputError, match="local paths only"):
         RerankOptions(results=str(tmp_path), out="s3://bucket/runs/x").validate()
+
+
+def test_unplaceable_actors_leave_nothing_on_the_store(ray_session, s3_endpoint, bucket, s3_indexes, s3_queries,
+                                                       tmp_path):
+    with pytest.raises(BadInputError, match="'nowhere'"):
+        run_job(RunOptions(queries=s3_queries[1], index=s3_indexes["sparse"], out=f"s3://{bucket}/runs/unplaced",
+                           local_below=0, actor_resources="nowhere=1", index_cache=str(tmp_path / "cache"),
+                           progress=False), log=lambda m: None, storage=StorageConfig(endpoint=s3_endpoint))
+    assert listing(s3_endpoint, bucket, "runs/unplaced") == {}

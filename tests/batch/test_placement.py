@@ -40,3 +40,4 @@ def test_device_cuda_on_a_cluster_without_gpus_exits_2_naming_gpu(ray_session, f
         run_job(RunOptions(queries=str(qpath), index=str(fixture_index_dir), out=str(tmp_path / "out"), mode="dense",
                            device="cuda", local_below=0, progress=False), log=lambda m: None)
     assert time.time() - t0 < 60
+    assert not (tmp_path / "out").exists()   # the folder the job created is gone again
