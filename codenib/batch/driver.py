@@ -262,7 +262,7 @@ def _symbol_tables(rows: Sequence[QueryRow], mode: str, indexes: dict[str, Any])
     from codenib.index.loaded import load_symbols
 
     wanted = {r.index_path for r in rows if r.index_path in indexes and (r.mode or mode) in ("auto", "all")}
-    return {path: load_symbols(indexes[path]["local"]) for path in sorted(wanted)}
+    return {path: load_symbols(indexes[path].get("local", path)) for path in sorted(wanted)}
 
 
 def _engines_needed(rows: Sequence[QueryRow]) -> Counter:
