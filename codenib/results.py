@@ -160,3 +160,31 @@ def _ours(entry: Path) -> bool:
     if entry.is_dir() and not entry.is_symlink():
         return entry.name in RESULTS_OWNERSHIP.dirs
     return RESULTS_OWNERSHIP.owns(entry.name)
+
+
+def download_results(uri: str, storage, dest: Path) -> Path:
+    """Copy what a job committed under a results prefix on object storage (`_manifest.json`,
+    the parts it lists, `plans.parquet`, `_SUCCESS`) into the local folder `dest`, to read it
+    like any results folder. Objects not committed (an interrupted job's) are not copied.
+
+    Raises:
+        StorageError: the prefix cannot be read or holds no `_manifest.json`.
+    """
+    from codenib.storage import StorageError
+
+    store = storage.open(uri)
+    store.check_bucket()
+    if not store.is_file(MANIFEST):
+        raise StorageError(f"no {MANIFEST} under {uri}: not a results prefix of `codenib run`", path=uri,
+                           fix="pass the --out URI of `codenib run`")
+    manifest = json.loads(store.read_bytes(MANIFEST))
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / PLAN_PARTS).mkdir(exist_ok=True)
+    (dest / MANIFEST).write_text(json.dumps(manifest))
+    for shard in manifest.get("shards", {}).values():
+        store.download(shard["file"], dest / shard["file"])
+        store.download(f"{PLAN_PARTS}/{shard['file']}", dest / PLAN_PARTS / shard["file"])
+    for name in (PLANS, SUCCESS):
+        if store.is_file(name):
+            store.download(name, dest / name)
+    return dest

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import ray
 
 from codenib.batch.queries import Shard
-from codenib.batch.worker import IndexCache, ShardOptions, failed_shard, process_shard
+from codenib.batch.worker import IndexCache, ShardOptions, cache_stats, failed_shard, process_shard
 from codenib.errors import CodeNibError
 
 #: Actor restarts and per-call retries after a crash (a killed worker, an OOM kill).
@@ -25,11 +25,15 @@ MAX_TASK_RETRIES = 3
 class SparseActor:
     """BM25 search for any index it is asked about."""
 
-    def __init__(self, max_indexes: int = 4):
+    def __init__(self, max_indexes: int = 4, copies=None, max_bytes: int | None = None):
         from codenib.index.loaded import load_index
 
         share_cores()
-        self.cache = IndexCache(lambda p: load_index(p, dense=False, graph=False, verify=False), max_indexes)
+        self.cache = IndexCache(lambda p: load_index(p, dense=False, graph=False, verify=False), max_indexes, copies,
+                                max_bytes, ("sparse/", "nodes.parquet"))
+
+    def cache_stats(self) -> dict[str, int]:
+        return cache_stats(self.cache)
 
     def search(self, index_path: str, index_sha: str, queries: Sequence[str], k: int):
         return self.cache.get(index_path, index_sha).sparse.search(list(queries), k)
@@ -42,13 +46,16 @@ class SparseActor:
 class DenseActor:
     """Query encoding and dense search (on the GPU when the actor was given one)."""
 
-    def __init__(self, max_indexes: int = 2, device: str = "auto"):
+    def __init__(self, max_indexes: int = 2, device: str = "auto", copies=None, max_bytes: int | None = None):
         from codenib.index.loaded import load_index
 
         use_all_cores(device)
         self.device = device
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
-                                 max_indexes)
+                                max_indexes, copies, max_bytes, ("dense/", "nodes.parquet"))
+
+    def cache_stats(self) -> dict[str, int]:
+        return cache_stats(self.cache)
 
     def search(self, index_path: str, index_sha: str, texts: Sequence[str], k: int):
         index = self.cache.get(index_path, index_sha)
@@ -64,13 +71,13 @@ class RerankActor:
     the graph actors of `codenib run`, per shard (`run_shard`) for `codenib rerank`."""
 
     def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config: dict | None = None,
-                 reranker: str = "embedding", top_n: int = 50):
+                 reranker: str = "embedding", top_n: int = 50, copies=None):
         from codenib.index.loaded import load_index
 
         use_all_cores(device)
         self.reranker, self.top_n = reranker, top_n
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
-                                 max_indexes)
+                                 max_indexes, copies)
         self.llm = None
         if llm_config:
             from codenib.ops.llm import LLMReranker
@@ -130,7 +137,7 @@ class GraphActor:
     calling the sparse, dense and rerank actors for their batched engine calls."""
 
     def __init__(self, engine_names: tuple[str | None, str | None, str | None], options: ShardOptions,
-                 max_indexes: int = 4):
+                 max_indexes: int = 4, copies=None, max_bytes: int | None = None):
         """`engine_names`: the named sparse, dense and rerank actors (None: not started).
 
         Names, not handles: Ray cannot restart an actor whose constructor arguments hold
@@ -141,7 +148,15 @@ class GraphActor:
         self.engine_names = engine_names
         self._handles: tuple | None = None
         self.options = options
-        self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False, verify=False), max_indexes)
+        self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False, verify=False), max_indexes, copies,
+                                max_bytes, ("nodes.parquet", "edges.parquet"))
+
+    def cache_stats(self) -> dict[str, int]:
+        return cache_stats(self.cache)
+
+    def node_id(self) -> str:
+        """The Ray node this actor runs on (placement checks and tests)."""
+        return ray.get_runtime_context().get_node_id()
 
     def run_shard(self, shard: Shard):
         if not shard.index_path:  # every query already carries its own error

@@ -18,21 +18,28 @@ from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_
 from codenib.batch.options import RunOptions
 from codenib.batch.queries import QueryRow, QuerySet, Shard, read_query_set
 from codenib.batch.worker import ALL_MODES, ShardOptions, failed_shard
+from codenib.index.remote import IndexCacheDir, local_index
 from codenib.model.planner import RetrievalPlanner
 from codenib.model.plans import plan_class
+from codenib.storage import StorageConfig, StorageError, is_uri
 
 #: Graph actors at most, whatever the cluster size (each holds its own loaded indexes).
 MAX_GRAPH_ACTORS = 16
 
 
-def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
-    """Run (or resume) a batch job. Raises `BadInputError` for bad input before any work."""
+def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConfig | None = None) -> JobSummary:
+    """Run (or resume) a batch job. Raises `BadInputError` for bad input before any work.
+
+    `storage`: where object storage is, for URIs among the paths (default: read from the
+    environment here, once; see `codenib.storage`)."""
     log = log or log_to_stderr
     options.validate()
-    query_set = read_query_set(options.queries, options.index, options.index_root)
+    storage = storage if storage is not None else StorageConfig.from_env()
+    cache = index_cache_dir(options, storage)
+    query_set = read_query_set(options.queries, options.index, options.index_root, storage)
     for w in query_set.warnings:
         log(f"warning: {w}")
-    query_set, indexes = _check_indexes(query_set, options, log)
+    query_set, indexes = _check_indexes(query_set, options, log, cache)
     caps = {path: meta["capabilities"] for path, meta in indexes.items()}
     symbols = _symbol_tables(query_set.rows, options.mode, indexes)
     query_set = dataclasses.replace(query_set, rows=plan_rows(query_set.rows, options.budget, options.mode,
@@ -44,7 +51,8 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
     fingerprint = _fingerprint(options, query_set, indexes, run_tag)
     run_id = f"run-{fingerprint[:12]}"
     metadata = {"run_id": run_id, "codenib_version": __version__,
-                "indexes": {p: {k: v for k, v in m.items() if k != "capabilities"} for p, m in indexes.items()},
+                "indexes": {p: {k: v for k, v in m.items() if k not in ("capabilities", "local")}
+                            for p, m in indexes.items()},
                 "index_paths": {r.index: r.index_path for r in query_set.rows},
                 "job_spec": {**asdict(options), "llm": _public_llm(options.llm)}, "queries": str(options.queries),
                 "query_set_sha256": query_set.digest}
@@ -52,10 +60,11 @@ def run_job(options: RunOptions, log: Logger | None = None) -> JobSummary:
                               llm_configured=bool(options.llm), localise_weights=options.weights())
     local = _local_reason(options, len(query_set.rows))
     job = Job(run_id, fingerprint, metadata, shards, len(query_set.rows),
-              start_actors=partial(_start_actors, options, shard_opts, planned),
+              start_actors=partial(_start_actors, options, shard_opts, planned, cache),
               failed_rows=lambda shard, error: failed_shard(shard, shard_opts, error),
               dashboard=options.dashboard, choice_rows=options.mode == "all",
-              run_local=partial(_local_runner, options, shard_opts) if local else None, local_reason=local or "")
+              run_local=partial(_local_runner, options, shard_opts, cache) if local else None, local_reason=local or "",
+              storage=storage)
     return execute(job, options, log)
 
 
@@ -76,14 +85,23 @@ def _local_reason(options: RunOptions, queries: int) -> str | None:
     return f"{queries} queries, fewer than --local-below {options.local_below}"
 
 
-def _local_runner(options: RunOptions, shard_opts: ShardOptions):
+def index_cache_dir(options: RunOptions, storage: StorageConfig) -> IndexCacheDir:
+    """The node-local cache of index copies (`--index-cache`, default `CACHE/indexes`)."""
+    from codenib.engines.export import cache_root
+
+    root = options.index_cache or str(cache_root() / "indexes")
+    return IndexCacheDir(str(Path(root).absolute()), options.index_cache_bytes, storage)
+
+
+def _local_runner(options: RunOptions, shard_opts: ShardOptions, cache: IndexCacheDir):
     """The shard function of the in-process path: indexes loaded once (checksums were
     verified by the driver), engines in this process, as the Ray actors would run them."""
     from codenib.batch.worker import IndexCache, process_shard
     from codenib.index.loaded import load_index
     from codenib.model.pipelines import LocalEngines
 
-    cache = IndexCache(lambda p: load_index(p, verify=False, device=options.device), options.max_indexes)
+    cache = IndexCache(lambda p: load_index(p, verify=False, device=options.device), options.max_indexes,
+                       copies=cache, max_bytes=options.actor_memory)
     llm = None
     if options.llm:
         from codenib.ops.llm import LLMReranker
@@ -102,38 +120,112 @@ def _local_runner(options: RunOptions, shard_opts: ShardOptions):
 
 # --- actors ------------------------------------------------------------------------------------
 
-def _start_actors(options: RunOptions, shard_opts: ShardOptions, planned: Counter, cluster: Cluster,
-                  todo: Sequence[Shard], log: Logger) -> tuple[list, list]:
+def _start_actors(options: RunOptions, shard_opts: ShardOptions, planned: Counter, copies: IndexCacheDir,
+                  cluster: Cluster, todo: Sequence[Shard], log: Logger) -> tuple[list, list]:
     """The sparse, dense and rerank engine actors and the graph actors that take shards."""
     from codenib.batch.actors import remote_classes
 
     cpus, gpus, device, prefix = cluster.cpus, cluster.gpus, cluster.device, cluster.prefix
+    custom = options.resources()
+    nodes = _alive_nodes()
     n_graph = options.workers or max(1, min(MAX_GRAPH_ACTORS, int(cpus)))
     # Actors are started only for engines that some query's plan uses.
     want_dense = planned["dense"] > 0
     want_rerank = planned["rerank"] > 0
     n_actors = n_graph + 1 + int(want_dense) + int(want_rerank)
-    # Every actor fits: fractional CPUs sized so the whole set schedules on the cluster.
+    # Every actor fits: fractional CPUs sized so the whole set schedules on the cluster (on
+    # several nodes: on the smallest node that can take actors, an even share plus one).
     share = min(1.0, cpus / (n_actors + 0.5))
-    classes = remote_classes(num_gpus_dense=0.5 if gpus > 0 and device == "cuda" else 0.0)
-    sparse = classes["sparse"].options(num_cpus=share, name=f"{prefix}-sparse").remote(options.max_indexes)
+    eligible = [n for n in nodes if all(n.get(k, 0.0) >= v for k, v in custom.items())]
+    if len(nodes) > 1 and eligible:
+        per_node = -(-n_actors // len(eligible)) + 1
+        share = min(share, min(n.get("CPU", 0.0) for n in eligible) / per_node)
+    # --device cuda asks for a GPU: on a cluster without one the placement check says so.
+    gpu_dense = 0.5 if device == "cuda" else 0.0
+    check_placeable(nodes, {"CPU": share, **custom}, {"CPU": share, "GPU": gpu_dense, **custom} if want_dense else None)
+    classes = remote_classes(num_gpus_dense=gpu_dense)
+    res = {"resources": custom} if custom else {}
+    sparse = classes["sparse"].options(num_cpus=share, name=f"{prefix}-sparse", **res).remote(
+        options.max_indexes, copies, options.actor_memory)
     dense_slots = min(2, options.max_indexes)  # loaded models and vectors are large
-    dense = classes["dense"].options(num_cpus=share, name=f"{prefix}-dense").remote(
-        dense_slots, device) if want_dense else None
-    rerank = classes["rerank"].options(num_cpus=share, name=f"{prefix}-rerank").remote(
-        min(2, options.max_indexes), device, options.llm) if want_rerank else None
+    dense = classes["dense"].options(num_cpus=share, name=f"{prefix}-dense", **res).remote(
+        dense_slots, device, copies, options.actor_memory) if want_dense else None
+    rerank = classes["rerank"].options(num_cpus=share, name=f"{prefix}-rerank", **res).remote(
+        min(2, options.max_indexes), device, options.llm, copies=copies) if want_rerank else None
     names = (f"{prefix}-sparse", f"{prefix}-dense" if dense else None, f"{prefix}-rerank" if rerank else None)
-    graphs = [classes["graph"].options(num_cpus=share, name=f"{prefix}-graph-{i}").remote(
-        names, shard_opts, options.max_indexes) for i in range(n_graph)]
+    # Graph actors take the shards: spread over the nodes, so that one node lost costs a share.
+    graphs = [classes["graph"].options(num_cpus=share, name=f"{prefix}-graph-{i}", scheduling_strategy="SPREAD",
+                                       **res).remote(names, shard_opts, options.max_indexes, copies,
+                                                     options.actor_memory)
+              for i in range(n_graph)]
     actors = [a for a in (sparse, dense, rerank) if a is not None] + graphs
     # The engine actors load the first indexes while the graph actors start.
     first = list(dict.fromkeys((s.index_path, s.index_sha) for s in todo if s.index_path))
-    for engine, slots in ((sparse, options.max_indexes), (dense, dense_slots)):
+    # As many as the graph actors take at once, no more: a warm-up past the LRU's room would
+    # only evict what the first shards need.
+    for engine, slots in ((sparse, min(options.max_indexes, n_graph)), (dense, min(dense_slots, n_graph))):
         for path, sha in first[:slots] if engine is not None else ():
             engine.warm.remote(path, sha)
-    log(f"ray: {len(graphs)} graph actors, 1 sparse{', 1 dense' if dense else ''}"
-        f"{', 1 rerank' if rerank else ''} ({cpus:g} CPUs, {gpus:g} GPUs, dense on {device})")
+    where = _placed(graphs, custom, share, log)
+    log(f"ray: {len(graphs)} graph actors on {len(set(where))} of {len(nodes)} nodes, 1 sparse"
+        f"{', 1 dense' if dense else ''}{', 1 rerank' if rerank else ''} ({cpus:g} CPUs, {gpus:g} GPUs, "
+        f"dense on {device})")
     return actors, graphs
+
+
+#: Seconds the graph actors may take to be placed and started before the job gives up.
+ACTOR_START_TIMEOUT_S = 300.0
+
+
+def check_placeable(nodes: list[dict[str, float]], graph: dict[str, float], dense: dict[str, float] | None) -> None:
+    """Fail before starting anything when no alive node offers what an actor asks for
+    (Ray would keep such an actor pending forever), naming the missing resource.
+
+    Raises:
+        BadInputError: the first resource no node has enough of, with what the nodes offer.
+    """
+    from codenib.errors import BadInputError
+
+    for what, want in (("graph and sparse", graph), ("dense", dense)):
+        if not want:
+            continue
+        if any(all(n.get(k, 0.0) >= v for k, v in want.items() if v > 0) for n in nodes):
+            continue
+        missing = next((k for k, v in want.items() if v > 0 and not any(n.get(k, 0.0) >= v for n in nodes)),
+                       None)
+        offered = sorted({k for n in nodes for k in n if not k.startswith("node:") and "memory" not in k})
+        if missing is None:   # each resource exists, but never all on one node
+            missing = " + ".join(f"{k}={v:g}" for k, v in want.items() if v > 0)
+            text = f"no node of the cluster has {missing} together"
+        else:
+            text = (f"no node of the cluster has resource {missing!r} (the {what} actors ask for "
+                    f"{want[missing]:g}; alive nodes offer {', '.join(offered) or 'nothing'})")
+        raise BadInputError(f"the job's {what} actors cannot be placed: {text}",
+                            fix=f"start nodes with that resource (ray start --resources '{{\"{missing}\": 1}}'), "
+                                "or change --actor-resources / --device")
+
+
+def _alive_nodes() -> list[dict[str, float]]:
+    import ray
+
+    return [dict(n.get("Resources", {})) for n in ray.nodes() if n.get("Alive")]
+
+
+def _placed(graphs: list, custom: dict[str, float], share: float, log: Logger) -> list[str]:
+    """Wait until every graph actor runs; their node ids. An actor still pending after
+    ACTOR_START_TIMEOUT_S fails the job, naming what it asked for (not a hang)."""
+    import ray
+
+    from codenib.errors import CodeNibError
+
+    refs = [g.node_id.remote() for g in graphs]
+    ready, pending = ray.wait(refs, num_returns=len(refs), timeout=ACTOR_START_TIMEOUT_S)
+    if pending:
+        asked = ", ".join(f"{k}={v:g}" for k, v in {"CPU": share, **custom}.items())
+        raise CodeNibError(f"{len(pending)} of {len(graphs)} graph actors could not be placed within "
+                           f"{ACTOR_START_TIMEOUT_S:g}s (each asks for {asked}); the cluster is full or lost nodes",
+                           fix="add nodes with those resources, or pass fewer --workers")
+    return ray.get(refs)
 
 
 # --- fingerprint and metadata ------------------------------------------------------------------
@@ -170,7 +262,7 @@ def _symbol_tables(rows: Sequence[QueryRow], mode: str, indexes: dict[str, Any])
     from codenib.index.loaded import load_symbols
 
     wanted = {r.index_path for r in rows if r.index_path in indexes and (r.mode or mode) in ("auto", "all")}
-    return {path: load_symbols(path) for path in sorted(wanted)}
+    return {path: load_symbols(indexes[path].get("local", path)) for path in sorted(wanted)}
 
 
 def _engines_needed(rows: Sequence[QueryRow]) -> Counter:
@@ -187,8 +279,10 @@ def _engines_needed(rows: Sequence[QueryRow]) -> Counter:
     return out
 
 
-def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger) -> tuple[QuerySet, dict]:
-    """Verify every index once (checksums), here in the driver, so actors need not.
+def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger,
+                   cache: IndexCacheDir) -> tuple[QuerySet, dict]:
+    """Verify every index once (checksums), here in the driver, so actors need not (an
+    index on object storage is verified by each node as it copies it into its cache).
 
     An unusable index given with --index is bad input (exit 2); one of many under
     --index-root turns its queries into error rows while the rest of the job runs.
@@ -201,15 +295,16 @@ def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger) -> tup
     broken: dict[str, str] = {}
     for path in sorted({r.index_path for r in query_set.rows if r.index_path}):
         try:
-            manifest = read_manifest(path, verify=True)
+            local = local_index(path, cache, log=log)
+            manifest = read_manifest(local, verify=not is_uri(path))   # a copy is verified as it is made
             check_encoder(manifest, options.encoder, path)
-        except (IndexFormatError, EncoderMismatchError) as exc:
+        except (IndexFormatError, EncoderMismatchError, StorageError) as exc:
             if options.index is not None:
                 raise
             broken[path] = str(exc)
             log(f"warning: {exc}; its queries become error rows")
             continue
-        meta[path] = {"manifest_sha256": sha256_file(Path(path) / "manifest.json"),
+        meta[path] = {"manifest_sha256": sha256_file(Path(local) / "manifest.json"), "local": local,
                       "format_version": manifest.get("format_version"),
                       "codenib_version": manifest.get("codenib_version"),
                       "source_root_name": manifest.get("source_root_name"),

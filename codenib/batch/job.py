@@ -19,10 +19,11 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from codenib.batch.objsink import make_sink
 from codenib.batch.options import JobOptions
 from codenib.batch.sink import ParquetSink
 from codenib.errors import BadInputError
-from codenib.results import ResultsFolder
+from codenib.storage import StorageConfig
 
 Logger = Callable[[str], None]
 #: Shards resubmitted by the driver after Ray's own actor/task retries gave up.
@@ -47,6 +48,8 @@ class JobSummary:
     failed_shards: int = 0
     #: Where the shards ran: "ray" or why they ran in this process instead.
     runner: str = "ray"
+    #: The actors' index LRUs summed (hits, loads, evictions) and the largest peak RSS.
+    cache: dict = field(default_factory=dict)
 
     def render(self) -> str:
         qps = self.queries / self.seconds if self.seconds > 0 else 0.0
@@ -58,8 +61,16 @@ class JobSummary:
             f"  plans      {plans or '-'}",
             f"  errors     {self.errors}" + ("  (see the `error` column of plans.parquet)" if self.errors else ""),
             f"  time       {self.seconds:.1f}s  ({qps:.1f} queries/s)",
-        ] + ([f"  ray        not started: {self.runner}"] if self.runner != "ray" else []) + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
+        ] + ([_cache_line_of(self.cache)] if self.cache else []) + ([f"  ray        not started: {self.runner}"] if self.runner != "ray" else []) + ([f"  FAILED     {self.failed_shards} shards could not run (actor or index failures); "
               "re-run the same command to retry them (no _SUCCESS until then)"] if self.failed_shards else []))
+
+
+def _cache_line_of(cache: dict) -> str:
+    gets = cache.get("hits", 0) + cache.get("loads", 0)
+    rate = cache.get("hits", 0) / gets if gets else 0.0
+    return (f"  indexes    LRU hit rate {rate:.1%} ({cache.get('hits', 0)} hits, {cache.get('loads', 0)} loads, "
+            f"{cache.get('evictions', 0)} evictions over {cache.get('actors', 0)} actors); "
+            f"largest actor peak RSS {cache.get('peak_rss', 0) / 2**20:.0f} MiB")
 
 
 @dataclass(frozen=True)
@@ -97,15 +108,27 @@ class Job:
     #: shard function (`shard -> (results, plans)`), and the reason shown in the summary.
     run_local: Callable[[], Callable[[Any], tuple[pa.Table, pa.Table]]] | None = None
     local_reason: str = ""
+    #: Where object storage is (`--out s3://...`); read from the environment at the edge.
+    storage: StorageConfig | None = None
+    #: Extra lines for the summary (cache hit rates), called once the shards are done.
+    report: Callable[[], list[str]] | None = None
 
 
 def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+#: The index LRU counters of the last job's actors (filled as its actors end).
+_CACHE_STATS: Counter = Counter()
+_ACTOR_STATS: list[dict] = []
+
+
 def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     """Run (or resume) `job` into `options.out`; returns its summary."""
-    sink = ParquetSink(options.out, job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log)
+    _CACHE_STATS.clear()
+    _ACTOR_STATS.clear()
+    sink = make_sink(str(options.out), job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log,
+                     storage=job.storage)
     done = sink.open()
     t0 = time.perf_counter()
     todo = [s for s in job.shards if s.shard_id not in done]
@@ -122,14 +145,21 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
                 _run_on_ray(job, todo, options, sink, log)
         if not sink.complete:
             sink.finalize()
+    except BadInputError:
+        # Bad input found once the job started (actors no node can take): a folder this job
+        # created and committed nothing to is removed again, leaving nothing half-written.
+        sink.close()
+        sink.discard_if_unused()
+        raise
     finally:
         sink.close()
     seconds = time.perf_counter() - t0
-    plans = ResultsFolder(options.out).plans(columns=["plan", "error", "mode"]).to_pylist()
+    plans = sink.read_plans(columns=["plan", "error", "mode"]).to_pylist()
     counted = [p for p in plans if p["mode"] != "auto" or not job.choice_rows]
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
                       dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
-                      len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray")
+                      len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray",
+                      {**_CACHE_STATS, "per_actor": list(_ACTOR_STATS)} if _CACHE_STATS else {})
 
 
 def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
@@ -150,17 +180,18 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
     inflight: dict[Any, Any] = {}
     attempts: dict[int, int] = {}
     errors = 0
-    turn = 0
+    route = AffinityRouter(len(workers))
     while pending or inflight:
         while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
-            shard = pending.pop(0)
-            inflight[workers[turn % len(workers)].run_shard.remote(shard)] = shard
-            turn += 1
+            at, w = route.assign([p.index_path for p in pending[:AffinityRouter.LOOKAHEAD]])
+            shard = pending.pop(at)
+            inflight[workers[w].run_shard.remote(shard)] = (shard, w)
         # A timeout so that progress lines keep their interval while a long shard runs.
         ready, _ = ray.wait(list(inflight), num_returns=1, timeout=bar.interval)
         bar.update(0)
         for ref in ready:
-            shard = inflight.pop(ref)
+            shard, w = inflight.pop(ref)
+            route.done(w)
             try:
                 results, plans = ray.get(ref)
             except (ray.exceptions.RayError, BadInputError) as exc:
@@ -182,6 +213,34 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
             bar.update(len(shard.rows), shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
                        errors=errors)
     bar.close()
+
+
+class AffinityRouter:
+    """Which pending shard the next free worker takes: the least busy worker gets a shard of
+    an index it holds (it ran a shard of it last), else one of an index no worker holds, else
+    the first pending shard. Shards come grouped by index, so each index is loaded by as few
+    actors as the parallelism allows, and workers take different indexes side by side."""
+
+    #: Pending shards looked at per pick (they are sorted by index: a few groups ahead).
+    LOOKAHEAD = 256
+
+    def __init__(self, workers: int):
+        self.busy = [0] * workers
+        self.holder: dict[str, int] = {}
+
+    def assign(self, pending_indexes: Sequence[str]) -> tuple[int, int]:
+        """(position in `pending_indexes` of the shard to run, worker to run it)."""
+        w = min(range(len(self.busy)), key=lambda i: (self.busy[i], i))
+        ahead = list(pending_indexes[:self.LOOKAHEAD])
+        pick = next((i for i, idx in enumerate(ahead) if self.holder.get(idx) == w), None)
+        if pick is None:
+            pick = next((i for i, idx in enumerate(ahead) if idx not in self.holder), 0)
+        self.holder[ahead[pick]] = w
+        self.busy[w] += 1
+        return pick, w
+
+    def done(self, w: int) -> None:
+        self.busy[w] = max(0, self.busy[w] - 1)
 
 
 def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
@@ -267,11 +326,31 @@ def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, lo
         cluster = Cluster(cpus, gpus, device, f"codenib-{job.run_id}-{uuid.uuid4().hex[:6]}")
         actors, workers = job.start_actors(cluster, todo, log)
         drive_shards(todo, workers, job.failed_rows, sink, log, options.progress)
+        _collect_cache_stats(actors)
     finally:
         for actor in actors:
             ray.kill(actor, no_restart=True)
         if started:
             stop_ray()
+
+
+def _collect_cache_stats(actors: list) -> None:
+    """Sum the actors' index LRU counters into `_CACHE_STATS` (actors without them, or that
+    do not answer within a few seconds, are left out)."""
+    import ray
+
+    refs = [a.cache_stats.remote() for a in actors if hasattr(a, "cache_stats")]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=10) if refs else ([], [])
+    for ref in ready:
+        try:
+            stats = ray.get(ref)
+        except ray.exceptions.RayError:
+            continue
+        _CACHE_STATS["actors"] += 1
+        _ACTOR_STATS.append(stats)
+        for k in ("hits", "loads", "evictions"):
+            _CACHE_STATS[k] += stats.get(k, 0)
+        _CACHE_STATS["peak_rss"] = max(_CACHE_STATS["peak_rss"], stats.get("peak_rss", 0))
 
 
 #: Ray's switch for "multi-node clusters from this machine"; off means loopback addresses only.

@@ -66,7 +66,9 @@ class RunOptions(JobOptions):
     """Every option of `codenib run` (a job spec in jobs/ holds the same fields)."""
 
     FLAGS: ClassVar[tuple[str, ...]] = ("queries", "index", "index_root", "out", "budget", "mode", "k", "rerank",
-                                        "localise_weights", "encoder", *JOB_FLAGS, "local_below", "dashboard", "progress")
+                                        "localise_weights", "encoder", *JOB_FLAGS, "local_below", "index_cache",
+                                        "index_cache_bytes", "actor_memory", "actor_resources", "dashboard",
+                                        "progress")
 
     queries: str = required(JobOptions, "queries")
     budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
@@ -85,10 +87,24 @@ class RunOptions(JobOptions):
                               help="a job of fewer queries runs in this process without Ray, unless --address is "
                                    "given (0: always Ray; default: 256)")
     max_indexes: int = option(4, help="loaded indexes each actor keeps (job specs only)")
+    index_cache: str | None = option(None, metavar="DIR", path=True,
+                                     help="node-local cache of indexes copied from object storage, on every node "
+                                          "(default: $CODENIB_CACHE_DIR/indexes or ~/.cache/codenib/indexes)")
+    index_cache_bytes: int = option(50 * 2**30, minimum=1, metavar="BYTES",
+                                    help="bound of that cache per node; least recently used copies go first "
+                                         "(default: 50 GiB)")
+    actor_memory: int | None = option(None, minimum=1, metavar="BYTES",
+                                      help="bound on the bytes of loaded indexes each actor keeps (manifest sizes of "
+                                           "the parts it loads), besides max_indexes; least recently used go first "
+                                           "(default: no byte bound)")
+    actor_resources: str | None = option(None, metavar="NAME=AMOUNT[,...]",
+                                         help="Ray custom resources every actor asks for (e.g. retrieval=1: only "
+                                              "nodes started with --resources '{\"retrieval\": N}' take actors)")
     dashboard: bool = option(False, help="start the Ray dashboard on 127.0.0.1")
 
     def validate(self) -> None:
         validate_options(self)
+        self.resources()
         if self.rerank == "llm" and not self.llm:
             raise BadInputError("--rerank llm needs an LLM configuration", fix="pass --llm-config FILE (endpoint, model)")
         if self.llm:
@@ -97,6 +113,26 @@ class RunOptions(JobOptions):
             LLMConfig.from_dict(self.llm)
         if self.localise_weights:
             self.weights()
+
+    def resources(self) -> dict[str, float]:
+        """`actor_resources` parsed: {name: amount}.
+
+        Raises:
+            BadInputError: not NAME=AMOUNT pairs with positive amounts."""
+        out: dict[str, float] = {}
+        for item in (self.actor_resources or "").split(","):
+            if not item.strip():
+                continue
+            name, sep, amount = item.partition("=")
+            try:
+                value = float(amount)
+            except ValueError:
+                value = -1.0
+            if not sep or not name.strip() or value <= 0 or name.strip() in ("CPU", "GPU", "memory"):
+                raise BadInputError(f"--actor-resources: {item.strip()!r} is not NAME=AMOUNT of a custom resource",
+                                    fix="pass e.g. --actor-resources retrieval=1 (CPUs and GPUs are sized by the job)")
+            out[name.strip()] = value
+        return out
 
     def weights(self) -> tuple[tuple[str, float], ...] | None:
         """The localisation weights file's values, checked (None: the packaged weights)."""
@@ -148,6 +184,14 @@ class RerankOptions(JobOptions):
             from codenib.ops.llm_client import LLMConfig
 
             LLMConfig.from_dict(self.llm)
+        from codenib.storage import is_uri
+
+        for name in ("results", "out", "queries", "index", "index_root"):
+            if is_uri(getattr(self, name)):
+                raise BadInputError(f"codenib rerank reads and writes local paths only; --{name.replace('_', '-')} "
+                                    f"is {getattr(self, name)}",
+                                    fix="copy the run to a local folder first (`codenib run` and `codenib eval` "
+                                        "take object-storage URIs)")
         if self.index and self.index_root:
             raise BadInputError("give at most one of --index and --index-root",
                                 fix="--index for one index, --index-root for the source run's index names")

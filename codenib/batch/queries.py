@@ -14,6 +14,7 @@ from codenib.errors import BadInputError, CodeNibError
 from codenib.model.planner import BUDGETS, MODES, QueryPlan
 from codenib.querytext import clean_query_text
 from codenib.specs import read_jsonl
+from codenib.storage import StorageConfig, is_uri, split_name
 
 #: Row numbers listed in an error message before "and N more".
 MAX_LISTED = 10
@@ -86,7 +87,7 @@ class QuerySet:
 
 
 def read_query_set(path: str | Path, index: str | Path | None = None,
-                   index_root: str | Path | None = None) -> QuerySet:
+                   index_root: str | Path | None = None, storage: StorageConfig | None = None) -> QuerySet:
     """Read and validate a query set.
 
     Whole-file problems (unreadable file, missing columns, a column of the wrong type, empty
@@ -96,14 +97,17 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     while the rest of the job runs. Query text is cleaned (`codenib.querytext`): what was
     changed is kept on the row for its plan row's trace.
     """
-    path = Path(path)
+    storage = storage or StorageConfig()
+    path = str(path) if is_uri(str(path)) else Path(path)
     if (index is None) == (index_root is None):
         raise BadInputError("give exactly one of --index and --index-root",
                             fix="--index DIR for one index, or --index-root DIR with an `index` column")
-    if index is not None and not _resolve_index(str(index), None):
+    if index_root is not None and is_uri(str(index_root)):
+        storage.open(str(index_root)).check_bucket()
+    if index is not None and not _resolve_index(str(index), None, storage):
         raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
                             fix=f"build it with `codenib index REPO --out {index}`")
-    table, records = load_query_records(path)
+    table, records = load_query_records(path, storage)
     names = set(table.column_names)
     missing = [c for c in ("qid", "query") if c not in names]
     if missing:
@@ -144,9 +148,9 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
         idx_name = str(index) if index is not None else (str(rec.get("index") or ""))
         if idx_name not in resolved:
             if index is not None:
-                resolved[idx_name], problems[idx_name] = _resolve_index(idx_name, None), None
+                resolved[idx_name], problems[idx_name] = _resolve_index(idx_name, None, storage), None
             else:
-                resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root)
+                resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root, storage)
         error = None
         if not text.strip():
             error = "empty query text"
@@ -170,15 +174,14 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     return QuerySet(str(path), tuple(rows), _digest(rows), tuple(warnings))
 
 
-def load_query_records(path: str | Path) -> tuple[pa.Table, list[dict]]:
+def load_query_records(path: str | Path, storage: StorageConfig | None = None) -> tuple[pa.Table, list[dict]]:
     """A query set's table (for its column names and types) and its rows as dicts.
 
     Text is read as written: bytes of a Parquet string column that are not UTF-8, and lone
     surrogates escaped in JSON, arrive as lone surrogates (Python's `surrogateescape`), for
     `clean_query_text` to replace and count, instead of failing the whole file.
     """
-    path = Path(path)
-    table, records = _read_table(path)
+    table, records = _read_table(path, storage or StorageConfig())
     if records is not None:
         return table, records
     columns = {name: _texts(table.column(name)) if _is_text(table.schema.field(name).type)
@@ -200,13 +203,14 @@ def check_column_types(table: pa.Table, path: str | Path) -> None:
                                     f"pyarrow.array(values, pyarrow.string()))")
 
 
-def resolve_index_name(name: str, root: str | Path) -> tuple[str, str | None]:
+def resolve_index_name(name: str, root: str | Path, storage: StorageConfig | None = None) -> tuple[str, str | None]:
     """An index name of an `index` column resolved strictly under `root`.
 
     Returns (folder, None) for a name that is a relative path without `..` whose folder,
     symlinks resolved, lies under the resolved root and holds a manifest.json; ('', None)
     for such a name with no index there; ('', problem) for a name that could reach outside
-    the root (absolute, `..`, a symlink leading out), the problem naming the fix.
+    the root (absolute, `..`, a symlink leading out), the problem naming the fix. Under a URI
+    root (object storage has no links) the folder is `ROOT/NAME`, the URI.
     """
     if not name:
         return "", None
@@ -215,6 +219,11 @@ def resolve_index_name(name: str, root: str | Path) -> tuple[str, str | None]:
     pure = Path(name)
     if "\x00" in name or pure.is_absolute() or ".." in pure.parts:
         return "", f"index {name!r} is not a name under --index-root {root} (fix: {fix})"
+    if is_uri(str(root)):
+        if "\\" in name or "//" in name or pure.as_posix() in ("", "."):
+            return "", f"index {name!r} is not a name under --index-root {root} (fix: {fix})"
+        uri = f"{str(root).rstrip('/')}/{pure.as_posix()}"
+        return (uri, None) if (storage or StorageConfig()).open(uri).is_file("manifest.json") else ("", None)
     try:
         base = Path(root).resolve(strict=True)
         folder = (base / pure).resolve(strict=False)
@@ -264,8 +273,11 @@ def _type_is(found: pa.DataType, kind: str) -> bool:
             "null": pa.types.is_null(found)}[kind]
 
 
-def _read_table(path: Path) -> tuple[pa.Table, list[dict] | None]:
+def _read_table(path: str | Path, storage: StorageConfig) -> tuple[pa.Table, list[dict] | None]:
     """The table, and for JSONL its records as read (a Parquet file's are decoded later)."""
+    if is_uri(str(path)):
+        return _read_remote_table(str(path), storage)
+    path = Path(path)
     if not path.is_file():
         raise BadInputError("the query set does not exist", path=str(path),
                             fix="pass a Parquet or JSONL file with qid and query columns")
@@ -285,6 +297,29 @@ def _read_table(path: Path) -> tuple[pa.Table, list[dict] | None]:
                             fix="pass a readable Parquet or JSONL file") from exc
     raise BadInputError(f"unknown query-set format {suffix!r}", path=str(path),
                         fix="use a .parquet or .jsonl file")
+
+
+def _read_remote_table(uri: str, storage: StorageConfig) -> tuple[pa.Table, list[dict] | None]:
+    """A query set on object storage: read into memory, then as a local file would be."""
+    import tempfile
+
+    parent, name = split_name(uri)
+    store = storage.open(parent)
+    store.check_bucket()
+    if not store.is_file(name):
+        raise BadInputError("the query set does not exist", path=uri,
+                            fix="pass the URI of a Parquet or JSONL object with qid and query columns")
+    suffix = Path(name).suffix.lower()
+    if suffix not in (".parquet", ".jsonl", ".json", ".ndjson"):
+        raise BadInputError(f"unknown query-set format {suffix!r}", path=uri, fix="use a .parquet or .jsonl object")
+    data = store.read_bytes(name)
+    with tempfile.TemporaryDirectory(prefix="codenib-queries-") as tmp:
+        local = Path(tmp) / f"queries{suffix}"
+        local.write_bytes(data)
+        try:
+            return _read_table(local, storage)
+        except BadInputError as exc:   # name the URI, not the temporary copy
+            raise BadInputError(str(exc).replace(str(local), uri), path=uri) from None
 
 
 def _read_jsonl(path: Path) -> tuple[pa.Table, list[dict]]:
@@ -313,13 +348,17 @@ def _qid(v) -> str | None:
     return s or None
 
 
-def _resolve_index(name: str, root: str | Path | None) -> str:
+def _resolve_index(name: str, root: str | Path | None, storage: StorageConfig | None = None) -> str:
     """The index folder a name refers to ('' when there is none with a manifest): a path as
     given, or (with `root`) a name strictly under the root."""
     if root is not None:
-        return resolve_index_name(name, root)[0]
+        return resolve_index_name(name, root, storage)[0]
     if not name:
         return ""
+    if is_uri(name):
+        store = (storage or StorageConfig()).open(name)
+        store.check_bucket()
+        return store.uri if store.is_file("manifest.json") else ""
     folder = Path(name)
     return str(folder.resolve()) if (folder / "manifest.json").is_file() else ""
 

@@ -49,6 +49,7 @@ class ParquetSink:
         self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
         self._manifest: dict[str, Any] = {}
         self._lock_fd: int | None = None
+        self._created = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -72,6 +73,7 @@ class ParquetSink:
                 self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
                                   "total_shards": self.total_shards, "shards": {}, **self.metadata}
                 self._write_manifest()
+                self._created = created
             else:
                 self._manifest = manifest
             self.folder.plan_parts.mkdir(exist_ok=True)
@@ -130,6 +132,18 @@ class ParquetSink:
         self.folder.success_path.write_text(json.dumps({"run_id": self.metadata.get("run_id"),
                                                     "shards": len(done)}) + "\n")
         return self.out
+
+    def discard_if_unused(self) -> None:
+        """After `close`: remove the folder again if `open` created it and nothing was committed."""
+        if not self._created or self._manifest.get("shards"):
+            return
+        self.folder.manifest_path.unlink(missing_ok=True)
+        for folder in (self.folder.plan_parts, self.folder.staging, self.out):
+            _remove_if_empty(folder)
+
+    def read_plans(self, columns: list[str] | None = None) -> pa.Table:
+        """The rows of the finished `plans.parquet`."""
+        return self.folder.plans(columns=columns)
 
     def close(self) -> None:
         """Release the folder: remove `_LOCK` while still holding it, then let go (so a process

@@ -6,7 +6,7 @@ Used in-process (benchmarks, tests) and inside the Ray graph actors.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -44,16 +44,30 @@ class IndexCache:
     error instead of silently wrong ids.
     """
 
-    def __init__(self, loader: Callable[[str], Any], max_items: int = 4):
+    def __init__(self, loader: Callable[[str], Any], max_items: int = 4, copies=None, max_bytes: int | None = None,
+                 parts: tuple[str, ...] = ()):
+        """`copies`: the node's `IndexCacheDir`, which turns an index URI into a verified local copy.
+        `max_bytes`: a bound on the loaded indexes' bytes besides `max_items` (the artifacts
+        under `parts`, names or folder prefixes of the manifest, as the manifest sizes them:
+        what this cache loads). The most recently used index always stays, even alone over."""
         self.loader = loader
         self.max_items = max(1, max_items)
+        self.copies = copies
+        self.max_bytes = max_bytes
+        self.parts = parts
+        self.stats: Counter = Counter()
         self._items: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._sizes: dict[tuple[str, str], int] = {}
 
     def get(self, path: str, sha: str = ""):
         key = (path, sha)
         if key in self._items:
             self._items.move_to_end(key)
+            self.stats["hits"] += 1
             return self._items[key]
+        from codenib.index.remote import local_index
+
+        path = local_index(path, self.copies, sha)
         if sha:
             from codenib.artifact import MANIFEST, sha256_file
             from codenib.errors import IndexFormatError
@@ -64,13 +78,43 @@ class IndexCache:
                                        f"{found[:12]}, expected {sha[:12]})", path=path,
                                        fix="re-run the job on an index that stays put, or pass a new --out")
         item = self.loader(path)
+        self.stats["loads"] += 1
         self._items[key] = item
-        while len(self._items) > self.max_items:
-            self._items.popitem(last=False)
+        self._sizes[key] = loaded_bytes(path, self.parts)
+        while len(self._items) > 1 and (len(self._items) > self.max_items
+                                        or (self.max_bytes is not None and self.bytes > self.max_bytes)):
+            old, _ = self._items.popitem(last=False)
+            self._sizes.pop(old, None)
+            self.stats["evictions"] += 1
+        self.stats["peak_bytes"] = max(self.stats["peak_bytes"], self.bytes)
         return item
+
+    @property
+    def bytes(self) -> int:
+        return sum(self._sizes.values())
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def loaded_bytes(folder: str, parts: tuple[str, ...]) -> int:
+    """The manifest's sizes of the artifacts under `parts` (all of them when empty)."""
+    import json
+
+    try:
+        artifacts = json.loads((Path(folder) / "manifest.json").read_text()).get("artifacts", {})
+    except (OSError, ValueError):
+        return 0
+    return sum(int(a.get("size", 0)) for name, a in artifacts.items()
+               if not parts or any(name == p or name.startswith(p) for p in parts))
+
+
+def cache_stats(cache: IndexCache) -> dict[str, int]:
+    """An actor's LRU counters and its process's peak RSS (bytes), for the job summary."""
+    import resource
+
+    return {**cache.stats, "held_bytes": cache.bytes, "max_bytes": cache.max_bytes or 0,
+            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
 def process_shard(shard: Shard, index, engines, options: ShardOptions, llm=None) -> tuple[pa.Table, pa.Table]:

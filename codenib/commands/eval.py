@@ -78,6 +78,11 @@ def run(args: argparse.Namespace) -> int:
     if args.out and args.qrels is not None:
         # Before any work: a report folder that holds someone's files stops here, untouched.
         report.check_report_dir(Path(args.out).absolute(), args.force)
+    import tempfile
+
+    local = tempfile.TemporaryDirectory(prefix="codenib-eval-")
+    for name in ("results", "auto", "compare"):
+        setattr(args, name, _local_results(getattr(args, name), local.name))
     results = read_results(args.results, allow_partial=args.allow_partial)
     if args.export_trec:
         rows = trec_rows(results.run(args.plan), results.run_scores(args.plan),
@@ -104,6 +109,20 @@ def run(args: argparse.Namespace) -> int:
         print(report.summary_json(evaluation))
     print(markdown.render_summary(evaluation), file=sys.stderr)
     return 0
+
+
+def _local_results(path: str | None, tmp: str) -> str | None:
+    """A results prefix on object storage, copied (what its job committed) under `tmp`;
+    a local path as it is."""
+    from codenib.storage import StorageConfig, is_uri
+
+    if not path or not is_uri(path):
+        return path
+    from codenib.results import download_results
+
+    name = path.rstrip("/").rsplit("/", 1)[-1] or "results"
+    dest = Path(tmp) / f"{len(list(Path(tmp).iterdir()))}" / name
+    return str(download_results(path, StorageConfig.from_env(), dest))
 
 
 COMMAND = Command("Evaluate a results folder against qrels (node and file level, by plan and kind, "

@@ -1,0 +1,310 @@
+"""`ObjectStoreSink`: the results folder of `codenib.results` on object storage (`--out s3://...`).
+
+The same layout and the same guarantees as `ParquetSink`, without renames (a store has none):
+
+* A shard is PUT under `_staging/` (temporary names), copied server-side to `_plans/part-N`
+  and `part-N` (a PUT or a copy makes an object appear whole or not at all), the staged
+  objects are deleted, and only then is the shard recorded in `_manifest.json` (one PUT
+  replacing it: the commit marker). A shard counts as committed only once the manifest lists
+  it; `open` deletes every part the manifest does not list and everything under `_staging/`,
+  so a re-run repeats exactly the shards that were not committed: no lost or duplicated rows.
+* `plans.parquet` is written once every shard is committed, and `_SUCCESS` last.
+* One writer per prefix. `_LOCK` is created with a precondition (`If-None-Match: *`, through
+  boto3 when it is installed: S3, MinIO and moto honour it), so of two jobs that start together
+  exactly one gets it; the other exits 2 naming the holder. A lock whose holder was a process of
+  this host that no longer runs (a killed driver) is taken over with a message; one held from
+  another host is refused (fix: remove `_LOCK` if no job runs there). Without boto3, or on a
+  store that is not S3, the lock is written after a look-up (not atomic): the rule is then
+  one job per results prefix, which the lock enforces against any job that started earlier.
+* A prefix is inspected before anything is written: another job's manifest, objects CodeNib
+  did not write (unless `--force`, which deletes them) or a prefix with nothing of CodeNib's in
+  it exit 2 naming the URI, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from codenib.artifact import pid_alive
+from codenib.errors import BadInputError
+from codenib.outputs import tmp_path
+from codenib.results import (LOCK, MANIFEST, METADATA_KEY, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP,
+                             STAGING, SUCCESS, part_name)
+from codenib.storage import StorageConfig, StorageError, is_uri
+from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+
+
+class ObjectStoreSink:
+    """Writes one results prefix on object storage; the interface of `ParquetSink`."""
+
+    def __init__(self, out: str, fingerprint: str, metadata: dict[str, Any], total_shards: int, *,
+                 storage: StorageConfig, force: bool = False, log: Callable[[str], None] | None = None):
+        self.uri = out.rstrip("/")
+        self.store = storage.open(self.uri)
+        self.storage = storage
+        self.fingerprint = fingerprint
+        self.metadata = metadata
+        self.total_shards = total_shards
+        self.force = force
+        self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+        self._manifest: dict[str, Any] = {}
+        self._lock_nonce: str | None = None
+        self._complete = False
+        self._created = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def open(self) -> set[int]:
+        """Create or resume the prefix under its lock; refuse one that holds something else.
+
+        Raises:
+            StorageError: the bucket cannot be reached or does not exist.
+            BadInputError: the prefix holds another job's results or objects CodeNib did not
+                write (without `force`), or another job holds its lock.
+        """
+        self.store.check_bucket()
+        self._inspect()                       # reads only: a refused prefix is left as it was
+        self._lock()
+        try:
+            listing = self.store.listing()
+            manifest = self._inspect(listing)  # again, under the lock: the answer that counts
+            if self.force:
+                for rel in _foreign(listing):
+                    self.store.delete(rel)
+            if manifest is None:
+                self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
+                                  "total_shards": self.total_shards, "shards": {}, **self.metadata}
+                self._write_manifest()
+                self._created = not listing or set(listing) == {LOCK}
+            else:
+                self._manifest = manifest
+            self._clear_leftovers(self.store.listing())
+            self._complete = self.store.is_file(SUCCESS)
+        except BaseException:
+            self.close()
+            raise
+        return {int(k) for k, v in self._manifest.get("shards", {}).items() if not v.get("failed")}
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    @property
+    def failed_shards(self) -> list[int]:
+        return sorted(int(k) for k, v in self._manifest.get("shards", {}).items() if v.get("failed"))
+
+    def commit(self, shard_id: int, results: pa.Table, plans: pa.Table, failed: bool = False) -> None:
+        """Stage a shard's result and plan rows, copy them into place, then record the shard
+        in the manifest (the commit)."""
+        name = part_name(shard_id)
+        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
+        staged_results = f"{STAGING}/{tmp_path(Path(name)).name}"
+        staged_plans = f"{STAGING}/{tmp_path(Path('plans-' + name)).name}"
+        self.store.write_bytes(staged_results, _parquet(results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)))
+        self.store.write_bytes(staged_plans, _parquet(plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)))
+        self.store.copy(staged_plans, f"{PLAN_PARTS}/{name}")
+        self.store.copy(staged_results, name)
+        self.store.delete(staged_plans, exists=True)
+        self.store.delete(staged_results, exists=True)
+        self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
+                                                       "queries": plans.num_rows, "failed": failed}
+        self._write_manifest()
+
+    def finalize(self) -> str:
+        """Write `plans.parquet` from the committed shards, then `_SUCCESS` (last)."""
+        done = sorted(self._manifest.get("shards", {}))
+        if len(done) != self.total_shards:
+            raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
+                                path=self.uri, fix="re-run the job to finish it")
+        tables = [_read_parquet(self.store.read_bytes(f"{PLAN_PARTS}/{part_name(int(s))}")) for s in done]
+        plans = pa.concat_tables(tables) if tables else PLANS_SCHEMA.empty_table()
+        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
+        self.store.write_bytes(PLANS, _parquet(plans.replace_schema_metadata(meta)))
+        if self.failed_shards:
+            return self.uri  # no _SUCCESS until a re-run has retried the failed shards
+        self.store.write_bytes(SUCCESS, (json.dumps({"run_id": self.metadata.get("run_id"),
+                                                     "shards": len(done)}) + "\n").encode())
+        self._complete = True
+        return self.uri
+
+    def discard_if_unused(self) -> None:
+        """After `close`: delete the manifest again if `open` wrote the first object of the
+        prefix and nothing was committed (bad input found once the job started)."""
+        if not self._created or self._manifest.get("shards"):
+            return
+        self.store.delete(MANIFEST)
+        # pyarrow leaves an empty "folder" marker object where it deleted the last object
+        # under a prefix; remove it with a plain delete (boto3) when the prefix is empty.
+        client = _s3_client(self.storage) if self.store.scheme == "s3" else None
+        if client is not None and not self.store.listing():
+            bucket, _, key = self.store.path().partition("/")
+            client.delete_object(Bucket=bucket, Key=key.rstrip("/") + "/")
+
+    def read_plans(self, columns: list[str] | None = None) -> pa.Table:
+        return _read_parquet(self.store.read_bytes(PLANS), columns)
+
+    def close(self) -> None:
+        """Delete `_LOCK` if this sink still holds it; safe to call more than once."""
+        nonce, self._lock_nonce = self._lock_nonce, None
+        if nonce is None:
+            return
+        try:
+            self.store.delete_dir(STAGING)
+            holder = _parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
+            if holder and holder.get("nonce") == nonce:
+                self.store.delete(LOCK)
+        except StorageError as exc:
+            self.log(f"warning: could not remove {self.store.uri_of(LOCK)}: {exc}")
+
+    # -- private helpers ------------------------------------------------------------------------
+
+    def _inspect(self, listing: dict[str, int] | None = None) -> dict[str, Any] | None:
+        listing = self.store.listing() if listing is None else listing
+        if not listing:
+            return None
+        if not any(_ours(rel) for rel in listing):
+            raise BadInputError("the output prefix is not empty and holds no CodeNib results; refusing to "
+                                "overwrite it", path=self.uri, fix="choose a new --out prefix or empty this one yourself")
+        manifest = None
+        if MANIFEST in listing:
+            try:
+                manifest = json.loads(self.store.read_bytes(MANIFEST))
+            except ValueError as exc:
+                raise BadInputError(f"unreadable {MANIFEST}: {exc}", path=self.store.uri_of(MANIFEST),
+                                    fix="remove the prefix or pass another --out") from exc
+            if (not isinstance(manifest, dict) or manifest.get("format") != RESULTS_FORMAT
+                    or manifest.get("fingerprint") != self.fingerprint):
+                raise BadInputError(
+                    "the output prefix holds another job's results (different queries, indexes or "
+                    "options)", path=self.uri,
+                    fix="pass a new --out, or re-run with exactly the options of that job to resume it")
+        foreign = _foreign(listing)
+        if foreign and not self.force:
+            more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+            raise BadInputError(
+                f"the results prefix {self.uri} holds an object CodeNib did not write{more}; nothing was changed",
+                path=self.store.uri_of(foreign[0]),
+                fix=f"move {foreign[0]} out of {self.uri}, pass another --out, or pass --force to go on and "
+                    "delete the objects CodeNib did not write")
+        return manifest
+
+    def _lock(self) -> None:
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "nonce": uuid.uuid4().hex,
+              "run_id": self.metadata.get("run_id"), "time": time.time()}
+        body = json.dumps(me).encode()
+        if self._create(LOCK, body):
+            self._lock_nonce = me["nonce"]
+            return
+        holder = _parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
+        if holder and holder.get("host") == me["host"] and not pid_alive(holder.get("pid")):
+            self.log(f"{self.uri}: taking over the lock of pid {holder.get('pid')} on {holder.get('host')}, "
+                     "which is no longer running")
+            self.store.delete(LOCK)
+            if self._create(LOCK, body):
+                self._lock_nonce = me["nonce"]
+                return
+            holder = _parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
+        who = (f"pid {holder.get('pid')} on {holder.get('host')}" if holder
+               else "a process that has not recorded its pid yet")
+        raise BadInputError(f"another job ({who}) is writing to this results prefix", path=self.uri,
+                            fix=f"wait for it to finish, or delete {self.store.uri_of(LOCK)} if no job is running there")
+
+    def _create(self, name: str, body: bytes) -> bool:
+        """Write `name` only if it does not exist; False when it does (see the module docstring)."""
+        client = _s3_client(self.storage) if self.store.scheme == "s3" else None
+        if client is None:
+            if self.store.exists(name):
+                return False
+            self.store.write_bytes(name, body)
+            return True
+        bucket, _, key = self.store.path(name).partition("/")
+        try:
+            client.put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+        except Exception as exc:  # noqa: BLE001 - botocore's ClientError, checked by code
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+                return False
+            raise StorageError(f"cannot create {self.store.uri_of(name)}: {exc}", path=self.store.uri_of(name),
+                               fix="check the bucket's permissions and CODENIB_S3_ENDPOINT") from exc
+        return True
+
+    def _clear_leftovers(self, listing: dict[str, int]) -> None:
+        """Delete what an interrupted writer left: staged objects, and parts the manifest does
+        not list (copied into place, never committed)."""
+        committed = {v["file"] for v in self._manifest.get("shards", {}).values()}
+        for rel in listing:
+            folder, _, name = rel.rpartition("/")
+            if folder == STAGING or (folder in ("", PLAN_PARTS) and name.startswith("part-")
+                                     and name not in committed):
+                self.store.delete(rel)
+
+    def _write_manifest(self) -> None:
+        self.store.write_bytes(MANIFEST, json.dumps(self._manifest, indent=2, sort_keys=True).encode())
+
+
+def make_sink(out: str, fingerprint: str, metadata: dict[str, Any], total_shards: int, *, force: bool,
+              log: Callable[[str], None], storage: StorageConfig | None):
+    """The sink of `out`: on object storage for a URI, else a local folder."""
+    if is_uri(out):
+        return ObjectStoreSink(out, fingerprint, metadata, total_shards, storage=storage or StorageConfig(),
+                               force=force, log=log)
+    from codenib.batch.sink import ParquetSink
+
+    return ParquetSink(out, fingerprint, metadata, total_shards, force=force, log=log)
+
+
+def _parquet(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def _read_parquet(data: bytes, columns: list[str] | None = None) -> pa.Table:
+    return pq.read_table(pa.BufferReader(data), columns=columns)
+
+
+def _ours(rel: str) -> bool:
+    top = rel.split("/", 1)[0]
+    return top in RESULTS_OWNERSHIP.dirs if "/" in rel else RESULTS_OWNERSHIP.owns(rel)
+
+
+def _foreign(listing: dict[str, int]) -> list[str]:
+    """Objects CodeNib did not write (a folder it does not use is one entry, `notes/`)."""
+    out = set()
+    for rel in listing:
+        folder = rel.rpartition("/")[0]
+        if folder and folder not in RESULTS_OWNERSHIP.dirs:
+            out.add(rel.split("/", 1)[0] + "/")
+        elif not RESULTS_OWNERSHIP.owns(rel):
+            out.add(rel)
+    return sorted(out)
+
+
+def _parse_holder(data: bytes) -> dict[str, Any] | None:
+    try:
+        holder = json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and "pid" in holder else None
+
+
+def _s3_client(storage: StorageConfig):
+    """A boto3 S3 client for conditional writes, or None without boto3 (see the module docstring)."""
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        return None
+    return boto3.client("s3", endpoint_url=storage.endpoint, region_name=storage.region or "us-east-1",
+                        config=Config(connect_timeout=5, read_timeout=60, retries={"max_attempts": 3}))

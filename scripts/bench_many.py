@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Benchmark: one Ray job over many small indexes against one job over a single index with
+the same number of queries, in the same run, on the same embedded Ray.
+
+The many-index job's indexes are copies of one index folder under distinct names (each a
+separate index to the job: loaded, cached and evicted on its own). Queries cycle through
+`--queries` (default: the batch tests' seven questions). Both jobs run `--mode sparse` by
+default (the plan whose cost is the index load, not the encoder). The actors' LRU is bounded by
+`--actor-memory` bytes. Prints queries/s of both, their ratio (target >= 0.8), and the LRU's hit
+rate, loads, evictions, held bytes and peak RSS per actor.
+
+Usage (the issue's size: 100 indexes x 100 queries against 1 index x 10,000 queries):
+    python scripts/bench_many.py --index IDX [--indexes 100] [--per-index 100] [--actor-memory BYTES]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+QUESTIONS = ["where is run_engine defined", "who calls Engine.prepare?", "what does Engine.start call?",
+             "Turn the given text into a lowercase slug.", "Store an item", "helper", "callers of slugify"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", required=True, help="an index folder (copied --indexes times)")
+    ap.add_argument("--indexes", type=int, default=100)
+    ap.add_argument("--per-index", type=int, default=100)
+    ap.add_argument("--queries", help="Parquet with a `query` column to cycle (default: seven test questions)")
+    ap.add_argument("--mode", default="sparse")
+    ap.add_argument("--shard-size", type=int, default=100)
+    ap.add_argument("--actor-memory", type=int, default=None,
+                    help="bytes per actor (default: the loaded parts of 8 indexes)")
+    ap.add_argument("--workers", type=int, default=None)
+    args = ap.parse_args()
+
+    import ray
+
+    from codenib.batch.driver import RunOptions, run_job
+    from codenib.batch.job import start_ray, stop_ray
+    from codenib.batch.worker import loaded_bytes
+
+    texts = (pq.read_table(args.queries, columns=["query"]).column("query").to_pylist() if args.queries
+             else QUESTIONS)
+    total = args.indexes * args.per_index
+    work = Path(tempfile.mkdtemp(prefix="codenib-bench-many-"))
+    try:
+        root = work / "indexes"
+        for i in range(args.indexes):
+            shutil.copytree(args.index, root / f"idx{i:04d}")
+        per_index_bytes = loaded_bytes(args.index, ("nodes.parquet", "edges.parquet", "sparse/"))
+        budget = args.actor_memory or 8 * per_index_bytes
+        many = [{"qid": f"m{i:07d}", "query": texts[i % len(texts)], "index": f"idx{i % args.indexes:04d}"}
+                for i in range(total)]
+        single = [{"qid": f"s{i:07d}", "query": texts[i % len(texts)]} for i in range(total)]
+        pq.write_table(pa.Table.from_pylist(many), work / "many.parquet")
+        pq.write_table(pa.Table.from_pylist(single), work / "single.parquet")
+        start_ray(None, False, lambda m: None)
+        try:
+            common = dict(mode=args.mode, shard_size=args.shard_size, local_below=0, progress=False,
+                          actor_memory=budget, workers=args.workers, max_indexes=10**6)
+            t0 = time.perf_counter()
+            one = run_job(RunOptions(queries=str(work / "single.parquet"), index=str(root / "idx0000"),
+                                     out=str(work / "out-single"), **common), log=lambda m: None)
+            t_one = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            lots = run_job(RunOptions(queries=str(work / "many.parquet"), index_root=str(root),
+                                      out=str(work / "out-many"), **common), log=lambda m: None)
+            t_many = time.perf_counter() - t0
+        finally:
+            stop_ray()
+        print(f"cores {os.cpu_count()}, ray {ray.__version__}, mode {args.mode}, shard size "
+              f"{args.shard_size}, actor memory {budget:,} bytes ({per_index_bytes:,} per index loaded)")
+        for name, s, t in (("1 index", one, t_one), (f"{args.indexes} indexes", lots, t_many)):
+            c = s.cache
+            gets = c.get("hits", 0) + c.get("loads", 0)
+            print(f"{name:>12}: {s.queries} queries in {t:.1f}s = {s.queries / t:.0f} q/s; hit rate "
+                  f"{c.get('hits', 0) / gets if gets else 0:.1%}, {c.get('loads', 0)} loads, "
+                  f"{c.get('evictions', 0)} evictions")
+            for i, a in enumerate(c.get("per_actor", [])):
+                print(f"{'':>14}actor {i}: {a.get('hits', 0)} hits, {a.get('loads', 0)} loads, "
+                      f"{a.get('evictions', 0)} evictions, peak held {a.get('peak_bytes', 0):,} B "
+                      f"(budget {budget:,}), peak RSS {a.get('peak_rss', 0) / 2**20:.0f} MiB")
+        print(f"ratio many/single throughput: {(total / t_many) / (total / t_one):.2f}x (target >= 0.8)")
+        print(json.dumps({"single_qps": total / t_one, "many_qps": total / t_many, "cache_single": one.cache,
+                          "cache_many": lots.cache}, default=str))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
