@@ -9,6 +9,10 @@ given: a plain lowercase word that names definitions is a candidate, weighted by
 specific it is (one definition or hundreds) and by how close it stands to the relation.
 
 Deterministic and free of I/O: the symbol table is loaded with the index and passed in.
+
+The parts live beside this module: `intent_lexicon` (the words and patterns), `intent_tokens`
+(a question as tokens), `intent_targets` (whom it is about), `intent_reading` (relation and
+direction around one relation word) and `courtesy` (greetings and thanks stripped first).
 """
 
 from __future__ import annotations
