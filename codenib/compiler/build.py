@@ -20,7 +20,6 @@ from codenib import artifact
 from codenib.compiler import state as incr_state
 from codenib.compiler.build_cache import _cached_files, _fill_cache, _open_cache
 from codenib.compiler.build_parse import (
-    PARALLEL_MIN_FILES,
     _file_facts,
     _gc_paused,
     _node_table,
@@ -29,17 +28,16 @@ from codenib.compiler.build_parse import (
     _read_sources,
     _unchanged_files,
 )
-from codenib.compiler.build_terms import PARALLEL_MIN_TEXTS, _term_counts
+from codenib.compiler.build_terms import _term_counts
 from codenib.compiler.graph import build_graph
 from codenib.compiler.walk import walk_repository
-from codenib.compiler.workers import CHUNKS_PER_WORKER, _Workers
+from codenib.compiler.workers import _Workers
 from codenib.errors import BadInputError
 from codenib.tokens import Tokenizer, TokenizerConfig
 from codenib.types import EDGE_TYPES, NODE_KINDS
 
 #: The public names of the build, wherever they are defined.
-__all__ = ["CHUNKS_PER_WORKER", "PARALLEL_MIN_FILES", "PARALLEL_MIN_TEXTS", "BuildOptions", "BuildSummary", "Logger",
-           "build_index"]
+__all__ = ["BuildOptions", "BuildSummary", "Logger", "build_index"]
 
 
 @dataclass(frozen=True, slots=True)
