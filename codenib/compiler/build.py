@@ -1,37 +1,43 @@
-"""`build_index`: repository -> index folder (nodes, edges, sparse, dense, manifest)."""
+"""`build_index`: repository -> index folder (nodes, edges, sparse, dense, manifest).
+
+Its stages' helpers live beside it: `build_parse` (read, parse, the nodes table),
+`build_terms` (BM25 term counts), `build_cache` (the per-file store) and `workers`.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
-import os
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from codenib import artifact
 from codenib.compiler import state as incr_state
-from codenib.compiler.graph import KEEP_TREES_BYTES, build_graph
-from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
-from codenib.compiler.walk import SourceFile, walk_repository
+from codenib.compiler.build_cache import _cached_files, _fill_cache, _open_cache
+from codenib.compiler.build_parse import (
+    _file_facts,
+    _gc_paused,
+    _node_table,
+    _nodes_of,
+    _parse_files,
+    _read_sources,
+    _unchanged_files,
+)
+from codenib.compiler.build_terms import _term_counts
+from codenib.compiler.graph import build_graph
+from codenib.compiler.walk import walk_repository
+from codenib.compiler.workers import _Workers
 from codenib.errors import BadInputError
 from codenib.tokens import Tokenizer, TokenizerConfig
-from codenib.types import EDGE_TYPES, NODE_KINDS, NODES_SCHEMA, Node, nodes_to_table
+from codenib.types import EDGE_TYPES, NODE_KINDS
 
-#: Parse in worker processes from this many files to parse (below, starting them costs more).
-PARALLEL_MIN_FILES = 200
-#: Count BM25 terms in worker processes from this many texts to tokenize.
-PARALLEL_MIN_TEXTS = 4_000
-#: Work is cut into this many chunks per worker, so that one slow chunk does not idle the rest.
-CHUNKS_PER_WORKER = 4
+#: The public names of the build, wherever they are defined.
+__all__ = ["BuildOptions", "BuildSummary", "Logger", "build_index"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,287 +237,3 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
         manifest=manifest,
         reuse=reuse,
     )
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while parsing and resolving.
-
-    Those stages allocate millions of small objects and free them by reference counting;
-    with the collector on, its full passes over the growing heap cost as much as the
-    parsing itself (measured: `ast.parse` alone runs about twice as fast without it).
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def _read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None], dict[str, str]]:
-    """The bytes of every file, read once (None and the reason when unreadable)."""
-    sources: dict[str, bytes | None] = {}
-    errors: dict[str, str] = {}
-    for f in files:
-        try:
-            sources[f.rel_path] = f.abs_path.read_bytes()
-        except OSError as exc:
-            sources[f.rel_path] = None
-            errors[f.rel_path] = f"unreadable: {exc.strerror}"
-    return sources, errors
-
-
-def _unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
-    """Files whose nodes the earlier index holds for the same bytes."""
-    if previous is None or previous.graph is None:
-        return set()
-    old = previous.graph.files
-    return {rel for rel, sha in shas.items()
-            if rel not in read_errors and rel in old and old[rel].content_sha256 == sha}
-
-
-def _parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],
-                 workers: "_Workers", progress: bool) -> tuple[dict[str, list[Node]], dict[str, ParsedFile]]:
-    """The nodes of each file in `rels`, parsed in worker processes when there are many.
-
-    Parsed here, the first files' trees are returned too (up to `KEEP_TREES_BYTES` of source):
-    the graph stage needs the same trees and need not parse those files again.
-    """
-    items = [(rel, sources[rel], read_errors.get(rel)) for rel in rels]
-    if workers.size > 1 and len(items) >= PARALLEL_MIN_FILES:
-        chunks = _chunks(items, workers.size * CHUNKS_PER_WORKER, lambda it: len(it[1] or b""))
-        results = workers.map(_parse_chunk, chunks, desc="parse", unit="chunk", progress=progress)
-        return {rel: nodes for chunk in results for rel, nodes in chunk}, {}
-    from codenib.progress import Progress
-
-    nodes: dict[str, list[Node]] = {}
-    trees: dict[str, ParsedFile] = {}
-    budget = KEEP_TREES_BYTES
-    with Progress("parse", len(items), "files", enabled=progress) as bar:
-        for rel, raw, error in items:
-            pf = _parse_one(rel, raw, error)
-            nodes[rel] = pf.nodes
-            if raw is not None and len(raw) <= budget:
-                budget -= len(raw)
-                pf.nodes = []
-                trees[rel] = pf
-            bar.update(1)
-    return nodes, trees
-
-
-def _parse_chunk(items) -> list[tuple[str, list[Node]]]:
-    """Worker task: (rel, bytes, read error) -> (rel, nodes)."""
-    gc.disable()    # in a worker process: nothing else runs there
-    return [(rel, _parse_one(rel, raw, error).nodes) for rel, raw, error in items]
-
-
-def _parse_one(rel: str, raw: bytes | None, error: str | None) -> ParsedFile:
-    return parse_unreadable(rel, error) if raw is None else parse_source(rel, raw)
-
-
-def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tuple[pa.Table, list]:
-    """nodes.parquet's table, sorted by node id, and each row's origin: the row of the
-    earlier index it was taken from (an int), or None for a node parsed now."""
-    new_nodes = [n for nodes in parsed.values() for n in nodes]
-    if not new_nodes and previous is not None and kept == set(previous.graph.files):
-        table = previous.nodes.cast(NODES_SCHEMA).combine_chunks()    # the same files, unchanged
-        return table, list(range(table.num_rows))
-    parts = [nodes_to_table(new_nodes)]
-    origin: list = [None] * len(new_nodes)
-    if kept:
-        old = previous.nodes
-        rows = pc.indices_nonzero(pc.is_in(old.column("file"), value_set=pa.array(sorted(kept)))).to_numpy()
-        parts.append(old.take(rows).cast(NODES_SCHEMA))
-        origin.extend(rows.tolist())
-    table = pa.concat_tables(parts)
-    order = pc.sort_indices(table, sort_keys=[("node_id", "ascending")])
-    table = table.take(order).combine_chunks()
-    return table, [origin[i] for i in order.to_numpy()]
-
-
-def _file_facts(nodes: pa.Table) -> dict[str, tuple[str, bool, str | None]]:
-    """Per file: content sha256, whether it parsed, and its parse error (from file nodes)."""
-    files = nodes.filter(pc.equal(nodes.column("kind"), "file"))
-    return {rel: (sha, err is None, err) for rel, sha, err in zip(
-        files.column("file").to_pylist(), files.column("content_sha256").to_pylist(),
-        files.column("parse_error").to_pylist())}
-
-
-def _term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions, workers: "_Workers",
-                 cached: dict[str, Counter]):
-    """BM25 term counts of every node row: reused for a node whose text the earlier index
-    holds (same id, same text) or the store has (`cached`, by node id), counted for the rest.
-
-    Returns them, how many texts were counted, and the counts made now by node id.
-    """
-    from codenib.compiler.sparse import assemble_terms
-
-    old_terms = previous.terms if previous is not None else None
-    rows: list = list(origin) if old_terms is not None else [None] * nodes.num_rows
-    if cached:
-        for i, nid in enumerate(nodes.column("node_id").to_pylist()):
-            if rows[i] is None and nid in cached:
-                rows[i] = cached[nid]
-    todo = [i for i, r in enumerate(rows) if r is None]
-    texts = nodes.column("text").take(todo).to_pylist() if todo else []
-    if old_terms is not None and todo:
-        # A changed file's unchanged definitions keep their text: match them by id.
-        old_ids = previous.nodes.column("node_id").to_pylist()
-        old_row = {nid: i for i, nid in enumerate(old_ids)}
-        ids = nodes.column("node_id").take(todo).to_pylist()
-        old_text = previous.nodes.column("text")
-        still = []
-        for i, nid, text in zip(todo, ids, texts):
-            r = old_row.get(nid)
-            if r is not None and old_text[r].as_py() == text:
-                rows[i] = r
-            else:
-                still.append((i, text))
-        todo, texts = [i for i, _ in still], [t for _, t in still]
-    counts = _count_texts(texts, options.tokenizer, workers, options.progress)
-    for i, c in zip(todo, counts):
-        rows[i] = c
-    ids = nodes.column("node_id").take(todo).to_pylist() if todo else []
-    return assemble_terms(rows, old_terms), len(todo), dict(zip(ids, counts))
-
-
-def _open_cache(options: BuildOptions, out: Path):
-    """The per-file store this build reads and fills, or None."""
-    if not options.use_cache:
-        return None
-    from codenib.compiler.cache import DEFAULT_CACHE_NAME, FileCache
-
-    return FileCache(options.cache or out.absolute().parent / DEFAULT_CACHE_NAME, options.tokenizer)
-
-
-def _cached_files(store, rels: list[str], shas: dict[str, str]) -> dict:
-    """The store's entries for these files' bytes (those it has)."""
-    if store is None:
-        return {}
-    found = {}
-    for rel in rels:
-        entry = store.get(rel, shas[rel])
-        if entry is not None:
-            found[rel] = entry
-    return found
-
-
-def _fill_cache(store, fresh: set[str], parsed: dict[str, list[Node]], shas: dict[str, str],
-                terms, nodes: pa.Table, new_counts: dict[str, Counter], log: Logger) -> None:
-    """Store the files parsed now (best effort: a store that cannot be written is skipped)."""
-    from codenib.compiler.cache import CachedFile
-
-    row_of = None
-    try:
-        for rel in sorted(fresh):
-            file_nodes = parsed[rel]
-            counts = []
-            for n in file_nodes:
-                c = new_counts.get(n.node_id)
-                if c is None:       # counts reused from the earlier index: read them back
-                    if row_of is None:
-                        row_of = {nid: i for i, nid in enumerate(nodes.column("node_id").to_pylist())}
-                    c = terms.counts_of(row_of[n.node_id])
-                counts.append(c)
-            store.put(rel, shas[rel], CachedFile(file_nodes, counts))
-    except (OSError, UnicodeError, ValueError) as exc:
-        log(f"warning: the parse cache {store.root} was not updated: {exc}")
-
-
-def _count_texts(texts: list[str], config: TokenizerConfig, workers: "_Workers", progress: bool) -> list:
-    """Term counts of each text, in worker processes when there are many."""
-    from codenib.compiler.sparse import count_terms
-
-    if workers.size <= 1 or len(texts) < PARALLEL_MIN_TEXTS:
-        return count_terms(texts, config)
-    chunks = _chunks([(t, config) for t in texts], workers.size * CHUNKS_PER_WORKER, lambda it: len(it[0]),
-                     keep_order=True)
-    results = workers.map(_count_chunk, chunks, desc="tokenize", unit="chunk", progress=progress)
-    return [c for chunk in results for c in chunk]
-
-
-def _count_chunk(items) -> list:
-    """Worker task: term counts of each text."""
-    from codenib.compiler.sparse import count_terms
-
-    return count_terms([t for t, _ in items], items[0][1]) if items else []
-
-
-def _nodes_of(table: pa.Table) -> list[Node]:
-    """`Node` records of a nodes table (what the dense stage encodes)."""
-    cols = table.to_pydict()
-    names = NODES_SCHEMA.names
-    return [Node(**{name: (tuple(cols[name][i] or ()) if name == "decorators" else cols[name][i])
-                    for name in names}) for i in range(table.num_rows)]
-
-
-def _chunks(items: list, n: int, size: Callable, keep_order: bool = False) -> list[list]:
-    """`items` cut into at most `n` chunks of similar total size."""
-    if not items:
-        return []
-    n = max(1, min(n, len(items)))
-    if keep_order:
-        total = sum(size(it) for it in items) or 1
-        chunks, current, acc = [], [], 0
-        for it in items:
-            current.append(it)
-            acc += size(it)
-            if acc >= total * (len(chunks) + 1) / n and len(chunks) < n - 1:
-                chunks.append(current)
-                current = []
-        chunks.append(current)
-        return [c for c in chunks if c]
-    # Largest first, each to the lightest chunk: the chunks finish at about the same time.
-    bins: list[list] = [[] for _ in range(n)]
-    loads = [0] * n
-    for it in sorted(items, key=size, reverse=True):
-        j = loads.index(min(loads))
-        bins[j].append(it)
-        loads[j] += size(it)
-    return [b for b in bins if b]
-
-
-class _Workers:
-    """A pool of worker processes, started on first use (none when `size` is 1)."""
-
-    def __init__(self, jobs: int | None):
-        self.size = jobs if jobs is not None else len(os.sched_getaffinity(0))
-        self._pool = None
-
-    def __enter__(self) -> "_Workers":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop the worker processes (a later `map` starts new ones)."""
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
-
-    def map(self, fn: Callable, chunks: list, desc: str, unit: str, progress: bool) -> list:
-        """`fn` over each chunk in the workers; results in chunk order."""
-        from codenib.progress import Progress
-
-        if self._pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            # fork where there is one: spawn and forkserver import the caller's main module
-            # again, which breaks every script that calls `build_index` without a main guard.
-            # The workers only parse and tokenize (no Arrow, no torch threads in them).
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-            self._pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx)
-        futures = [self._pool.submit(fn, chunk) for chunk in chunks]
-        results = []
-        with Progress(desc, len(futures), unit + "s", enabled=progress) as bar:
-            for fut in futures:
-                results.append(fut.result())
-                bar.update(1)
-        return results

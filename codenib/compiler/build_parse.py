@@ -1,0 +1,134 @@
+"""The build's parse stage: every file read once, the files an earlier index holds unchanged,
+the rest parsed (in worker processes when there are many), and the nodes table."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from codenib.compiler.graph import KEEP_TREES_BYTES
+from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
+from codenib.compiler.walk import SourceFile
+from codenib.compiler.workers import CHUNKS_PER_WORKER, _chunks, _Workers
+from codenib.types import NODES_SCHEMA, Node, nodes_to_table
+
+#: Parse in worker processes from this many files to parse (below, starting them costs more).
+PARALLEL_MIN_FILES = 200
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while parsing and resolving.
+
+    Those stages allocate millions of small objects and free them by reference counting;
+    with the collector on, its full passes over the growing heap cost as much as the
+    parsing itself (measured: `ast.parse` alone runs about twice as fast without it).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None], dict[str, str]]:
+    """The bytes of every file, read once (None and the reason when unreadable)."""
+    sources: dict[str, bytes | None] = {}
+    errors: dict[str, str] = {}
+    for f in files:
+        try:
+            sources[f.rel_path] = f.abs_path.read_bytes()
+        except OSError as exc:
+            sources[f.rel_path] = None
+            errors[f.rel_path] = f"unreadable: {exc.strerror}"
+    return sources, errors
+
+
+def _unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
+    """Files whose nodes the earlier index holds for the same bytes."""
+    if previous is None or previous.graph is None:
+        return set()
+    old = previous.graph.files
+    return {rel for rel, sha in shas.items()
+            if rel not in read_errors and rel in old and old[rel].content_sha256 == sha}
+
+
+def _parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],
+                 workers: "_Workers", progress: bool) -> tuple[dict[str, list[Node]], dict[str, ParsedFile]]:
+    """The nodes of each file in `rels`, parsed in worker processes when there are many.
+
+    Parsed here, the first files' trees are returned too (up to `KEEP_TREES_BYTES` of source):
+    the graph stage needs the same trees and need not parse those files again.
+    """
+    items = [(rel, sources[rel], read_errors.get(rel)) for rel in rels]
+    if workers.size > 1 and len(items) >= PARALLEL_MIN_FILES:
+        chunks = _chunks(items, workers.size * CHUNKS_PER_WORKER, lambda it: len(it[1] or b""))
+        results = workers.map(_parse_chunk, chunks, desc="parse", unit="chunk", progress=progress)
+        return {rel: nodes for chunk in results for rel, nodes in chunk}, {}
+    from codenib.progress import Progress
+
+    nodes: dict[str, list[Node]] = {}
+    trees: dict[str, ParsedFile] = {}
+    budget = KEEP_TREES_BYTES
+    with Progress("parse", len(items), "files", enabled=progress) as bar:
+        for rel, raw, error in items:
+            pf = _parse_one(rel, raw, error)
+            nodes[rel] = pf.nodes
+            if raw is not None and len(raw) <= budget:
+                budget -= len(raw)
+                pf.nodes = []
+                trees[rel] = pf
+            bar.update(1)
+    return nodes, trees
+
+
+def _parse_chunk(items) -> list[tuple[str, list[Node]]]:
+    """Worker task: (rel, bytes, read error) -> (rel, nodes)."""
+    gc.disable()    # in a worker process: nothing else runs there
+    return [(rel, _parse_one(rel, raw, error).nodes) for rel, raw, error in items]
+
+
+def _parse_one(rel: str, raw: bytes | None, error: str | None) -> ParsedFile:
+    return parse_unreadable(rel, error) if raw is None else parse_source(rel, raw)
+
+
+def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tuple[pa.Table, list]:
+    """nodes.parquet's table, sorted by node id, and each row's origin: the row of the
+    earlier index it was taken from (an int), or None for a node parsed now."""
+    new_nodes = [n for nodes in parsed.values() for n in nodes]
+    if not new_nodes and previous is not None and kept == set(previous.graph.files):
+        table = previous.nodes.cast(NODES_SCHEMA).combine_chunks()    # the same files, unchanged
+        return table, list(range(table.num_rows))
+    parts = [nodes_to_table(new_nodes)]
+    origin: list = [None] * len(new_nodes)
+    if kept:
+        old = previous.nodes
+        rows = pc.indices_nonzero(pc.is_in(old.column("file"), value_set=pa.array(sorted(kept)))).to_numpy()
+        parts.append(old.take(rows).cast(NODES_SCHEMA))
+        origin.extend(rows.tolist())
+    table = pa.concat_tables(parts)
+    order = pc.sort_indices(table, sort_keys=[("node_id", "ascending")])
+    table = table.take(order).combine_chunks()
+    return table, [origin[i] for i in order.to_numpy()]
+
+
+def _file_facts(nodes: pa.Table) -> dict[str, tuple[str, bool, str | None]]:
+    """Per file: content sha256, whether it parsed, and its parse error (from file nodes)."""
+    files = nodes.filter(pc.equal(nodes.column("kind"), "file"))
+    return {rel: (sha, err is None, err) for rel, sha, err in zip(
+        files.column("file").to_pylist(), files.column("content_sha256").to_pylist(),
+        files.column("parse_error").to_pylist())}
+
+
+def _nodes_of(table: pa.Table) -> list[Node]:
+    """`Node` records of a nodes table (what the dense stage encodes)."""
+    cols = table.to_pydict()
+    names = NODES_SCHEMA.names
+    return [Node(**{name: (tuple(cols[name][i] or ()) if name == "decorators" else cols[name][i])
+                    for name in names}) for i in range(table.num_rows)]

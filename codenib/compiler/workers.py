@@ -1,0 +1,78 @@
+"""Worker processes for the build's parsing and tokenizing: a pool started on first use, and
+work cut into chunks of similar size."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+#: Work is cut into this many chunks per worker, so that one slow chunk does not idle the rest.
+CHUNKS_PER_WORKER = 4
+
+
+def _chunks(items: list, n: int, size: Callable, keep_order: bool = False) -> list[list]:
+    """`items` cut into at most `n` chunks of similar total size."""
+    if not items:
+        return []
+    n = max(1, min(n, len(items)))
+    if keep_order:
+        total = sum(size(it) for it in items) or 1
+        chunks, current, acc = [], [], 0
+        for it in items:
+            current.append(it)
+            acc += size(it)
+            if acc >= total * (len(chunks) + 1) / n and len(chunks) < n - 1:
+                chunks.append(current)
+                current = []
+        chunks.append(current)
+        return [c for c in chunks if c]
+    # Largest first, each to the lightest chunk: the chunks finish at about the same time.
+    bins: list[list] = [[] for _ in range(n)]
+    loads = [0] * n
+    for it in sorted(items, key=size, reverse=True):
+        j = loads.index(min(loads))
+        bins[j].append(it)
+        loads[j] += size(it)
+    return [b for b in bins if b]
+
+
+class _Workers:
+    """A pool of worker processes, started on first use (none when `size` is 1)."""
+
+    def __init__(self, jobs: int | None):
+        self.size = jobs if jobs is not None else len(os.sched_getaffinity(0))
+        self._pool = None
+
+    def __enter__(self) -> "_Workers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (a later `map` starts new ones)."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def map(self, fn: Callable, chunks: list, desc: str, unit: str, progress: bool) -> list:
+        """`fn` over each chunk in the workers; results in chunk order."""
+        from codenib.progress import Progress
+
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # fork where there is one: spawn and forkserver import the caller's main module
+            # again, which breaks every script that calls `build_index` without a main guard.
+            # The workers only parse and tokenize (no Arrow, no torch threads in them).
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+            self._pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx)
+        futures = [self._pool.submit(fn, chunk) for chunk in chunks]
+        results = []
+        with Progress(desc, len(futures), unit + "s", enabled=progress) as bar:
+            for fut in futures:
+                results.append(fut.result())
+                bar.update(1)
+        return results
