@@ -128,7 +128,7 @@ class QueryScan:
     resolved: dict[str, str]                    # index name -> folder ('' when unresolved)
     problems: dict[str, str | None]
     index_counts: dict[tuple[str, str], int]   # (index name, folder) -> rows
-    combos: frozenset                          # (budget, mode, folder) of rows that will be planned
+    combos: tuple[tuple[str | None, str | None, str], ...]   # (budget, mode, folder) planned, first-seen order
     batch_rows: int = BATCH_ROWS
     tmpdir: str | None = None
 
@@ -262,7 +262,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
     problems: dict[str, str | None] = {}
     counts: dict[tuple[str, str], int] = {}
     per_name: dict[str, int] = {}
-    combos: set = set()
+    combos: dict[tuple[str | None, str | None, str], None] = {}
     n_text_empty = n_changed = 0
     row = 0
     for records in _record_batches(local, batch_rows, shown, names):
@@ -304,7 +304,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
             if not text.strip():
                 n_text_empty += 1
             elif folder:
-                combos.add((budget, mode, folder))
+                combos.setdefault((budget, mode, folder))
             n_changed += bool(cleaned.changes())
         hashes.append(np.fromiter(batch_hashes, dtype=np.int64, count=len(batch_hashes)))
     for col, bad in bad_ident.items():
@@ -336,7 +336,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
         warnings.append(f"{shown}: the text of {n_changed} queries was cleaned (undecodable bytes, control "
                         "characters or excess length); their plan rows' trace says how (query_text)")
     return QueryScan(shown, str(local), tuple(names), row, digest.hexdigest(), tuple(warnings), index, index_root,
-                     resolved, problems, counts, frozenset(combos), batch_rows, tmpdir)
+                     resolved, problems, counts, tuple(combos), batch_rows, tmpdir)
 
 
 def _qid_hash(qid: str) -> int:
