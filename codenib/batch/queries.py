@@ -206,13 +206,14 @@ class ShardLayout:
 
 
 def scan_query_set(path: str | Path, index: str | Path | None = None, index_root: str | Path | None = None,
-                   storage: StorageConfig | None = None, batch_rows: int = BATCH_ROWS) -> QueryScan:
+                   storage: StorageConfig | None = None, batch_rows: int | None = None) -> QueryScan:
     """Validate a query set in one streamed pass (record batches; no table in memory).
 
     Raises the same `BadInputError`s, in the same order, as reading the whole set would:
     every check sees every row, and the first kind of problem found is reported.
     """
     storage = storage or StorageConfig()
+    batch_rows = batch_rows or BATCH_ROWS
     if (index is None) == (index_root is None):
         raise BadInputError("give exactly one of --index and --index-root",
                             fix="--index DIR for one index, or --index-root DIR with an `index` column")
@@ -425,7 +426,7 @@ def _schema(local: Path, shown: str) -> tuple[list[str], dict[str, pa.DataType],
         return list(schema.names), {f.name: f.type for f in schema}, n_rows
     samples: dict[str, dict] = {}
     n_rows = 0
-    for records in _record_batches(local, BATCH_ROWS, shown, keys=None):
+    for records in _record_batches(local, 65_536, shown, keys=None):
         n_rows += len(records)
         for rec in records:
             for k, v in rec.items():
