@@ -101,7 +101,9 @@ def test_a_job_over_several_batches_writes_what_one_batch_writes(tmp_path, root,
     plans_one = pq.read_table(tmp_path / "one" / "plans.parquet")
     plans_many = pq.read_table(tmp_path / "many" / "plans.parquet")
     assert plans_many.schema.equals(plans_one.schema, check_metadata=False)
-    assert plans_many.equals(plans_one)
+    # Every column but the measured latency is the same, row for row.
+    same = [c for c in plans_one.column_names if c != "latency_ms"]
+    assert plans_many.select(same).equals(plans_one.select(same))
     # plans.parquet in shard order: a's queries, b's, then nope's; the bad rows recorded per row.
     assert plans_many.column("qid").to_pylist() == [q for _, _, qids in EXPECTED_SHARDS for q in qids]
     errors = dict(zip(plans_many.column("qid").to_pylist(), plans_many.column("error").to_pylist()))
