@@ -41,7 +41,8 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
     options.validate()
     storage = storage if storage is not None else StorageConfig.from_env()
     cache = index_cache_dir(options, storage)
-    with scan_query_set(options.queries, options.index, options.index_root, storage) as scan:
+    with scan_query_set(options.queries, options.index, options.index_root, storage,
+                        progress=options.progress) as scan:
         for w in scan.warnings:
             log(f"warning: {w}")
         broken, indexes = _check_indexes(scan, options, log, cache)

@@ -206,8 +206,10 @@ class ShardLayout:
 
 
 def scan_query_set(path: str | Path, index: str | Path | None = None, index_root: str | Path | None = None,
-                   storage: StorageConfig | None = None, batch_rows: int | None = None) -> QueryScan:
-    """Validate a query set in one streamed pass (record batches; no table in memory).
+                   storage: StorageConfig | None = None, batch_rows: int | None = None,
+                   progress: bool = False) -> QueryScan:
+    """Validate a query set in one streamed pass (record batches; no table in memory);
+    `progress`: show rows/s and an ETA on stderr while it reads.
 
     Raises the same `BadInputError`s, in the same order, as reading the whole set would:
     every check sees every row, and the first kind of problem found is reported.
@@ -226,7 +228,7 @@ def scan_query_set(path: str | Path, index: str | Path | None = None, index_root
     local, tmpdir = _local_copy(path, storage)
     try:
         return _scan(shown, local, tmpdir, None if index is None else str(index),
-                     None if index_root is None else str(index_root), storage, batch_rows)
+                     None if index_root is None else str(index_root), storage, batch_rows, progress)
     except BaseException:
         if tmpdir:
             import shutil
@@ -236,8 +238,10 @@ def scan_query_set(path: str | Path, index: str | Path | None = None, index_root
 
 
 def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_root: str | None,
-          storage: StorageConfig, batch_rows: int) -> QueryScan:
+          storage: StorageConfig, batch_rows: int, progress: bool = False) -> QueryScan:
     import numpy as np
+
+    from codenib.progress import Progress
 
     names, types, n_rows = _schema(local, shown)
     if n_rows == 0:
@@ -266,7 +270,9 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
     combos: dict[tuple[str | None, str | None, str], None] = {}
     n_text_empty = n_changed = 0
     row = 0
+    bar = Progress("validating queries", n_rows, "queries", enabled=progress and n_rows >= batch_rows)
     for records in _record_batches(local, batch_rows, shown, names):
+        bar.update(len(records))
         batch_hashes = []
         for rec in records:
             row += 1
@@ -308,6 +314,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
                 combos.setdefault((budget, mode, folder))
             n_changed += bool(cleaned.changes())
         hashes.append(np.fromiter(batch_hashes, dtype=np.int64, count=len(batch_hashes)))
+    bar.close()
     for col, bad in bad_ident.items():
         if bad:
             raise BadInputError(f"`{col}` in row(s) {_listed(bad, n_ident[col])} holds bytes that are not UTF-8 text",
