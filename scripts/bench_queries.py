@@ -41,19 +41,49 @@ def _rss_now() -> int:
         return 0
 
 
+def _status() -> dict[str, int]:
+    """RssAnon (the heap: what the driver itself holds), RssFile and RssShmem (pages of Ray's
+    shared-memory object store the driver has touched) in bytes, from /proc/self/status."""
+    out = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key in ("RssAnon", "RssFile", "RssShmem"):
+                    out[key] = int(value.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
 def child(queries: str, index: str, out: str, shard_size: int, in_process: bool) -> int:
     """One job in this (fresh) process; prints a JSON line with its memory and time."""
+    import threading
+
     from codenib.batch.driver import RunOptions, run_job
 
+    peaks: dict[str, int] = {}
+    stop = threading.Event()
+
+    def sample() -> None:   # the largest of each part of the RSS, twice a second
+        while not stop.wait(0.5):
+            for k, v in _status().items():
+                peaks[k] = max(peaks.get(k, 0), v)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     baseline = _rss_now()
     t0 = time.perf_counter()
     summary = run_job(RunOptions(queries=queries, index=index, out=out, mode="sparse", shard_size=shard_size,
                                  local_below=10**12 if in_process else 0, progress=True),
                       log=lambda m: print(m, file=sys.stderr, flush=True))
     seconds = time.perf_counter() - t0
+    stop.set()
+    sampler.join()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # kilobytes on Linux
     print(json.dumps({"queries": summary.queries, "peak_rss": peak, "rss_after_imports": baseline,
-                      "seconds": seconds, "errors": summary.errors, "runner": summary.runner}), flush=True)
+                      "seconds": seconds, "errors": summary.errors, "runner": summary.runner,
+                      "peaks": peaks}), flush=True)
     return 0
 
 
@@ -110,7 +140,8 @@ def main() -> int:
             results.append(r)
             print(f"{n:>9} queries: driver peak RSS {r['peak_rss'] / 2**20:7.1f} MiB (after imports "
                   f"{r['rss_after_imports'] / 2**20:.1f} MiB), {r['seconds']:.1f}s, "
-                  f"{n / r['seconds']:.0f} queries/s, {r['errors']} errors, {r['runner']}", flush=True)
+                  f"{n / r['seconds']:.0f} queries/s, {r['errors']} errors, {r['runner']}; peak "
+                  + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in sorted(r.get("peaks", {}).items())), flush=True)
             shutil.rmtree(work / f"out{n}", ignore_errors=True)
             queries.unlink()
         if len(results) > 1:
