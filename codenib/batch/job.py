@@ -30,6 +30,10 @@ Logger = Callable[[str], None]
 SHARD_RETRIES = 2
 #: Shards in flight per worker actor: enough to keep actors busy while the driver writes.
 INFLIGHT_PER_ACTOR = 2
+#: Queries of streamed shards read ahead and waiting for a worker, at most (besides at least
+#: a few shards per worker): planned rows cost the driver a few KB each, so a lookahead of
+#: 256 full shards would hold ~65k of them.
+PENDING_ROWS = 4096
 
 
 @dataclass
@@ -199,7 +203,8 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
     route = AffinityRouter(len(workers))
 
     def refill() -> None:
-        while len(pending) < AffinityRouter.LOOKAHEAD:
+        while len(pending) < AffinityRouter.LOOKAHEAD and (
+                work is None or len(pending) < 2 * len(workers) or sum(len(p.rows) for p in pending) < PENDING_ROWS):
             shard = next(source, None)
             if shard is None:
                 return
