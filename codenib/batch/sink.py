@@ -294,7 +294,22 @@ def write_plans(dest: Path | str, parts, meta: dict) -> None:
     at a time through a ParquetWriter, so a million plan rows are never one table in memory.
     The same rows and schema (metadata included) as concatenating the parts."""
     schema = PLANS_SCHEMA.with_metadata(meta)
+    held: list[pa.Table] = []
+    rows = 0
     with pq.ParquetWriter(str(dest), schema) as writer:
+        # Parts gathered into row groups of PLANS_GROUP_ROWS: a row group per part (thousands
+        # of them) would make the footer, with its statistics of long `trace` strings, grow
+        # with the job.
         for part in parts:
-            table = pq.read_table(part)
-            writer.write_table(table.cast(PLANS_SCHEMA).replace_schema_metadata(meta))
+            table = pq.read_table(part).cast(PLANS_SCHEMA).replace_schema_metadata(meta)
+            held.append(table)
+            rows += table.num_rows
+            if rows >= PLANS_GROUP_ROWS:
+                writer.write_table(pa.concat_tables(held), row_group_size=max(rows, 1))
+                held, rows = [], 0
+        if held:
+            writer.write_table(pa.concat_tables(held), row_group_size=max(rows, 1))
+
+
+#: Rows per row group of `plans.parquet` (a few MB of plan rows held while it is written).
+PLANS_GROUP_ROWS = 8192
