@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 from codenib import __version__
 from codenib import outputs
-from codenib.errors import BadInputError, CodeNibError, IndexFormatError
+from codenib.errors import CodeNibError, IndexFormatError
 from codenib.types import FORMAT_VERSION
 
 MANIFEST = "manifest.json"
@@ -192,15 +192,7 @@ def index_ownership(folder: Path) -> outputs.Ownership | None:
 def check_output_dir(out: Path, force: bool = False) -> None:
     """Refuse an output path that is a file, a non-empty folder that is not a CodeNib index,
     or an index that also holds files CodeNib did not write (unless `force`). Reads only."""
-    if out.exists() and not out.is_dir():
-        raise BadInputError("the output path exists and is a file", path=str(out),
-                            fix="pass a new folder path to --out")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    ownership = index_ownership(out)
-    if ownership is None:
-        outputs.refuse_unknown(out, "CodeNib index")
-    outputs.refuse_foreign(out, outputs.foreign_files(out, ownership), "the index folder", force)
+    outputs.check_folder(out, index_ownership, "output", "CodeNib index", "the index folder", force)
 
 
 @contextlib.contextmanager

@@ -76,6 +76,28 @@ def refuse_foreign(folder: Path, foreign: list[str], what: str, force: bool) -> 
             "delete the files CodeNib did not write")
 
 
+def check_folder(out: Path, ownership_of: Callable[[Path], "Ownership | None"], path_word: str,
+                 unknown: str, label: str, force: bool) -> None:
+    """Refuse an output path that is a file, a non-empty folder that holds nothing of CodeNib's
+    (`ownership_of` answers None), or one that also holds others' files (unless `force`).
+    Reads only.
+
+    Args:
+        path_word: what the path is in the message ("output", "report").
+        unknown: what the folder is not, for `refuse_unknown` ("CodeNib index").
+        label: the folder in the foreign-file message ("the index folder").
+    """
+    if out.exists() and not out.is_dir():
+        raise BadInputError(f"the {path_word} path exists and is a file", path=str(out),
+                            fix="pass a new folder path to --out")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    ownership = ownership_of(out)
+    if ownership is None:
+        refuse_unknown(out, unknown)
+    refuse_foreign(out, foreign_files(out, ownership), label, force)
+
+
 def refuse_unknown(folder: Path, what: str) -> None:
     """Refuse a non-empty folder that holds nothing of CodeNib's (never overwritten).
 

@@ -94,7 +94,8 @@ def assemble_terms(rows: Sequence[Counter | int], old: DocTerms | None = None) -
             terms.update(r)
     used_old = np.zeros(0, dtype=np.int64)
     if len(kept):
-        assert old is not None, "rows name old documents but no old counts were given"
+        if old is None:     # a caller's bug, not user input: rows can only name an earlier index's documents
+            raise ValueError("assemble_terms: rows name documents of an earlier index but `old` is None")
         starts, ends = old.ptr[kept], old.ptr[kept + 1]
         used_old = np.unique(old.ids[ranges(starts, ends)])
         terms.update(old.vocab[i] for i in used_old)

@@ -168,15 +168,8 @@ def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool 
 def check_report_dir(out: Path, force: bool = False) -> None:
     """Refuse a report path that is a file, a non-empty folder that is not a report, or a
     report that also holds files CodeNib did not write (unless `force`). Reads only."""
-    if out.exists() and not out.is_dir():
-        raise BadInputError("the report path exists and is a file", path=str(out),
-                            fix="pass a new folder path to --out")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    ownership = report_ownership(out)
-    if ownership is None:
-        outputs.refuse_unknown(out, "CodeNib report (no metrics.json)")
-    outputs.refuse_foreign(out, outputs.foreign_files(out, ownership), "the report folder", force)
+    outputs.check_folder(out, report_ownership, "report", "CodeNib report (no metrics.json)",
+                         "the report folder", force)
 
 
 def report_ownership(out: Path) -> outputs.Ownership | None:
