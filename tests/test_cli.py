@@ -73,3 +73,32 @@ def test_a_broken_pipe_elsewhere_is_still_an_error(monkeypatch, capsys):
 
     assert execute("query", run, None) == 2
     assert "error: Broken pipe" in capsys.readouterr().err
+
+
+def test_the_console_script_finalizes_s3_before_the_interpreter_exits():
+    """`entry` shuts pyarrow's S3 subsystem down after the command, even with a filesystem
+    still held by a reference cycle: no S3 client is left for interpreter teardown."""
+    script = """
+import sys
+import pyarrow.fs as pafs
+from codenib.commands import cli
+
+class Holder:
+    pass
+
+h = Holder()
+h.fs = pafs.S3FileSystem(endpoint_override="127.0.0.1:9", scheme="http", anonymous=True)
+h.me = h   # a cycle: only the cyclic collector frees it
+del h
+cli.main = lambda argv=None: 0
+code = cli.entry()
+try:
+    pafs.S3FileSystem(anonymous=True)
+except Exception as exc:
+    print("after:", type(exc).__name__, str(exc).splitlines()[0])
+sys.exit(code)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert "after:" in done.stdout and "finalized" in done.stdout.lower(), done.stdout

@@ -10,13 +10,13 @@ from collections import Counter
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from codenib import __version__
 from codenib.artifact import sha256_file
 from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
 from codenib.batch.options import RunOptions
-from codenib.batch.queries import QueryRow, QuerySet, Shard, read_query_set
+from codenib.batch.queries import QueryRow, QueryScan, Shard, ShardInfo, ShardLayout, scan_query_set
 from codenib.batch.worker import ALL_MODES, ShardOptions, failed_shard
 from codenib.index.remote import IndexCacheDir, local_index
 from codenib.model.planner import RetrievalPlanner
@@ -30,42 +30,119 @@ MAX_GRAPH_ACTORS = 16
 def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConfig | None = None) -> JobSummary:
     """Run (or resume) a batch job. Raises `BadInputError` for bad input before any work.
 
+    The query set is streamed: validated in one pass (`scan_query_set`), then read again a
+    record batch at a time while the job runs, each row planned and put into its shard as it
+    arrives (`stream_shards`), so the driver's memory does not grow with the number of
+    queries (see `scripts/bench_queries.py`).
+
     `storage`: where object storage is, for URIs among the paths (default: read from the
     environment here, once; see `codenib.storage`)."""
     log = log or log_to_stderr
     options.validate()
     storage = storage if storage is not None else StorageConfig.from_env()
     cache = index_cache_dir(options, storage)
-    query_set = read_query_set(options.queries, options.index, options.index_root, storage)
-    for w in query_set.warnings:
-        log(f"warning: {w}")
-    query_set, indexes = _check_indexes(query_set, options, log, cache)
-    caps = {path: meta["capabilities"] for path, meta in indexes.items()}
-    symbols = _symbol_tables(query_set.rows, options.mode, indexes)
-    query_set = dataclasses.replace(query_set, rows=plan_rows(query_set.rows, options.budget, options.mode,
-                                                              options.rerank, caps, symbols))
-    shards = [dataclasses.replace(s, index_sha=indexes.get(s.index_path, {}).get("manifest_sha256", ""))
-              for s in query_set.shards(options.shard_size)]
-    planned = _engines_needed(query_set.rows)
-    run_tag = options.run_tag or f"codenib-{options.mode}-{options.budget}"
-    fingerprint = _fingerprint(options, query_set, indexes, run_tag)
-    run_id = f"run-{fingerprint[:12]}"
-    metadata = {"run_id": run_id, "codenib_version": __version__,
-                "indexes": {p: {k: v for k, v in m.items() if k not in ("capabilities", "local")}
-                            for p, m in indexes.items()},
-                "index_paths": {r.index: r.index_path for r in query_set.rows},
-                "job_spec": {**asdict(options), "llm": _public_llm(options.llm)}, "queries": str(options.queries),
-                "query_set_sha256": query_set.digest}
-    shard_opts = ShardOptions(options.budget, options.mode, options.k, options.rerank, run_tag,
-                              llm_configured=bool(options.llm), localise_weights=options.weights())
-    local = _local_reason(options, len(query_set.rows))
-    job = Job(run_id, fingerprint, metadata, shards, len(query_set.rows),
-              start_actors=partial(_start_actors, options, shard_opts, planned, cache),
-              failed_rows=lambda shard, error: failed_shard(shard, shard_opts, error),
-              dashboard=options.dashboard, choice_rows=options.mode == "all",
-              run_local=partial(_local_runner, options, shard_opts, cache) if local else None, local_reason=local or "",
-              storage=storage)
-    return execute(job, options, log)
+    with scan_query_set(options.queries, options.index, options.index_root, storage,
+                        progress=options.progress) as scan:
+        for w in scan.warnings:
+            log(f"warning: {w}")
+        broken, indexes = _check_indexes(scan, options, log, cache)
+        caps = {path: meta["capabilities"] for path, meta in indexes.items()}
+        wanted = {folder for _, mode, folder in scan.combos
+                  if folder in indexes and (mode or options.mode) in ("auto", "all")}
+        symbols = _symbol_tables_of(wanted, indexes)
+        _check_plannable(scan, options, caps)
+        plan = partial(plan_rows, budget=options.budget, mode=options.mode, rerank=options.rerank,
+                       capabilities=caps, symbols=symbols)
+        planned = _engines_needed_streamed(scan, caps, plan, broken)
+        layout = scan.layout(options.shard_size)
+        shards = tuple(dataclasses.replace(s, index_sha=indexes.get(s.index_path, {}).get("manifest_sha256", ""))
+                       for s in layout.shards)
+        run_tag = options.run_tag or f"codenib-{options.mode}-{options.budget}"
+        fingerprint = _fingerprint(options, scan.digest, indexes, run_tag)
+        run_id = f"run-{fingerprint[:12]}"
+        metadata = {"run_id": run_id, "codenib_version": __version__,
+                    "indexes": {p: {k: v for k, v in m.items() if k not in ("capabilities", "local")}
+                                for p, m in indexes.items()},
+                    "index_paths": dict(scan.resolved),
+                    "job_spec": {**asdict(options), "llm": _public_llm(options.llm)}, "queries": str(options.queries),
+                    "query_set_sha256": scan.digest}
+        shard_opts = ShardOptions(options.budget, options.mode, options.k, options.rerank, run_tag,
+                                  llm_configured=bool(options.llm), localise_weights=options.weights())
+        local = _local_reason(options, scan.count)
+        job = Job(run_id, fingerprint, metadata, shards, scan.count,
+                  start_actors=partial(_start_actors, options, shard_opts, planned, cache),
+                  failed_rows=lambda shard, error: failed_shard(shard, shard_opts, error),
+                  dashboard=options.dashboard, choice_rows=options.mode == "all",
+                  run_local=partial(_local_runner, options, shard_opts, cache) if local else None,
+                  local_reason=local or "", storage=storage,
+                  stream=partial(stream_shards, scan, layout, shards, plan=plan, broken=broken))
+        return execute(job, options, log)
+
+
+#: Rows planned at a time while the query set streams (a shard's worth of planning at most
+#: delays committing results that arrive meanwhile).
+PLAN_CHUNK = 1024
+
+
+def stream_shards(scan: QueryScan, layout: ShardLayout, infos: Sequence[ShardInfo], skip: set[int] | frozenset,
+                  *, plan: Callable[[list[QueryRow]], tuple[QueryRow, ...]],
+                  broken: dict[str, str] | None = None) -> Iterator[Shard]:
+    """The shards not in `skip`, built as the query set streams: each row goes to its shard
+    (`layout`), planned in chunks, and a shard is yielded as soon as its last row arrived.
+    Rows of skipped (committed) shards are read but not planned. Holds at most one open
+    shard per index and one record batch."""
+    size = layout.shard_size
+    seen: dict[tuple[str, str], int] = {}
+    open_rows: dict[tuple[str, str], list[QueryRow]] = {}
+    for batch in scan.batches():
+        for start in range(0, len(batch), PLAN_CHUNK):
+            keep: list[tuple[tuple[str, str], int, int]] = []
+            rows: list[QueryRow] = []
+            for row in batch[start:start + PLAN_CHUNK]:
+                key = (row.index, row.index_path)
+                at = seen.get(key, 0)
+                seen[key] = at + 1
+                shard_id = layout.first[key] + at // size
+                if shard_id in skip:
+                    continue
+                if broken and row.index_path in broken and row.error is None:
+                    row = dataclasses.replace(row, error=f"index unusable: {broken[row.index_path]}")
+                keep.append((key, at, shard_id))
+                rows.append(row)
+            for (key, at, shard_id), row in zip(keep, plan(rows)):
+                bucket = open_rows.setdefault(key, [])
+                bucket.append(row)
+                if len(bucket) == size or at + 1 == layout.counts[key]:
+                    info = infos[shard_id]
+                    del open_rows[key]
+                    yield Shard(shard_id, info.index, info.index_path, tuple(bucket), info.index_sha)
+
+
+def _check_plannable(scan: QueryScan, options: RunOptions, caps: dict[str, Any]) -> None:
+    """Options no query can run with fail before any work (as planning every row would):
+    the planner's check of each (budget, mode, index) that some row asks for, in input order."""
+    planner = RetrievalPlanner()
+    for budget, mode, folder in scan.combos:
+        if folder not in caps:
+            continue
+        row_mode = mode or options.mode
+        for m in ALL_MODES + ("auto",) if row_mode == "all" else (row_mode,):
+            planner.check(budget or options.budget, m, options.rerank, caps[folder])
+
+
+def _engines_needed_streamed(scan: QueryScan, caps: dict[str, Any], plan, broken: dict[str, str]) -> Counter:
+    """Which engines the plans use (`_engines_needed`), known before the job starts: none
+    beyond sparse and graph when no index has dense vectors or a reranker (no plan can use
+    them); otherwise the set is planned once ahead, stopping once dense and rerank are seen."""
+    if not any(c.dense or c.embedding_rerank or c.llm_rerank for c in caps.values()):
+        return Counter()
+    out: Counter = Counter()
+    for batch in scan.batches():
+        rows = [r for r in batch if r.index_path not in broken]
+        out.update(_engines_needed(plan(rows)))
+        if out["dense"] and out["rerank"]:
+            break
+    return out
 
 
 def _local_reason(options: RunOptions, queries: int) -> str | None:
@@ -259,9 +336,13 @@ def plan_rows(rows: Sequence[QueryRow], budget: str, mode: str, rerank: str | No
 
 def _symbol_tables(rows: Sequence[QueryRow], mode: str, indexes: dict[str, Any]) -> dict[str, Any]:
     """The symbol table of every usable index that some row lets the planner choose for."""
+    return _symbol_tables_of({r.index_path for r in rows if r.index_path in indexes and (r.mode or mode) in ("auto", "all")},
+                             indexes)
+
+
+def _symbol_tables_of(wanted: set[str], indexes: dict[str, Any]) -> dict[str, Any]:
     from codenib.index.loaded import load_symbols
 
-    wanted = {r.index_path for r in rows if r.index_path in indexes and (r.mode or mode) in ("auto", "all")}
     return {path: load_symbols(indexes[path].get("local", path)) for path in sorted(wanted)}
 
 
@@ -279,13 +360,14 @@ def _engines_needed(rows: Sequence[QueryRow]) -> Counter:
     return out
 
 
-def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger,
-                   cache: IndexCacheDir) -> tuple[QuerySet, dict]:
+def _check_indexes(scan: QueryScan, options: RunOptions, log: Logger,
+                   cache: IndexCacheDir) -> tuple[dict[str, str], dict]:
     """Verify every index once (checksums), here in the driver, so actors need not (an
     index on object storage is verified by each node as it copies it into its cache).
 
     An unusable index given with --index is bad input (exit 2); one of many under
     --index-root turns its queries into error rows while the rest of the job runs.
+    Returns (the broken index folders and why, the metadata of the usable ones).
     """
     from codenib.artifact import read_manifest
     from codenib.errors import EncoderMismatchError, IndexFormatError
@@ -293,7 +375,7 @@ def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger,
 
     meta: dict[str, dict[str, Any]] = {}
     broken: dict[str, str] = {}
-    for path in sorted({r.index_path for r in query_set.rows if r.index_path}):
+    for path in sorted({folder for folder in scan.resolved.values() if folder}):
         try:
             local = local_index(path, cache, log=log)
             manifest = read_manifest(local, verify=not is_uri(path))   # a copy is verified as it is made
@@ -310,16 +392,12 @@ def _check_indexes(query_set: QuerySet, options: RunOptions, log: Logger,
                       "source_root_name": manifest.get("source_root_name"),
                       "git_commit": manifest.get("git_commit"),
                       "capabilities": capabilities_of(manifest, bool(options.llm))}
-    if broken:
-        rows = tuple(dataclasses.replace(r, error=f"index unusable: {broken[r.index_path]}")
-                     if r.index_path in broken and r.error is None else r for r in query_set.rows)
-        query_set = dataclasses.replace(query_set, rows=rows)
-    return query_set, meta
+    return broken, meta
 
 
-def _fingerprint(options: RunOptions, query_set: QuerySet, indexes: dict, run_tag: str) -> str:
+def _fingerprint(options: RunOptions, digest: str, indexes: dict, run_tag: str) -> str:
     fields = {**options.result_fields(), "run_tag": run_tag, "llm": _public_llm(options.llm)}
-    data = json.dumps({"codenib": __version__, "options": fields, "queries": query_set.digest,
+    data = json.dumps({"codenib": __version__, "options": fields, "queries": digest,
                        "indexes": {p: m["manifest_sha256"] for p, m in indexes.items()}}, sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()
 

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -30,6 +30,10 @@ Logger = Callable[[str], None]
 SHARD_RETRIES = 2
 #: Shards in flight per worker actor: enough to keep actors busy while the driver writes.
 INFLIGHT_PER_ACTOR = 2
+#: Queries of streamed shards read ahead and waiting for a worker, at most (besides at least
+#: a few shards per worker): planned rows cost the driver a few KB each, so a lookahead of
+#: 256 full shards would hold ~65k of them.
+PENDING_ROWS = 4096
 
 
 @dataclass
@@ -112,6 +116,10 @@ class Job:
     storage: StorageConfig | None = None
     #: Extra lines for the summary (cache hit rates), called once the shards are done.
     report: Callable[[], list[str]] | None = None
+    #: A streamed job: `shards` describe the shards (`shard_id`, `index_path`, `index_sha`,
+    #: `size`) without rows, and `stream(committed_ids)` yields the full shards not committed
+    #: yet, built as the query set is read.
+    stream: Callable[[set[int]], Iterable[Any]] | None = None
 
 
 def log_to_stderr(message: str) -> None:
@@ -132,6 +140,7 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     done = sink.open()
     t0 = time.perf_counter()
     todo = [s for s in job.shards if s.shard_id not in done]
+    work = job.stream(set(done)) if job.stream is not None and todo else todo
     try:
         if sink.complete and not todo:
             log(f"{options.out}: already complete (run {job.run_id}); nothing to do")
@@ -140,9 +149,9 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
                 log(f"resuming {job.run_id}: {len(done)} of {len(job.shards)} shards already committed")
             if job.run_local is not None:
                 log(f"running in this process, without Ray: {job.local_reason}")
-                _run_in_process(job, todo, sink, log, options.progress)
+                _run_in_process(job, todo, sink, log, options.progress, work)
             else:
-                _run_on_ray(job, todo, options, sink, log)
+                _run_on_ray(job, todo, options, sink, log, work)
         if not sink.complete:
             sink.finalize()
     except BadInputError:
@@ -154,17 +163,27 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     finally:
         sink.close()
     seconds = time.perf_counter() - t0
-    plans = sink.read_plans(columns=["plan", "error", "mode"]).to_pylist()
-    counted = [p for p in plans if p["mode"] != "auto" or not job.choice_rows]
+    # Counted a batch at a time: a million plan rows as dicts would cost the driver ~1 GB.
+    plan_counts: Counter = Counter()
+    errors = 0
+    for batch in sink.read_plans(columns=["plan", "error", "mode"]).to_batches(max_chunksize=65_536):
+        for p in batch.to_pylist():
+            if p["mode"] != "auto" or not job.choice_rows:
+                plan_counts[p["plan"]] += 1
+                errors += bool(p["error"])
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
-                      dict(Counter(p["plan"] for p in counted)), sum(1 for p in counted if p["error"]), seconds,
+                      dict(plan_counts), errors, seconds,
                       len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray",
                       {**_CACHE_STATS, "per_actor": list(_ACTOR_STATS)} if _CACHE_STATS else {})
 
 
 def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
-                 progress: bool) -> None:
+                 progress: bool, work: Iterable[Any] | None = None) -> None:
     """Keep every worker actor busy with shards, commit each result as it arrives.
+
+    `todo` says which shards to run (their sizes give the progress total); `work` yields
+    them with their rows (default: `todo` itself). It is drawn from lazily, a lookahead's
+    worth at a time, so a streamed query set is never held whole.
 
     A shard whose call fails even after Ray's own actor restarts and task retries is
     resubmitted up to SHARD_RETRIES times, then recorded through `failed_rows` (error rows),
@@ -174,18 +193,30 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
 
     from codenib.progress import Progress
 
-    total = sum(len(s.rows) for s in todo)
+    total = sum(shard_size(s) for s in todo)
     bar = Progress("queries", total, "queries", enabled=progress)
-    pending = list(todo)
+    source: Iterator[Any] = iter(todo if work is None else work)
+    pending: list = []
     inflight: dict[Any, Any] = {}
     attempts: dict[int, int] = {}
-    errors = 0
+    errors = committed = 0
     route = AffinityRouter(len(workers))
+
+    def refill() -> None:
+        while len(pending) < AffinityRouter.LOOKAHEAD and (
+                work is None or len(pending) < 2 * len(workers) or sum(len(p.rows) for p in pending) < PENDING_ROWS):
+            shard = next(source, None)
+            if shard is None:
+                return
+            pending.append(shard)
+
+    refill()
     while pending or inflight:
         while pending and len(inflight) < INFLIGHT_PER_ACTOR * len(workers):
             at, w = route.assign([p.index_path for p in pending[:AffinityRouter.LOOKAHEAD]])
             shard = pending.pop(at)
             inflight[workers[w].run_shard.remote(shard)] = (shard, w)
+            refill()
         # A timeout so that progress lines keep their interval while a long shard runs.
         ready, _ = ray.wait(list(inflight), num_returns=1, timeout=bar.interval)
         bar.update(0)
@@ -206,12 +237,13 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
                 results, plans = failed_rows(shard, f"shard failed: {_first_line(exc)}")
                 sink.commit(shard.shard_id, results, plans, failed=True)
                 errors += plans.num_rows
+                committed += 1
                 bar.update(len(shard.rows))
                 continue
             sink.commit(shard.shard_id, results, plans)
+            committed += 1
             errors += sum(1 for e in plans.column("error").to_pylist() if e)
-            bar.update(len(shard.rows), shards=f"{len(todo) - len(pending) - len(inflight)}/{len(todo)}",
-                       errors=errors)
+            bar.update(len(shard.rows), shards=f"{committed}/{len(todo)}", errors=errors)
     bar.close()
 
 
@@ -292,15 +324,22 @@ def stop_ray() -> None:
 
 # --- private helpers -----------------------------------------------------------------------------
 
-def _run_in_process(job: Job, todo: list, sink: ParquetSink, log: Logger, progress: bool) -> None:
+def shard_size(shard: Any) -> int:
+    """Queries of a shard, or of a shard's description (`size`) in a streamed job."""
+    size = getattr(shard, "size", None)
+    return size if isinstance(size, int) else len(shard.rows)
+
+
+def _run_in_process(job: Job, todo: list, sink: ParquetSink, log: Logger, progress: bool,
+                    work: Iterable[Any] | None = None) -> None:
     """The shards one after another in this process (a shard that fails is recorded as
     failed, as on Ray, and a re-run retries it)."""
     from codenib.errors import CodeNibError
     from codenib.progress import Progress
 
     run = job.run_local()
-    with Progress("queries", sum(len(s.rows) for s in todo), "queries", enabled=progress) as bar:
-        for shard in todo:
+    with Progress("queries", sum(shard_size(s) for s in todo), "queries", enabled=progress) as bar:
+        for shard in todo if work is None else work:
             try:
                 results, plans = run(shard)
             except CodeNibError as exc:
@@ -313,7 +352,8 @@ def _run_in_process(job: Job, todo: list, sink: ParquetSink, log: Logger, progre
             bar.update(len(shard.rows))
 
 
-def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, log: Logger) -> None:
+def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, log: Logger,
+                work: Iterable[Any] | None = None) -> None:
     import ray
 
     started = start_ray(options.address, job.dashboard, log)
@@ -325,7 +365,7 @@ def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, lo
         # Named per job (run id + a nonce), so operators can find them in `ray list actors`.
         cluster = Cluster(cpus, gpus, device, f"codenib-{job.run_id}-{uuid.uuid4().hex[:6]}")
         actors, workers = job.start_actors(cluster, todo, log)
-        drive_shards(todo, workers, job.failed_rows, sink, log, options.progress)
+        drive_shards(todo, workers, job.failed_rows, sink, log, options.progress, work)
         _collect_cache_stats(actors)
     finally:
         for actor in actors:

@@ -127,10 +127,16 @@ class ObjectStoreSink:
         if len(done) != self.total_shards:
             raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
                                 path=self.uri, fix="re-run the job to finish it")
-        tables = [_read_parquet(self.store.read_bytes(f"{PLAN_PARTS}/{part_name(int(s))}")) for s in done]
-        plans = pa.concat_tables(tables) if tables else PLANS_SCHEMA.empty_table()
         meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
-        self.store.write_bytes(PLANS, _parquet(plans.replace_schema_metadata(meta)))
+        # Built in a local temporary file a part at a time, then one PUT (atomic on S3).
+        import tempfile
+
+        from codenib.batch.sink import write_plans
+
+        with tempfile.TemporaryDirectory(prefix="codenib-plans-") as tmp:
+            parts = (pa.BufferReader(self.store.read_bytes(f"{PLAN_PARTS}/{part_name(int(s))}")) for s in done)
+            write_plans(Path(tmp) / PLANS, parts, meta)
+            self.store.upload(Path(tmp) / PLANS, PLANS)
         if self.failed_shards:
             return self.uri  # no _SUCCESS until a re-run has retried the failed shards
         self.store.write_bytes(SUCCESS, (json.dumps({"run_id": self.metadata.get("run_id"),

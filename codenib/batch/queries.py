@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -88,7 +89,8 @@ class QuerySet:
 
 def read_query_set(path: str | Path, index: str | Path | None = None,
                    index_root: str | Path | None = None, storage: StorageConfig | None = None) -> QuerySet:
-    """Read and validate a query set.
+    """Read and validate a query set into memory (small sets, tools and tests; `codenib run`
+    streams it instead: `scan_query_set` then `QueryScan.batches`).
 
     Whole-file problems (unreadable file, missing columns, a column of the wrong type, empty
     or duplicate qids, bad budget/mode values) raise `BadInputError` naming the file, rows
@@ -97,8 +99,123 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     while the rest of the job runs. Query text is cleaned (`codenib.querytext`): what was
     changed is kept on the row for its plan row's trace.
     """
+    with scan_query_set(path, index, index_root, storage) as scan:
+        rows = tuple(row for batch in scan.batches() for row in batch)
+    return QuerySet(scan.path, rows, scan.digest, scan.warnings)
+
+
+#: Rows per record batch when a query set is streamed (Parquet batches, JSONL chunks).
+BATCH_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class QueryScan:
+    """A validated query set, read once without holding its rows (`scan_query_set`); its
+    rows are read again, a batch at a time, by `batches()`.
+
+    Memory: the per-index row counts and resolved folders, the distinct (budget, mode,
+    index) combinations, and during the scan one 8-byte hash per qid (1M queries: 8 MB).
+    """
+
+    path: str                 # as given (a local path or a URI)
+    local: str                # the readable local file (a temporary copy of a URI)
+    columns: tuple[str, ...]
+    count: int
+    digest: str
+    warnings: tuple[str, ...]
+    index: str | None
+    index_root: str | None
+    resolved: dict[str, str]                    # index name -> folder ('' when unresolved)
+    problems: dict[str, str | None]
+    index_counts: dict[tuple[str, str], int]   # (index name, folder) -> rows
+    combos: tuple[tuple[str | None, str | None, str], ...]   # (budget, mode, folder) planned, first-seen order
+    batch_rows: int = BATCH_ROWS
+    tmpdir: str | None = None
+
+    def __enter__(self) -> "QueryScan":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the temporary copy of a query set read from object storage."""
+        if self.tmpdir:
+            import shutil
+
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def batches(self) -> Iterator[list[QueryRow]]:
+        """The rows in input order, `batch_rows` at a time (the same rows `read_query_set` gives)."""
+        for records in _record_batches(Path(self.local), self.batch_rows, self.path, self.columns):
+            out = []
+            for rec in records:
+                qid = _qid(rec.get("qid"))
+                cleaned = clean_query_text(rec.get("query"))
+                text = cleaned.text
+                idx_name = self.index if self.index is not None else str(rec.get("index") or "")
+                folder = self.resolved.get(idx_name, "")
+                error = None
+                if not text.strip():
+                    error = "empty query text"
+                elif not folder:
+                    error = self.problems.get(idx_name) or (
+                        f"index {idx_name!r} not found" + (f" under {self.index_root}" if self.index_root else "")
+                        + " (fix: build it with `codenib index` or correct the `index` column)")
+                out.append(QueryRow(qid, text, idx_name, folder, rec.get("budget") or None,
+                                    rec.get("mode") or None, error, text_changes=tuple(cleaned.changes().items())))
+            yield out
+
+    def layout(self, shard_size: int) -> "ShardLayout":
+        """Where each row's shard is: the same shards `QuerySet.shards` cuts."""
+        if shard_size < 1:
+            raise BadInputError(f"--shard-size must be at least 1, got {shard_size}", fix="pass --shard-size 256")
+        return ShardLayout.of(self.index_counts, shard_size)
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """A shard without its rows: what the job needs before they are read."""
+
+    shard_id: int
+    index: str
+    index_path: str
+    size: int
+    index_sha: str = ""
+
+
+@dataclass(frozen=True)
+class ShardLayout:
+    """Shards grouped by index (sorted), input order within an index, cut every `shard_size`:
+    the first shard id of each group, so a streamed row knows its shard."""
+
+    shard_size: int
+    first: dict[tuple[str, str], int]
+    counts: dict[tuple[str, str], int]
+    shards: tuple[ShardInfo, ...]
+
+    @classmethod
+    def of(cls, counts: dict[tuple[str, str], int], shard_size: int) -> "ShardLayout":
+        first: dict[tuple[str, str], int] = {}
+        infos: list[ShardInfo] = []
+        for key, n in sorted(counts.items()):
+            first[key] = len(infos)
+            for start in range(0, n, shard_size):
+                infos.append(ShardInfo(len(infos), key[0], key[1], min(shard_size, n - start)))
+        return cls(shard_size, first, dict(counts), tuple(infos))
+
+
+def scan_query_set(path: str | Path, index: str | Path | None = None, index_root: str | Path | None = None,
+                   storage: StorageConfig | None = None, batch_rows: int | None = None,
+                   progress: bool = False) -> QueryScan:
+    """Validate a query set in one streamed pass (record batches; no table in memory);
+    `progress`: show rows/s and an ETA on stderr while it reads.
+
+    Raises the same `BadInputError`s, in the same order, as reading the whole set would:
+    every check sees every row, and the first kind of problem found is reported.
+    """
     storage = storage or StorageConfig()
-    path = str(path) if is_uri(str(path)) else Path(path)
+    batch_rows = batch_rows or BATCH_ROWS
     if (index is None) == (index_root is None):
         raise BadInputError("give exactly one of --index and --index-root",
                             fix="--index DIR for one index, or --index-root DIR with an `index` column")
@@ -107,71 +224,286 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     if index is not None and not _resolve_index(str(index), None, storage):
         raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
                             fix=f"build it with `codenib index REPO --out {index}`")
-    table, records = load_query_records(path, storage)
-    names = set(table.column_names)
+    shown = str(path) if is_uri(str(path)) else str(Path(path))
+    local, tmpdir = _local_copy(path, storage)
+    try:
+        return _scan(shown, local, tmpdir, None if index is None else str(index),
+                     None if index_root is None else str(index_root), storage, batch_rows, progress)
+    except BaseException:
+        if tmpdir:
+            import shutil
+
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
+
+
+def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_root: str | None,
+          storage: StorageConfig, batch_rows: int, progress: bool = False) -> QueryScan:
+    import numpy as np
+
+    from codenib.progress import Progress
+
+    names, types, n_rows = _schema(local, shown)
+    if n_rows == 0:
+        raise BadInputError("the query set is empty", path=shown, fix="add at least one query")
     missing = [c for c in ("qid", "query") if c not in names]
     if missing:
-        raise BadInputError(f"missing column(s) {missing}; found {sorted(names)}", path=str(path),
+        raise BadInputError(f"missing column(s) {missing}; found {sorted(names)}", path=shown,
                             fix="a query set needs `qid` (string, unique) and `query` (string) columns")
     if index_root is not None and "index" not in names:
-        raise BadInputError("--index-root needs an `index` column naming each query's index", path=str(path),
+        raise BadInputError("--index-root needs an `index` column naming each query's index", path=shown,
                             fix="add an `index` column, or pass --index DIR for a single index")
-    check_column_types(table, path)
-    _check_identifiers(records, path)
-    qids = [_qid(r.get("qid")) for r in records]
-    empty = [i + 1 for i, q in enumerate(qids) if q is None]
-    if empty:
-        raise BadInputError(f"empty or missing qid in row(s) {_list(empty)}", path=str(path),
-                            fix="give every row a non-empty `qid`")
-    seen: dict[str, int] = {}
-    dups = []
-    for i, q in enumerate(qids):
-        if q in seen:
-            dups.append(f"{q!r} (rows {seen[q]} and {i + 1})")
-        else:
-            seen[q] = i + 1
-    if dups:
-        raise BadInputError(f"duplicate qid(s): {_list(dups)}", path=str(path), fix="make every `qid` unique")
-    for col, valid in (("budget", tuple(BUDGETS)), ("mode", MODES)):
-        if col in names:
-            bad = [i + 1 for i, r in enumerate(records) if r.get(col) not in (None, "") and r[col] not in valid]
-            if bad:
-                raise BadInputError(f"invalid `{col}` in row(s) {_list(bad)}", path=str(path),
-                                    fix=f"use one of: {', '.join(valid)} (or leave it empty)")
-    warnings: list[str] = []
+    check_column_types(pa.schema([pa.field(n, t) for n, t in types.items()]), shown)
+    bad_ident: dict[str, list[int]] = {c: [] for c in ("qid", "index", "budget", "mode")}
+    n_ident: dict[str, int] = dict.fromkeys(bad_ident, 0)
+    empty: list[int] = []
+    n_empty_qid = 0
+    bad_value: dict[str, list[int]] = {"budget": [], "mode": []}
+    n_bad_value = {"budget": 0, "mode": 0}
+    valid = {"budget": tuple(BUDGETS), "mode": MODES}
+    hashes: list = []
+    digest = hashlib.sha256()
     resolved: dict[str, str] = {}
-    rows = []
     problems: dict[str, str | None] = {}
-    for rec, qid in zip(records, qids):
-        cleaned = clean_query_text(rec.get("query"))
-        text = cleaned.text
-        idx_name = str(index) if index is not None else (str(rec.get("index") or ""))
-        if idx_name not in resolved:
-            if index is not None:
-                resolved[idx_name], problems[idx_name] = _resolve_index(idx_name, None, storage), None
+    counts: dict[tuple[str, str], int] = {}
+    per_name: dict[str, int] = {}
+    combos: dict[tuple[str | None, str | None, str], None] = {}
+    n_text_empty = n_changed = 0
+    row = 0
+    bar = Progress("validating queries", n_rows, "queries", enabled=progress and n_rows >= batch_rows)
+    for records in _record_batches(local, batch_rows, shown, names):
+        bar.update(len(records))
+        batch_hashes = []
+        for rec in records:
+            row += 1
+            for col in bad_ident:
+                v = rec.get(col)
+                if isinstance(v, str) and _has_surrogate(v):
+                    n_ident[col] += 1
+                    if len(bad_ident[col]) <= MAX_LISTED:
+                        bad_ident[col].append(row)
+            qid = _qid(rec.get("qid"))
+            if qid is None:
+                n_empty_qid += 1
+                if len(empty) <= MAX_LISTED:
+                    empty.append(row)
             else:
-                resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root, storage)
-        error = None
-        if not text.strip():
-            error = "empty query text"
-        elif not resolved[idx_name]:
-            error = problems[idx_name] or (f"index {idx_name!r} not found" + (f" under {index_root}" if index_root else "")
-                                           + " (fix: build it with `codenib index` or correct the `index` column)")
-        rows.append(QueryRow(qid, text, idx_name, resolved[idx_name], rec.get("budget") or None,
-                             rec.get("mode") or None, error, text_changes=tuple(cleaned.changes().items())))
+                batch_hashes.append(_qid_hash(qid))
+            for col in ("budget", "mode"):
+                v = rec.get(col)
+                if col in names and v not in (None, "") and v not in valid[col]:
+                    n_bad_value[col] += 1
+                    if len(bad_value[col]) <= MAX_LISTED:
+                        bad_value[col].append(row)
+            cleaned = clean_query_text(rec.get("query"))
+            text = cleaned.text
+            idx_name = index if index is not None else str(rec.get("index") or "")
+            if idx_name not in resolved:
+                if index is not None:
+                    resolved[idx_name], problems[idx_name] = _resolve_index(idx_name, None, storage), None
+                else:
+                    resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root, storage)
+            folder = resolved[idx_name]
+            budget, mode = rec.get("budget") or None, rec.get("mode") or None
+            digest.update(json.dumps([qid, text, idx_name, budget, mode]).encode())
+            counts[(idx_name, folder)] = counts.get((idx_name, folder), 0) + 1
+            per_name[idx_name] = per_name.get(idx_name, 0) + 1
+            if not text.strip():
+                n_text_empty += 1
+            elif folder:
+                combos.setdefault((budget, mode, folder))
+            n_changed += bool(cleaned.changes())
+        hashes.append(np.fromiter(batch_hashes, dtype=np.int64, count=len(batch_hashes)))
+    bar.close()
+    for col, bad in bad_ident.items():
+        if bad:
+            raise BadInputError(f"`{col}` in row(s) {_listed(bad, n_ident[col])} holds bytes that are not UTF-8 text",
+                                path=shown, fix=f"write `{col}` as UTF-8 text")
+    if empty:
+        raise BadInputError(f"empty or missing qid in row(s) {_listed(empty, n_empty_qid)}", path=shown,
+                            fix="give every row a non-empty `qid`")
+    all_hashes = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, np.int64)
+    del hashes
+    twice = all_hashes[1:][all_hashes[1:] == all_hashes[:-1]]
+    if twice.size:
+        dups = _duplicates(local, batch_rows, shown, names, set(int(h) for h in twice))
+        if dups:
+            raise BadInputError(f"duplicate qid(s): {_list(dups)}", path=shown, fix="make every `qid` unique")
+    for col in ("budget", "mode"):
+        if bad_value[col]:
+            raise BadInputError(f"invalid `{col}` in row(s) {_listed(bad_value[col], n_bad_value[col])}", path=shown,
+                                fix=f"use one of: {', '.join(valid[col])} (or leave it empty)")
+    warnings: list[str] = []
     for name, folder in sorted(resolved.items()):
         if not folder:
-            n = sum(1 for r in rows if r.index == name)
             what = "is not a name under --index-root" if problems.get(name) else "not found"
-            warnings.append(f"{path}: index {name!r} {what}; its {n} queries become error rows")
-    n_empty = sum(1 for r in rows if r.error == "empty query text")
-    if n_empty:
-        warnings.append(f"{path}: {n_empty} queries have empty text; they become error rows")
-    n_changed = sum(1 for r in rows if r.text_changes)
+            warnings.append(f"{shown}: index {name!r} {what}; its {per_name[name]} queries become error rows")
+    if n_text_empty:
+        warnings.append(f"{shown}: {n_text_empty} queries have empty text; they become error rows")
     if n_changed:
-        warnings.append(f"{path}: the text of {n_changed} queries was cleaned (undecodable bytes, control "
+        warnings.append(f"{shown}: the text of {n_changed} queries was cleaned (undecodable bytes, control "
                         "characters or excess length); their plan rows' trace says how (query_text)")
-    return QuerySet(str(path), tuple(rows), _digest(rows), tuple(warnings))
+    return QueryScan(shown, str(local), tuple(names), row, digest.hexdigest(), tuple(warnings), index, index_root,
+                     resolved, problems, counts, tuple(combos), batch_rows, tmpdir)
+
+
+def _qid_hash(qid: str) -> int:
+    return int.from_bytes(hashlib.blake2b(qid.encode("utf-8", "surrogateescape"), digest_size=8).digest(),
+                          "little", signed=True)
+
+
+def _duplicates(local: Path, batch_rows: int, shown: str, names: list[str], candidates: set[int]) -> list[str]:
+    """The duplicate qids among rows whose qid hash occurs twice, as 'q' (rows a and b)."""
+    first: dict[str, int] = {}
+    dups = []
+    row = 0
+    for records in _record_batches(local, batch_rows, shown, names):
+        for rec in records:
+            row += 1
+            qid = _qid(rec.get("qid"))
+            if qid is None or _qid_hash(qid) not in candidates:
+                continue
+            if qid in first:
+                dups.append(f"{qid!r} (rows {first[qid]} and {row})")
+            else:
+                first[qid] = row
+    return dups
+
+
+def _listed(shown: list[int], total: int) -> str:
+    """Like `_list` for a list of which only the first MAX_LISTED (+1) items were kept."""
+    text = ", ".join(str(i) for i in shown[:MAX_LISTED])
+    return text + (f" and {total - MAX_LISTED} more" if total > MAX_LISTED else "")
+
+
+def _local_copy(path: str | Path, storage: StorageConfig) -> tuple[Path, str | None]:
+    """A readable local file of the query set (a URI is downloaded, streamed, into a
+    temporary folder that the scan removes when closed)."""
+    if not is_uri(str(path)):
+        path = Path(path)
+        if not path.is_file():
+            raise BadInputError("the query set does not exist", path=str(path),
+                                fix="pass a Parquet or JSONL file with qid and query columns")
+        _format_of(path, str(path))
+        return path, None
+    import tempfile
+
+    uri = str(path)
+    parent, name = split_name(uri)
+    store = storage.open(parent)
+    store.check_bucket()
+    if not store.is_file(name):
+        raise BadInputError("the query set does not exist", path=uri,
+                            fix="pass the URI of a Parquet or JSONL object with qid and query columns")
+    suffix = Path(name).suffix.lower()
+    if suffix not in (".parquet", ".jsonl", ".json", ".ndjson"):
+        raise BadInputError(f"unknown query-set format {suffix!r}", path=uri, fix="use a .parquet or .jsonl object")
+    tmp = tempfile.mkdtemp(prefix="codenib-queries-")
+    local = Path(tmp) / f"queries{suffix}"
+    try:
+        store.download(name, local)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return local, tmp
+
+
+def _format_of(path: Path, shown: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    raise BadInputError(f"unknown query-set format {suffix!r}", path=shown, fix="use a .parquet or .jsonl file")
+
+
+def _schema(local: Path, shown: str) -> tuple[list[str], dict[str, pa.DataType], int]:
+    """Column names, Arrow types and the number of rows: a Parquet file's schema, or for
+    JSONL the types Arrow infers from all values of each column (from one value per Python
+    type seen, which infers the same type)."""
+    if _format_of(local, shown) == "parquet":
+        try:
+            pf = pq.ParquetFile(local)
+            schema = pf.schema_arrow
+            n_rows = pf.metadata.num_rows
+        except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
+            raise _unreadable(exc, shown) from exc
+        return list(schema.names), {f.name: f.type for f in schema}, n_rows
+    samples: dict[str, dict] = {}
+    n_rows = 0
+    for records in _record_batches(local, 65_536, shown, keys=None):
+        n_rows += len(records)
+        for rec in records:
+            for k, v in rec.items():
+                seen = samples.setdefault(k, {})
+                kind = type(v)
+                if kind is int and kind in seen:
+                    seen[kind] = max(seen[kind], v, key=abs)
+                else:
+                    seen.setdefault(kind, _valid(v))
+    keys = sorted(samples)
+    try:
+        return keys, {k: pa.array(list(samples[k].values())).type for k in keys}, n_rows
+    except Exception as exc:  # noqa: BLE001 - Arrow's type inference errors
+        raise _unreadable(exc, shown) from exc
+
+
+def _unreadable(exc: BaseException, shown: str) -> BadInputError:
+    return BadInputError(f"cannot read the query set: {exc}", path=shown, fix="pass a readable Parquet or JSONL file")
+
+
+def _record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | tuple[str, ...] | None
+                    ) -> Iterator[list[dict]]:
+    """The query set's rows as dicts, `batch_rows` at a time (text as `load_query_records`
+    reads it). JSONL rows get every one of `keys` (None: only their own keys)."""
+    if _format_of(local, shown) == "parquet":
+        try:
+            pf = pq.ParquetFile(local)
+            names = pf.schema_arrow.names
+            for batch in pf.iter_batches(batch_size=batch_rows):
+                columns = [_texts(batch.column(i)) if _is_text(batch.schema.field(i).type)
+                           else batch.column(i).to_pylist() for i in range(batch.num_columns)]
+                yield [dict(zip(names, values)) for values in zip(*columns)]
+        except BadInputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
+            raise _unreadable(exc, shown) from exc
+        return
+    chunk: list[dict] = []
+    for rec in _jsonl_rows(local, shown):
+        if keys is None:
+            chunk.append({k: _scalar(v) for k, v in rec.items()})
+        else:
+            chunk.append({k: _scalar(rec.get(k)) for k in keys})
+        if len(chunk) >= batch_rows:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _jsonl_rows(path: Path, shown: str) -> Iterator[dict]:
+    """One JSON object per line, streamed (as `codenib.specs.read_jsonl` reads them)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise BadInputError(f"line {n} is not valid JSON: {exc}", path=shown,
+                                        fix="write one JSON object per line") from None
+                if not isinstance(row, dict):
+                    raise BadInputError(f"line {n} is not a JSON object", path=shown,
+                                        fix='write one object per line, like {"qid": "q1", "query": "..."}')
+                yield row
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"not UTF-8 text: {exc}", path=shown, fix="save the file as UTF-8") from None
+    except OSError as exc:
+        raise _unreadable(exc, shown) from exc
 
 
 def load_query_records(path: str | Path, storage: StorageConfig | None = None) -> tuple[pa.Table, list[dict]]:
@@ -189,13 +521,14 @@ def load_query_records(path: str | Path, storage: StorageConfig | None = None) -
     return table, [dict(zip(columns, values)) for values in zip(*columns.values())] if columns else []
 
 
-def check_column_types(table: pa.Table, path: str | Path) -> None:
+def check_column_types(table: pa.Table | pa.Schema, path: str | Path) -> None:
     """Every known column has one of the types in COLUMN_TYPES, else `BadInputError` naming
     the column, the type found and the type expected."""
+    schema = table if isinstance(table, pa.Schema) else table.schema
     for name, allowed in COLUMN_TYPES.items():
-        if name not in table.column_names:
+        if name not in schema.names:
             continue
-        found = table.schema.field(name).type
+        found = schema.field(name).type
         if not any(_type_is(found, kind) for kind in (*allowed, "null")):
             expected = " or ".join(allowed)
             raise BadInputError(f"column `{name}` has type {found}; expected {expected}", path=str(path),
@@ -232,16 +565,6 @@ def resolve_index_name(name: str, root: str | Path, storage: StorageConfig | Non
     if not folder.is_relative_to(base):
         return "", f"index {name!r} leads outside --index-root {root} through a symbolic link (fix: {fix})"
     return (str(folder), None) if (folder / "manifest.json").is_file() else ("", None)
-
-
-def _check_identifiers(records: list[dict], path: Path) -> None:
-    """Identifiers must be valid text: unlike a query's text, replacing a byte of a qid or an
-    index name would silently make it another one."""
-    for col in ("qid", "index", "budget", "mode"):
-        bad = [i + 1 for i, r in enumerate(records) if isinstance(r.get(col), str) and _has_surrogate(r[col])]
-        if bad:
-            raise BadInputError(f"`{col}` in row(s) {_list(bad)} holds bytes that are not UTF-8 text", path=str(path),
-                                fix=f"write `{col}` as UTF-8 text")
 
 
 def _texts(column: pa.ChunkedArray) -> list:

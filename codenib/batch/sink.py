@@ -120,11 +120,9 @@ class ParquetSink:
         if len(done) != self.total_shards:
             raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
                                 path=str(self.out), fix="re-run the job to finish it")
-        tables = [pq.read_table(self.folder.plan_parts / part_name(int(s))) for s in done]
-        plans = pa.concat_tables(tables) if tables else PLANS_SCHEMA.empty_table()
         meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
         tmp = tmp_path(self.folder.staging / PLANS)
-        pq.write_table(plans.replace_schema_metadata(meta), tmp)
+        write_plans(tmp, (self.folder.plan_parts / part_name(int(s)) for s in done), meta)
         os.replace(tmp, self.folder.plans_path)
         self._clear_leftovers()
         if self.failed_shards:
@@ -289,3 +287,29 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
     except OSError:
         pass   # not empty, or already gone
+
+
+def write_plans(dest: Path | str, parts, meta: dict) -> None:
+    """`plans.parquet` at `dest`: the plan parts (files, in the order given) appended one
+    at a time through a ParquetWriter, so a million plan rows are never one table in memory.
+    The same rows and schema (metadata included) as concatenating the parts."""
+    schema = PLANS_SCHEMA.with_metadata(meta)
+    held: list[pa.Table] = []
+    rows = 0
+    with pq.ParquetWriter(str(dest), schema) as writer:
+        # Parts gathered into row groups of PLANS_GROUP_ROWS: a row group per part (thousands
+        # of them) would make the footer, with its statistics of long `trace` strings, grow
+        # with the job.
+        for part in parts:
+            table = pq.read_table(part).cast(PLANS_SCHEMA).replace_schema_metadata(meta)
+            held.append(table)
+            rows += table.num_rows
+            if rows >= PLANS_GROUP_ROWS:
+                writer.write_table(pa.concat_tables(held), row_group_size=max(rows, 1))
+                held, rows = [], 0
+        if held:
+            writer.write_table(pa.concat_tables(held), row_group_size=max(rows, 1))
+
+
+#: Rows per row group of `plans.parquet` (a few MB of plan rows held while it is written).
+PLANS_GROUP_ROWS = 8192

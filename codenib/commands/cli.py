@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -35,6 +36,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_READER_GONE
 
 
+def entry() -> int:
+    """The console script (and `python -m codenib.commands.cli`): `main`, then pyarrow's S3
+    client shut down while the interpreter is still whole."""
+    try:
+        return main()
+    finally:
+        _release_object_storage()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered sub-command."""
     parser = argparse.ArgumentParser(
@@ -61,6 +71,19 @@ def _discard_stdout() -> None:
         pass
 
 
+def _release_object_storage() -> None:
+    """Finalize pyarrow's S3 subsystem once nothing holds it. Left to pyarrow's own exit hook,
+    an S3 client still referenced while Python tears its objects down can abort the process
+    after a job that succeeded (`terminate called without an active exception`, status -6;
+    apache/arrow#41087 gives the same advice: drop the filesystems, then finalize). Not in
+    `main`: S3 cannot be initialized again in a process that calls `main` twice."""
+    pafs = sys.modules.get("pyarrow.fs")
+    if pafs is None or not hasattr(pafs, "ensure_s3_finalized"):
+        return   # S3 never used, or a pyarrow built without it
+    gc.collect()   # filesystems held only by reference cycles go first
+    pafs.ensure_s3_finalized()
+
+
 def _offline_environment() -> None:
     """Read once, at the edge: no code path may reach a model hub at run time."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -70,4 +93,4 @@ def _offline_environment() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())
