@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from codenib.errors import BadInputError
 
@@ -31,8 +31,13 @@ def read_config_file(path: str | Path, section: str | None = None) -> dict[str, 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """One JSON object per line (blank lines skipped); a bad line names its number."""
+    return list(iter_jsonl(path))
+
+
+def iter_jsonl(path: str | Path, shown: str | None = None) -> Iterator[dict[str, Any]]:
+    """`read_jsonl`, a row at a time; errors name `shown` (default: the path)."""
     path = Path(path)
-    rows: list[dict[str, Any]] = []
+    shown = shown or str(path)
     try:
         with open(path, encoding="utf-8") as fh:
             for n, line in enumerate(fh, start=1):
@@ -41,12 +46,11 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
                 try:
                     row = json.loads(line)
                 except ValueError as exc:
-                    raise BadInputError(f"line {n} is not valid JSON: {exc}", path=str(path),
+                    raise BadInputError(f"line {n} is not valid JSON: {exc}", path=shown,
                                         fix="write one JSON object per line") from None
                 if not isinstance(row, dict):
-                    raise BadInputError(f"line {n} is not a JSON object", path=str(path),
+                    raise BadInputError(f"line {n} is not a JSON object", path=shown,
                                         fix='write one object per line, like {"qid": "q1", "query": "..."}')
-                rows.append(row)
+                yield row
     except UnicodeDecodeError as exc:
-        raise BadInputError(f"not UTF-8 text: {exc}", path=str(path), fix="save the file as UTF-8") from None
-    return rows
+        raise BadInputError(f"not UTF-8 text: {exc}", path=shown, fix="save the file as UTF-8") from None

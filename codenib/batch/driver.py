@@ -16,7 +16,8 @@ from codenib import __version__
 from codenib.artifact import sha256_file
 from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
 from codenib.batch.options import RunOptions
-from codenib.batch.queries import QueryRow, QueryScan, Shard, ShardInfo, ShardLayout, scan_query_set
+from codenib.batch.queries import QueryRow, Shard
+from codenib.batch.scan import QueryScan, ShardInfo, ShardLayout, scan_query_set
 from codenib.batch.worker import ALL_MODES, ShardOptions, failed_shard
 from codenib.index.remote import IndexCacheDir, local_index
 from codenib.model.planner import RetrievalPlanner

@@ -10,9 +10,10 @@ from functools import partial
 import pyarrow.parquet as pq
 import pytest
 
-from codenib.batch import queries as queries_module
+from codenib.batch import scan as scan_module
 from codenib.batch.driver import RunOptions, plan_rows, run_job, stream_shards
-from codenib.batch.queries import read_query_set, scan_query_set
+from codenib.batch.queries import read_query_set
+from codenib.batch.scan import scan_query_set
 from codenib.errors import BadInputError
 from codenib.results import read_results
 from tests.batch.conftest import write_queries
@@ -93,7 +94,7 @@ def test_a_job_over_several_batches_writes_what_one_batch_writes(tmp_path, root,
     path = write_queries(tmp_path / "q.parquet", _rows())
     opts = dict(queries=str(path), index_root=str(root), shard_size=2, progress=False, mode="sparse", k=5)
     one = run_job(RunOptions(out=str(tmp_path / "one"), **opts), log=lambda m: None)
-    monkeypatch.setattr(queries_module, "BATCH_ROWS", BATCH)
+    monkeypatch.setattr(scan_module, "BATCH_ROWS", BATCH)
     logs: list[str] = []
     many = run_job(RunOptions(out=str(tmp_path / "many"), **opts), log=logs.append)
     assert many.runner != "ray" and many.shards == 7 and many.queries == 11
@@ -134,7 +135,7 @@ def test_a_duplicate_qid_across_batches_is_rejected(tmp_path, sparse_only_index_
 
 def test_qids_whose_hashes_collide_are_not_duplicates(tmp_path, sparse_only_index_dir, monkeypatch):
     # Every qid gets the same hash: only the second look at the rows can tell them apart.
-    monkeypatch.setattr(queries_module, "_qid_hash", lambda qid: 7)
+    monkeypatch.setattr(scan_module, "_qid_hash", lambda qid: 7)
     rows = [{"qid": f"q{i}", "query": "x"} for i in range(9)]
     path = write_queries(tmp_path / "q.parquet", rows)
     with scan_query_set(path, index=sparse_only_index_dir, batch_rows=BATCH) as scan:

@@ -1,0 +1,245 @@
+"""Reading query-set files: Parquet in record batches, JSONL in chunks, text decoded without
+failing, column types checked; a query set on object storage is read from a local copy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from codenib.errors import BadInputError
+from codenib.specs import iter_jsonl
+from codenib.storage import StorageConfig, is_uri, split_name
+
+
+#: Arrow types each column may have (`null`: a column with no values at all); a `query`
+#: stored as binary would otherwise read as bytes and every row would look empty.
+COLUMN_TYPES: dict[str, tuple[str, ...]] = {
+    "qid": ("string", "integer"),
+    "query": ("string",),
+    "index": ("string",),
+    "budget": ("string",),
+    "mode": ("string",),
+}
+
+
+def load_query_records(path: str | Path, storage: StorageConfig | None = None) -> tuple[pa.Table, list[dict]]:
+    """A query set's table (for its column names and types) and its rows as dicts.
+
+    Text is read as written: bytes of a Parquet string column that are not UTF-8, and lone
+    surrogates escaped in JSON, arrive as lone surrogates (Python's `surrogateescape`), for
+    `clean_query_text` to replace and count, instead of failing the whole file.
+    """
+    table, records = _read_table(path, storage or StorageConfig())
+    if records is not None:
+        return table, records
+    columns = {name: _texts(table.column(name)) if _is_text(table.schema.field(name).type)
+               else table.column(name).to_pylist() for name in table.column_names}
+    return table, [dict(zip(columns, values)) for values in zip(*columns.values())] if columns else []
+
+
+def check_column_types(table: pa.Table | pa.Schema, path: str | Path) -> None:
+    """Every known column has one of the types in COLUMN_TYPES, else `BadInputError` naming
+    the column, the type found and the type expected."""
+    schema = table if isinstance(table, pa.Schema) else table.schema
+    for name, allowed in COLUMN_TYPES.items():
+        if name not in schema.names:
+            continue
+        found = schema.field(name).type
+        if not any(_type_is(found, kind) for kind in (*allowed, "null")):
+            expected = " or ".join(allowed)
+            raise BadInputError(f"column `{name}` has type {found}; expected {expected}", path=str(path),
+                                fix=f"write `{name}` as a {expected} column (text decoded as UTF-8, e.g. "
+                                    f"pyarrow.array(values, pyarrow.string()))")
+
+
+def _local_copy(path: str | Path, storage: StorageConfig) -> tuple[Path, str | None]:
+    """A readable local file of the query set (a URI is downloaded, streamed, into a
+    temporary folder that the scan removes when closed)."""
+    if not is_uri(str(path)):
+        path = Path(path)
+        if not path.is_file():
+            raise BadInputError("the query set does not exist", path=str(path),
+                                fix="pass a Parquet or JSONL file with qid and query columns")
+        _format_of(path, str(path))
+        return path, None
+    import tempfile
+
+    uri = str(path)
+    parent, name = split_name(uri)
+    store = storage.open(parent)
+    store.check_bucket()
+    if not store.is_file(name):
+        raise BadInputError("the query set does not exist", path=uri,
+                            fix="pass the URI of a Parquet or JSONL object with qid and query columns")
+    suffix = Path(name).suffix.lower()
+    if suffix not in (".parquet", ".jsonl", ".json", ".ndjson"):
+        raise BadInputError(f"unknown query-set format {suffix!r}", path=uri, fix="use a .parquet or .jsonl object")
+    tmp = tempfile.mkdtemp(prefix="codenib-queries-")
+    local = Path(tmp) / f"queries{suffix}"
+    try:
+        store.download(name, local)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return local, tmp
+
+
+def _format_of(path: Path, shown: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    raise BadInputError(f"unknown query-set format {suffix!r}", path=shown, fix="use a .parquet or .jsonl file")
+
+
+def _schema(local: Path, shown: str) -> tuple[list[str], dict[str, pa.DataType], int]:
+    """Column names, Arrow types and the number of rows: a Parquet file's schema, or for
+    JSONL the types Arrow infers from all values of each column (from one value per Python
+    type seen, which infers the same type)."""
+    if _format_of(local, shown) == "parquet":
+        try:
+            pf = pq.ParquetFile(local)
+            schema = pf.schema_arrow
+            n_rows = pf.metadata.num_rows
+        except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
+            raise _unreadable(exc, shown) from exc
+        return list(schema.names), {f.name: f.type for f in schema}, n_rows
+    samples: dict[str, dict] = {}
+    n_rows = 0
+    for records in _record_batches(local, 65_536, shown, keys=None):
+        n_rows += len(records)
+        for rec in records:
+            for k, v in rec.items():
+                seen = samples.setdefault(k, {})
+                kind = type(v)
+                if kind is int and kind in seen:
+                    seen[kind] = max(seen[kind], v, key=abs)
+                else:
+                    seen.setdefault(kind, _valid(v))
+    keys = sorted(samples)
+    try:
+        return keys, {k: pa.array(list(samples[k].values())).type for k in keys}, n_rows
+    except Exception as exc:  # noqa: BLE001 - Arrow's type inference errors
+        raise _unreadable(exc, shown) from exc
+
+
+def _unreadable(exc: BaseException, shown: str) -> BadInputError:
+    return BadInputError(f"cannot read the query set: {exc}", path=shown, fix="pass a readable Parquet or JSONL file")
+
+
+def _record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | tuple[str, ...] | None
+                    ) -> Iterator[list[dict]]:
+    """The query set's rows as dicts, `batch_rows` at a time (text as `load_query_records`
+    reads it). JSONL rows get every one of `keys` (None: only their own keys)."""
+    if _format_of(local, shown) == "parquet":
+        try:
+            pf = pq.ParquetFile(local)
+            names = pf.schema_arrow.names
+            for batch in pf.iter_batches(batch_size=batch_rows):
+                columns = [_texts(batch.column(i)) if _is_text(batch.schema.field(i).type)
+                           else batch.column(i).to_pylist() for i in range(batch.num_columns)]
+                yield [dict(zip(names, values)) for values in zip(*columns)]
+        except BadInputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
+            raise _unreadable(exc, shown) from exc
+        return
+    chunk: list[dict] = []
+    for rec in _jsonl_rows(local, shown):
+        if keys is None:
+            chunk.append({k: _scalar(v) for k, v in rec.items()})
+        else:
+            chunk.append({k: _scalar(rec.get(k)) for k in keys})
+        if len(chunk) >= batch_rows:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _jsonl_rows(path: Path, shown: str) -> Iterator[dict]:
+    """One JSON object per line, streamed (`codenib.specs.iter_jsonl`; errors name `shown`)."""
+    try:
+        yield from iter_jsonl(path, shown)
+    except OSError as exc:
+        raise _unreadable(exc, shown) from exc
+
+
+def _read_table(path: str | Path, storage: StorageConfig) -> tuple[pa.Table, list[dict] | None]:
+    """The table, and for JSONL its records as read (a Parquet file's are decoded later).
+    A URI is read from a temporary local copy; errors name the path as given."""
+    import shutil
+
+    shown = str(path) if is_uri(str(path)) else str(Path(path))
+    local, tmpdir = _local_copy(path, storage)
+    try:
+        if _format_of(local, shown) == "jsonl":
+            return _read_jsonl(local, shown)
+        try:
+            table = pq.read_table(local)
+        except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
+            raise _unreadable(exc, shown) from exc
+        if table.num_rows == 0:  # as an empty JSONL file is
+            raise BadInputError("the query set is empty", path=shown, fix="add at least one query")
+        return table, None
+    finally:
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _read_jsonl(local: Path, shown: str) -> tuple[pa.Table, list[dict]]:
+    records = list(_jsonl_rows(local, shown))
+    if not records:
+        raise BadInputError("the query set is empty", path=shown, fix="add at least one query")
+    keys = sorted({k for r in records for k in r})
+    records = [{k: _scalar(r.get(k)) for k in keys} for r in records]
+    # The table gives column names and types; lone surrogates (JSON "\udce9") stay in the
+    # records, where the query's cleaning counts them (Arrow would refuse them).
+    try:
+        return pa.table({k: [_valid(r[k]) for r in records] for k in keys}), records
+    except Exception as exc:  # noqa: BLE001 - Arrow's type inference errors
+        raise _unreadable(exc, shown) from exc
+
+
+def _texts(column: pa.ChunkedArray) -> list:
+    """A string column's values, undecodable bytes as lone surrogates (never an exception)."""
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    raw = column.cast(pa.large_binary()).to_pylist()
+    return [None if b is None else b.decode("utf-8", "surrogateescape") for b in raw]
+
+
+def _is_text(found: pa.DataType) -> bool:
+    return _type_is(found, "string")
+
+
+def _type_is(found: pa.DataType, kind: str) -> bool:
+    if pa.types.is_dictionary(found):
+        found = found.value_type
+    return {"string": pa.types.is_string(found) or pa.types.is_large_string(found)
+            or getattr(pa.types, "is_string_view", lambda t: False)(found),
+            "integer": pa.types.is_integer(found),
+            "null": pa.types.is_null(found)}[kind]
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _scalar(v):
+    return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v)
+
+
+def _valid(v):
+    return v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v

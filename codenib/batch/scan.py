@@ -1,0 +1,293 @@
+"""Streaming a query set: `scan_query_set` validates it in one pass without holding its rows,
+`QueryScan.batches` reads them again a batch at a time, and `ShardLayout` says which shard each
+row goes to (the same shards `QuerySet.shards` cuts)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from codenib.batch.query_files import (_has_surrogate, _local_copy, _record_batches, _schema,
+                                       check_column_types)
+from codenib.batch.queries import MAX_LISTED, QueryRow, _list, _qid, _resolve_index, resolve_index_name
+from codenib.errors import BadInputError
+from codenib.model.planner import BUDGETS, MODES
+from codenib.querytext import clean_query_text
+from codenib.storage import StorageConfig, is_uri
+
+
+#: Rows per record batch when a query set is streamed (Parquet batches, JSONL chunks).
+BATCH_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class QueryScan:
+    """A validated query set, read once without holding its rows (`scan_query_set`); its
+    rows are read again, a batch at a time, by `batches()`.
+
+    Memory: the per-index row counts and resolved folders, the distinct (budget, mode,
+    index) combinations, and during the scan one 8-byte hash per qid (1M queries: 8 MB).
+    """
+
+    path: str                 # as given (a local path or a URI)
+    local: str                # the readable local file (a temporary copy of a URI)
+    columns: tuple[str, ...]
+    count: int
+    digest: str
+    warnings: tuple[str, ...]
+    index: str | None
+    index_root: str | None
+    resolved: dict[str, str]                    # index name -> folder ('' when unresolved)
+    problems: dict[str, str | None]
+    index_counts: dict[tuple[str, str], int]   # (index name, folder) -> rows
+    combos: tuple[tuple[str | None, str | None, str], ...]   # (budget, mode, folder) planned, first-seen order
+    batch_rows: int = BATCH_ROWS
+    tmpdir: str | None = None
+
+    def __enter__(self) -> "QueryScan":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the temporary copy of a query set read from object storage."""
+        if self.tmpdir:
+            import shutil
+
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def batches(self) -> Iterator[list[QueryRow]]:
+        """The rows in input order, `batch_rows` at a time (the same rows `read_query_set` gives)."""
+        for records in _record_batches(Path(self.local), self.batch_rows, self.path, self.columns):
+            out = []
+            for rec in records:
+                qid = _qid(rec.get("qid"))
+                cleaned = clean_query_text(rec.get("query"))
+                text = cleaned.text
+                idx_name = self.index if self.index is not None else str(rec.get("index") or "")
+                folder = self.resolved.get(idx_name, "")
+                error = None
+                if not text.strip():
+                    error = "empty query text"
+                elif not folder:
+                    error = self.problems.get(idx_name) or (
+                        f"index {idx_name!r} not found" + (f" under {self.index_root}" if self.index_root else "")
+                        + " (fix: build it with `codenib index` or correct the `index` column)")
+                out.append(QueryRow(qid, text, idx_name, folder, rec.get("budget") or None,
+                                    rec.get("mode") or None, error, text_changes=tuple(cleaned.changes().items())))
+            yield out
+
+    def layout(self, shard_size: int) -> "ShardLayout":
+        """Where each row's shard is: the same shards `QuerySet.shards` cuts."""
+        if shard_size < 1:
+            raise BadInputError(f"--shard-size must be at least 1, got {shard_size}", fix="pass --shard-size 256")
+        return ShardLayout.of(self.index_counts, shard_size)
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """A shard without its rows: what the job needs before they are read."""
+
+    shard_id: int
+    index: str
+    index_path: str
+    size: int
+    index_sha: str = ""
+
+
+@dataclass(frozen=True)
+class ShardLayout:
+    """Shards grouped by index (sorted), input order within an index, cut every `shard_size`:
+    the first shard id of each group, so a streamed row knows its shard."""
+
+    shard_size: int
+    first: dict[tuple[str, str], int]
+    counts: dict[tuple[str, str], int]
+    shards: tuple[ShardInfo, ...]
+
+    @classmethod
+    def of(cls, counts: dict[tuple[str, str], int], shard_size: int) -> "ShardLayout":
+        first: dict[tuple[str, str], int] = {}
+        infos: list[ShardInfo] = []
+        for key, n in sorted(counts.items()):
+            first[key] = len(infos)
+            for start in range(0, n, shard_size):
+                infos.append(ShardInfo(len(infos), key[0], key[1], min(shard_size, n - start)))
+        return cls(shard_size, first, dict(counts), tuple(infos))
+
+
+def scan_query_set(path: str | Path, index: str | Path | None = None, index_root: str | Path | None = None,
+                   storage: StorageConfig | None = None, batch_rows: int | None = None,
+                   progress: bool = False) -> QueryScan:
+    """Validate a query set in one streamed pass (record batches; no table in memory);
+    `progress`: show rows/s and an ETA on stderr while it reads.
+
+    Raises the same `BadInputError`s, in the same order, as reading the whole set would:
+    every check sees every row, and the first kind of problem found is reported.
+    """
+    storage = storage or StorageConfig()
+    batch_rows = batch_rows or BATCH_ROWS
+    if (index is None) == (index_root is None):
+        raise BadInputError("give exactly one of --index and --index-root",
+                            fix="--index DIR for one index, or --index-root DIR with an `index` column")
+    if index_root is not None and is_uri(str(index_root)):
+        storage.open(str(index_root)).check_bucket()
+    if index is not None and not _resolve_index(str(index), None, storage):
+        raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
+                            fix=f"build it with `codenib index REPO --out {index}`")
+    shown = str(path) if is_uri(str(path)) else str(Path(path))
+    local, tmpdir = _local_copy(path, storage)
+    try:
+        return _scan(shown, local, tmpdir, None if index is None else str(index),
+                     None if index_root is None else str(index_root), storage, batch_rows, progress)
+    except BaseException:
+        if tmpdir:
+            import shutil
+
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
+
+
+def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_root: str | None,
+          storage: StorageConfig, batch_rows: int, progress: bool = False) -> QueryScan:
+    import numpy as np
+
+    from codenib.progress import Progress
+
+    names, types, n_rows = _schema(local, shown)
+    if n_rows == 0:
+        raise BadInputError("the query set is empty", path=shown, fix="add at least one query")
+    missing = [c for c in ("qid", "query") if c not in names]
+    if missing:
+        raise BadInputError(f"missing column(s) {missing}; found {sorted(names)}", path=shown,
+                            fix="a query set needs `qid` (string, unique) and `query` (string) columns")
+    if index_root is not None and "index" not in names:
+        raise BadInputError("--index-root needs an `index` column naming each query's index", path=shown,
+                            fix="add an `index` column, or pass --index DIR for a single index")
+    check_column_types(pa.schema([pa.field(n, t) for n, t in types.items()]), shown)
+    bad_ident: dict[str, list[int]] = {c: [] for c in ("qid", "index", "budget", "mode")}
+    n_ident: dict[str, int] = dict.fromkeys(bad_ident, 0)
+    empty: list[int] = []
+    n_empty_qid = 0
+    bad_value: dict[str, list[int]] = {"budget": [], "mode": []}
+    n_bad_value = {"budget": 0, "mode": 0}
+    valid = {"budget": tuple(BUDGETS), "mode": MODES}
+    hashes: list = []
+    digest = hashlib.sha256()
+    resolved: dict[str, str] = {}
+    problems: dict[str, str | None] = {}
+    counts: dict[tuple[str, str], int] = {}
+    per_name: dict[str, int] = {}
+    combos: dict[tuple[str | None, str | None, str], None] = {}
+    n_text_empty = n_changed = 0
+    row = 0
+    bar = Progress("validating queries", n_rows, "queries", enabled=progress and n_rows >= batch_rows)
+    for records in _record_batches(local, batch_rows, shown, names):
+        bar.update(len(records))
+        batch_hashes = []
+        for rec in records:
+            row += 1
+            for col in bad_ident:
+                v = rec.get(col)
+                if isinstance(v, str) and _has_surrogate(v):
+                    n_ident[col] += 1
+                    if len(bad_ident[col]) <= MAX_LISTED:
+                        bad_ident[col].append(row)
+            qid = _qid(rec.get("qid"))
+            if qid is None:
+                n_empty_qid += 1
+                if len(empty) <= MAX_LISTED:
+                    empty.append(row)
+            else:
+                batch_hashes.append(_qid_hash(qid))
+            for col in ("budget", "mode"):
+                v = rec.get(col)
+                if col in names and v not in (None, "") and v not in valid[col]:
+                    n_bad_value[col] += 1
+                    if len(bad_value[col]) <= MAX_LISTED:
+                        bad_value[col].append(row)
+            cleaned = clean_query_text(rec.get("query"))
+            text = cleaned.text
+            idx_name = index if index is not None else str(rec.get("index") or "")
+            if idx_name not in resolved:
+                if index is not None:
+                    resolved[idx_name], problems[idx_name] = _resolve_index(idx_name, None, storage), None
+                else:
+                    resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root, storage)
+            folder = resolved[idx_name]
+            budget, mode = rec.get("budget") or None, rec.get("mode") or None
+            digest.update(json.dumps([qid, text, idx_name, budget, mode]).encode())
+            counts[(idx_name, folder)] = counts.get((idx_name, folder), 0) + 1
+            per_name[idx_name] = per_name.get(idx_name, 0) + 1
+            if not text.strip():
+                n_text_empty += 1
+            elif folder:
+                combos.setdefault((budget, mode, folder))
+            n_changed += bool(cleaned.changes())
+        hashes.append(np.fromiter(batch_hashes, dtype=np.int64, count=len(batch_hashes)))
+    bar.close()
+    for col, bad in bad_ident.items():
+        if bad:
+            raise BadInputError(f"`{col}` in row(s) {_listed(bad, n_ident[col])} holds bytes that are not UTF-8 text",
+                                path=shown, fix=f"write `{col}` as UTF-8 text")
+    if empty:
+        raise BadInputError(f"empty or missing qid in row(s) {_listed(empty, n_empty_qid)}", path=shown,
+                            fix="give every row a non-empty `qid`")
+    all_hashes = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, np.int64)
+    del hashes
+    twice = all_hashes[1:][all_hashes[1:] == all_hashes[:-1]]
+    if twice.size:
+        dups = _duplicates(local, batch_rows, shown, names, set(int(h) for h in twice))
+        if dups:
+            raise BadInputError(f"duplicate qid(s): {_list(dups)}", path=shown, fix="make every `qid` unique")
+    for col in ("budget", "mode"):
+        if bad_value[col]:
+            raise BadInputError(f"invalid `{col}` in row(s) {_listed(bad_value[col], n_bad_value[col])}", path=shown,
+                                fix=f"use one of: {', '.join(valid[col])} (or leave it empty)")
+    warnings: list[str] = []
+    for name, folder in sorted(resolved.items()):
+        if not folder:
+            what = "is not a name under --index-root" if problems.get(name) else "not found"
+            warnings.append(f"{shown}: index {name!r} {what}; its {per_name[name]} queries become error rows")
+    if n_text_empty:
+        warnings.append(f"{shown}: {n_text_empty} queries have empty text; they become error rows")
+    if n_changed:
+        warnings.append(f"{shown}: the text of {n_changed} queries was cleaned (undecodable bytes, control "
+                        "characters or excess length); their plan rows' trace says how (query_text)")
+    return QueryScan(shown, str(local), tuple(names), row, digest.hexdigest(), tuple(warnings), index, index_root,
+                     resolved, problems, counts, tuple(combos), batch_rows, tmpdir)
+
+
+def _qid_hash(qid: str) -> int:
+    return int.from_bytes(hashlib.blake2b(qid.encode("utf-8", "surrogateescape"), digest_size=8).digest(),
+                          "little", signed=True)
+
+
+def _duplicates(local: Path, batch_rows: int, shown: str, names: list[str], candidates: set[int]) -> list[str]:
+    """The duplicate qids among rows whose qid hash occurs twice, as 'q' (rows a and b)."""
+    first: dict[str, int] = {}
+    dups = []
+    row = 0
+    for records in _record_batches(local, batch_rows, shown, names):
+        for rec in records:
+            row += 1
+            qid = _qid(rec.get("qid"))
+            if qid is None or _qid_hash(qid) not in candidates:
+                continue
+            if qid in first:
+                dups.append(f"{qid!r} (rows {first[qid]} and {row})")
+            else:
+                first[qid] = row
+    return dups
+
+
+def _listed(shown: list[int], total: int) -> str:
+    """Like `_list` for a list of which only the first MAX_LISTED (+1) items were kept."""
+    text = ", ".join(str(i) for i in shown[:MAX_LISTED])
+    return text + (f" and {total - MAX_LISTED} more" if total > MAX_LISTED else "")
