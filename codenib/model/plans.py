@@ -245,7 +245,8 @@ class BugLocalisation(RetrievalPlan):
 
     The dense run is not fetched: with the packaged MiniLM it lowered every cross-validated
     number on the SWE-bench dev set (`scripts/swebench_dev.py --ablation`), so its features
-    weigh 0. The scorer still takes a dense run for encoders that earn it."""
+    weigh 0; windowed node vectors and a split report did not change that (measured, see
+    `DENSE_FEATURES` there). The scorer still takes a dense run for encoders that earn it."""
 
     name = "bug_localisation"
 
