@@ -27,7 +27,6 @@ import io
 import json
 import os
 import socket
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -37,31 +36,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.artifact import pid_alive
+from codenib.batch.sinkbase import ShardSink, parse_holder
 from codenib.errors import BadInputError
 from codenib.outputs import tmp_path
-from codenib.results import (LOCK, MANIFEST, METADATA_KEY, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP,
-                             STAGING, SUCCESS, part_name)
+from codenib.results import LOCK, MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, STAGING, SUCCESS
 from codenib.storage import StorageConfig, StorageError, is_uri
-from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 
-class ObjectStoreSink:
+class ObjectStoreSink(ShardSink):
     """Writes one results prefix on object storage; the interface of `ParquetSink`."""
 
     def __init__(self, out: str, fingerprint: str, metadata: dict[str, Any], total_shards: int, *,
                  storage: StorageConfig, force: bool = False, log: Callable[[str], None] | None = None):
+        super().__init__(fingerprint, metadata, total_shards, force=force, log=log)
         self.uri = out.rstrip("/")
         self.store = storage.open(self.uri)
         self.storage = storage
-        self.fingerprint = fingerprint
-        self.metadata = metadata
-        self.total_shards = total_shards
-        self.force = force
-        self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-        self._manifest: dict[str, Any] = {}
         self._lock_nonce: str | None = None
         self._complete = False
-        self._created = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -83,8 +75,7 @@ class ObjectStoreSink:
                 for rel in _foreign(listing):
                     self.store.delete(rel)
             if manifest is None:
-                self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
-                                  "total_shards": self.total_shards, "shards": {}, **self.metadata}
+                self._manifest = self._new_manifest()
                 self._write_manifest()
                 self._created = not listing or set(listing) == {LOCK}
             else:
@@ -94,55 +85,11 @@ class ObjectStoreSink:
         except BaseException:
             self.close()
             raise
-        return {int(k) for k, v in self._manifest.get("shards", {}).items() if not v.get("failed")}
+        return self._resumable()
 
     @property
     def complete(self) -> bool:
         return self._complete
-
-    @property
-    def failed_shards(self) -> list[int]:
-        return sorted(int(k) for k, v in self._manifest.get("shards", {}).items() if v.get("failed"))
-
-    def commit(self, shard_id: int, results: pa.Table, plans: pa.Table, failed: bool = False) -> None:
-        """Stage a shard's result and plan rows, copy them into place, then record the shard
-        in the manifest (the commit)."""
-        name = part_name(shard_id)
-        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
-        staged_results = f"{STAGING}/{tmp_path(Path(name)).name}"
-        staged_plans = f"{STAGING}/{tmp_path(Path('plans-' + name)).name}"
-        self.store.write_bytes(staged_results, _parquet(results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)))
-        self.store.write_bytes(staged_plans, _parquet(plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)))
-        self.store.copy(staged_plans, f"{PLAN_PARTS}/{name}")
-        self.store.copy(staged_results, name)
-        self.store.delete(staged_plans, exists=True)
-        self.store.delete(staged_results, exists=True)
-        self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
-                                                       "queries": plans.num_rows, "failed": failed}
-        self._write_manifest()
-
-    def finalize(self) -> str:
-        """Write `plans.parquet` from the committed shards, then `_SUCCESS` (last)."""
-        done = sorted(self._manifest.get("shards", {}))
-        if len(done) != self.total_shards:
-            raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
-                                path=self.uri, fix="re-run the job to finish it")
-        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
-        # Built in a local temporary file a part at a time, then one PUT (atomic on S3).
-        import tempfile
-
-        from codenib.batch.sink import write_plans
-
-        with tempfile.TemporaryDirectory(prefix="codenib-plans-") as tmp:
-            parts = (pa.BufferReader(self.store.read_bytes(f"{PLAN_PARTS}/{part_name(int(s))}")) for s in done)
-            write_plans(Path(tmp) / PLANS, parts, meta)
-            self.store.upload(Path(tmp) / PLANS, PLANS)
-        if self.failed_shards:
-            return self.uri  # no _SUCCESS until a re-run has retried the failed shards
-        self.store.write_bytes(SUCCESS, (json.dumps({"run_id": self.metadata.get("run_id"),
-                                                     "shards": len(done)}) + "\n").encode())
-        self._complete = True
-        return self.uri
 
     def discard_if_unused(self) -> None:
         """After `close`: delete the manifest again if `open` wrote the first object of the
@@ -167,11 +114,43 @@ class ObjectStoreSink:
             return
         try:
             self.store.delete_dir(STAGING)
-            holder = _parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
+            holder = parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
             if holder and holder.get("nonce") == nonce:
                 self.store.delete(LOCK)
         except StorageError as exc:
             self.log(f"warning: could not remove {self.store.uri_of(LOCK)}: {exc}")
+
+    # -- how bytes reach the store -------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        return self.uri
+
+    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
+        """PUT both under `_staging/`, copy them into place server-side, delete the staged ones."""
+        staged_results = f"{STAGING}/{tmp_path(Path(name)).name}"
+        staged_plans = f"{STAGING}/{tmp_path(Path('plans-' + name)).name}"
+        self.store.write_bytes(staged_results, _parquet(results))
+        self.store.write_bytes(staged_plans, _parquet(plans))
+        self.store.copy(staged_plans, f"{PLAN_PARTS}/{name}")
+        self.store.copy(staged_results, name)
+        self.store.delete(staged_plans, exists=True)
+        self.store.delete(staged_results, exists=True)
+
+    def _put_plans(self, parts: list[str], meta: dict) -> None:
+        """Built in a local temporary file a part at a time, then one PUT (atomic on S3)."""
+        import tempfile
+
+        from codenib.batch.sink import write_plans
+
+        with tempfile.TemporaryDirectory(prefix="codenib-plans-") as tmp:
+            readers = (pa.BufferReader(self.store.read_bytes(f"{PLAN_PARTS}/{name}")) for name in parts)
+            write_plans(Path(tmp) / PLANS, readers, meta)
+            self.store.upload(Path(tmp) / PLANS, PLANS)
+
+    def _put_success(self, body: bytes) -> None:
+        self.store.write_bytes(SUCCESS, body)
+        self._complete = True
 
     # -- private helpers ------------------------------------------------------------------------
 
@@ -212,7 +191,7 @@ class ObjectStoreSink:
         if self._create(LOCK, body):
             self._lock_nonce = me["nonce"]
             return
-        holder = _parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
+        holder = parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
         if holder and holder.get("host") == me["host"] and not pid_alive(holder.get("pid")):
             self.log(f"{self.uri}: taking over the lock of pid {holder.get('pid')} on {holder.get('host')}, "
                      "which is no longer running")
@@ -220,7 +199,7 @@ class ObjectStoreSink:
             if self._create(LOCK, body):
                 self._lock_nonce = me["nonce"]
                 return
-            holder = _parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
+            holder = parse_holder(self.store.read_bytes(LOCK)) if self.store.is_file(LOCK) else None
         who = (f"pid {holder.get('pid')} on {holder.get('host')}" if holder
                else "a process that has not recorded its pid yet")
         raise BadInputError(f"another job ({who}) is writing to this results prefix", path=self.uri,
@@ -295,14 +274,6 @@ def _foreign(listing: dict[str, int]) -> list[str]:
         elif not RESULTS_OWNERSHIP.owns(rel):
             out.add(rel)
     return sorted(out)
-
-
-def _parse_holder(data: bytes) -> dict[str, Any] | None:
-    try:
-        holder = json.loads(data.decode())
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return holder if isinstance(holder, dict) and "pid" in holder else None
 
 
 def _s3_client(storage: StorageConfig):

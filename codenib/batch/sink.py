@@ -16,7 +16,6 @@ import fcntl
 import json
 import os
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -25,31 +24,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.artifact import pid_alive
+from codenib.batch.sinkbase import ShardSink, parse_holder
 from codenib.errors import BadInputError
 from codenib.outputs import TMP_NAME, foreign_files, remove_foreign, tmp_path
-from codenib.results import (MANIFEST, METADATA_KEY, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, ResultsFolder,
-                             check_results_dir, part_name)
-from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+from codenib.results import (MANIFEST, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, ResultsFolder,
+                             check_results_dir)
+from codenib.types import PLANS_SCHEMA
 
 #: How long a process that lost the lock waits for the holder to write its name into `_LOCK`.
 HOLDER_WAIT_S = 5.0
 
 
-class ParquetSink:
+class ParquetSink(ShardSink):
     """Writes one results folder; `open` validates it and returns the shards already done."""
 
     def __init__(self, out: str | Path, fingerprint: str, metadata: dict[str, Any], total_shards: int, *,
                  force: bool = False, log: Callable[[str], None] | None = None):
+        super().__init__(fingerprint, metadata, total_shards, force=force, log=log)
         self.out = Path(out)
         self.folder = ResultsFolder(self.out)
-        self.fingerprint = fingerprint
-        self.metadata = metadata
-        self.total_shards = total_shards
-        self.force = force
-        self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-        self._manifest: dict[str, Any] = {}
         self._lock_fd: int | None = None
-        self._created = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -70,8 +64,7 @@ class ParquetSink:
                 remove_foreign(self.out, foreign_files(self.out, RESULTS_OWNERSHIP))
             self._clear_leftovers()
             if manifest is None:
-                self._manifest = {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint,
-                                  "total_shards": self.total_shards, "shards": {}, **self.metadata}
+                self._manifest = self._new_manifest()
                 self._write_manifest()
                 self._created = created
             else:
@@ -83,53 +76,11 @@ class ParquetSink:
             if created:
                 _remove_if_empty(self.out)
             raise
-        # A shard recorded as failed (infrastructure, not a query's own error) runs again.
-        return {int(k) for k, v in self._manifest.get("shards", {}).items() if not v.get("failed")}
+        return self._resumable()
 
     @property
     def complete(self) -> bool:
         return self.folder.complete
-
-    @property
-    def failed_shards(self) -> list[int]:
-        return sorted(int(k) for k, v in self._manifest.get("shards", {}).items() if v.get("failed"))
-
-    def commit(self, shard_id: int, results: pa.Table, plans: pa.Table, failed: bool = False) -> None:
-        """Write a shard's result and plan rows, then record it as committed.
-
-        `failed` marks a shard whose queries could not run at all (an actor or index
-        failure after retries): its error rows are kept, and a re-run retries it.
-        """
-        name = part_name(shard_id)
-        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
-        results = results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)
-        plans = plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)
-        staged_results = tmp_path(self.folder.staging / name)
-        staged_plans = tmp_path(self.folder.staging / f"plans-{name}")
-        pq.write_table(results, staged_results)
-        pq.write_table(plans, staged_plans)
-        os.replace(staged_plans, self.folder.plan_parts / name)
-        os.replace(staged_results, self.out / name)
-        self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
-                                                       "queries": plans.num_rows, "failed": failed}
-        self._write_manifest()
-
-    def finalize(self) -> Path:
-        """Write `plans.parquet` from the committed shards, then `_SUCCESS` (last)."""
-        done = sorted(self._manifest.get("shards", {}))
-        if len(done) != self.total_shards:
-            raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
-                                path=str(self.out), fix="re-run the job to finish it")
-        meta = {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
-        tmp = tmp_path(self.folder.staging / PLANS)
-        write_plans(tmp, (self.folder.plan_parts / part_name(int(s)) for s in done), meta)
-        os.replace(tmp, self.folder.plans_path)
-        self._clear_leftovers()
-        if self.failed_shards:
-            return self.out  # no _SUCCESS until a re-run has retried the failed shards
-        self.folder.success_path.write_text(json.dumps({"run_id": self.metadata.get("run_id"),
-                                                    "shards": len(done)}) + "\n")
-        return self.out
 
     def discard_if_unused(self) -> None:
         """After `close`: remove the folder again if `open` created it and nothing was committed."""
@@ -155,6 +106,29 @@ class ParquetSink:
                 self.folder.lock_path.unlink()
         finally:
             os.close(fd)
+
+    # -- how bytes reach the folder ------------------------------------------------------------
+
+    @property
+    def location(self) -> Path:
+        return self.out
+
+    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
+        staged_results = tmp_path(self.folder.staging / name)
+        staged_plans = tmp_path(self.folder.staging / f"plans-{name}")
+        pq.write_table(results, staged_results)
+        pq.write_table(plans, staged_plans)
+        os.replace(staged_plans, self.folder.plan_parts / name)
+        os.replace(staged_results, self.out / name)
+
+    def _put_plans(self, parts: list[str], meta: dict) -> None:
+        tmp = tmp_path(self.folder.staging / PLANS)
+        write_plans(tmp, (self.folder.plan_parts / name for name in parts), meta)
+        os.replace(tmp, self.folder.plans_path)
+        self._clear_leftovers()
+
+    def _put_success(self, body: bytes) -> None:
+        self.folder.success_path.write_bytes(body)
 
     # -- private helpers ----------------------------------------------------------------------
 
@@ -204,7 +178,7 @@ class ParquetSink:
                 break
             os.close(fd)            # the holder removed _LOCK as we opened it: take the new one
         try:
-            previous = _parse_holder(os.pread(fd, 4096, 0))
+            previous = parse_holder(os.pread(fd, 4096, 0))
             if previous and previous.get("pid") != me["pid"] and _live(previous, me["host"]):
                 # Not held, yet it names a running process (an older CodeNib without flock, or a
                 # job on another host where flock may not reach): do not take it.
@@ -252,17 +226,9 @@ def _leftovers(folder: ResultsFolder) -> list[Path]:
 
 def _read_holder(path: Path) -> dict[str, Any] | None:
     try:
-        return _parse_holder(path.read_bytes())
+        return parse_holder(path.read_bytes())
     except OSError:
         return None
-
-
-def _parse_holder(data: bytes) -> dict[str, Any] | None:
-    try:
-        holder = json.loads(data.decode())
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return holder if isinstance(holder, dict) and "pid" in holder else None
 
 
 def _live(holder: dict[str, Any] | None, host: str) -> bool:

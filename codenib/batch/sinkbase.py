@@ -1,0 +1,104 @@
+"""What the two results sinks share: `ParquetSink` (a local folder) and `ObjectStoreSink`
+(object storage) keep the same manifest of committed shards, stamp the same metadata on every
+row group, and commit and finalize in the same order; each says how bytes reach its store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from codenib.errors import BadInputError
+from codenib.results import METADATA_KEY, RESULTS_FORMAT, part_name
+from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+
+
+class ShardSink:
+    """The manifest and commit protocol of a results location (see `codenib.batch.sink`)."""
+
+    def __init__(self, fingerprint: str, metadata: dict[str, Any], total_shards: int, *, force: bool = False,
+                 log: Callable[[str], None] | None = None):
+        self.fingerprint = fingerprint
+        self.metadata = metadata
+        self.total_shards = total_shards
+        self.force = force
+        self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+        self._manifest: dict[str, Any] = {}
+        self._created = False
+
+    @property
+    def failed_shards(self) -> list[int]:
+        return sorted(int(k) for k, v in self._manifest.get("shards", {}).items() if v.get("failed"))
+
+    def commit(self, shard_id: int, results: pa.Table, plans: pa.Table, failed: bool = False) -> None:
+        """Write a shard's result and plan rows into place, then record the shard in the
+        manifest (the commit).
+
+        `failed` marks a shard whose queries could not run at all (an actor or index
+        failure after retries): its error rows are kept, and a re-run retries it.
+        """
+        name = part_name(shard_id)
+        meta = self._row_metadata()
+        results = results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)
+        plans = plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)
+        self._put_part(name, results, plans)
+        self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
+                                                       "queries": plans.num_rows, "failed": failed}
+        self._write_manifest()
+
+    def finalize(self) -> Path | str:
+        """Write `plans.parquet` from the committed shards, then `_SUCCESS` (last)."""
+        done = sorted(self._manifest.get("shards", {}))
+        if len(done) != self.total_shards:
+            raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
+                                path=str(self.location), fix="re-run the job to finish it")
+        self._put_plans([part_name(int(s)) for s in done], self._row_metadata())
+        if self.failed_shards:
+            return self.location  # no _SUCCESS until a re-run has retried the failed shards
+        self._put_success((json.dumps({"run_id": self.metadata.get("run_id"), "shards": len(done)}) + "\n").encode())
+        return self.location
+
+    # -- for the sinks -------------------------------------------------------------------------
+
+    @property
+    def location(self) -> Path | str:
+        """The folder or URI written to (in messages, and what `finalize` returns)."""
+        raise NotImplementedError
+
+    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
+        """Make `name` and `_plans/name` appear whole (staged first), before the commit."""
+        raise NotImplementedError
+
+    def _put_plans(self, parts: list[str], meta: dict[bytes | str, bytes]) -> None:
+        """Write `plans.parquet` from the plan parts `parts`, in that order."""
+        raise NotImplementedError
+
+    def _put_success(self, body: bytes) -> None:
+        raise NotImplementedError
+
+    def _write_manifest(self) -> None:
+        raise NotImplementedError
+
+    def _new_manifest(self) -> dict[str, Any]:
+        return {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint, "total_shards": self.total_shards,
+                "shards": {}, **self.metadata}
+
+    def _resumable(self) -> set[int]:
+        """Shards committed by an earlier run. A shard recorded as failed (infrastructure, not a
+        query's own error) runs again."""
+        return {int(k) for k, v in self._manifest.get("shards", {}).items() if not v.get("failed")}
+
+    def _row_metadata(self) -> dict[str, bytes]:
+        return {METADATA_KEY: json.dumps(self.metadata, sort_keys=True).encode()}
+
+
+def parse_holder(data: bytes) -> dict[str, Any] | None:
+    """The pid and host a lock's holder wrote into it (None when unreadable)."""
+    try:
+        holder = json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and "pid" in holder else None
