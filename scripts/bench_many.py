@@ -42,6 +42,10 @@ def main() -> int:
     ap.add_argument("--actor-memory", type=int, default=None,
                     help="bytes per actor (default: the loaded parts of 8 indexes)")
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--order", choices=("interleaved", "grouped"), default="interleaved",
+                    help="rows of the many-index set: indexes in turn (row i -> index i mod N), or each "
+                         "index's rows together (the driver streams the set, so order decides which "
+                         "shards it can route to an actor that holds their index)")
     args = ap.parse_args()
 
     import ray
@@ -62,6 +66,8 @@ def main() -> int:
         budget = args.actor_memory or 8 * per_index_bytes
         many = [{"qid": f"m{i:07d}", "query": texts[i % len(texts)], "index": f"idx{i % args.indexes:04d}"}
                 for i in range(total)]
+        if args.order == "grouped":
+            many.sort(key=lambda row: row["index"])
         single = [{"qid": f"s{i:07d}", "query": texts[i % len(texts)]} for i in range(total)]
         pq.write_table(pa.Table.from_pylist(many), work / "many.parquet")
         pq.write_table(pa.Table.from_pylist(single), work / "single.parquet")
@@ -80,7 +86,7 @@ def main() -> int:
         finally:
             stop_ray()
         print(f"cores {os.cpu_count()}, ray {ray.__version__}, mode {args.mode}, shard size "
-              f"{args.shard_size}, actor memory {budget:,} bytes ({per_index_bytes:,} per index loaded)")
+              f"{args.shard_size}, {args.order} rows, actor memory {budget:,} bytes ({per_index_bytes:,} per index loaded)")
         for name, s, t in (("1 index", one, t_one), (f"{args.indexes} indexes", lots, t_many)):
             c = s.cache
             gets = c.get("hits", 0) + c.get("loads", 0)

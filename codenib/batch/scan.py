@@ -23,6 +23,9 @@ from codenib.storage import StorageConfig, is_uri
 
 #: Rows per record batch when a query set is streamed (Parquet batches, JSONL chunks).
 BATCH_ROWS = 65_536
+#: Runs of consecutive rows of one index, per index, above which a set counts as interleaved
+#: (grouped input has one run per index; a few allow for a set appended to now and then).
+INTERLEAVED_RUNS = 4
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
     combos: dict[tuple[str | None, str | None, str], None] = {}
     n_text_empty = n_changed = 0
     row = 0
+    runs, last_index = 0, None
     bar = Progress("validating queries", n_rows, "queries", enabled=progress and n_rows >= batch_rows)
     for records in _record_batches(local, batch_rows, shown, names):
         bar.update(len(records))
@@ -224,6 +228,8 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
             budget, mode = rec.get("budget") or None, rec.get("mode") or None
             digest.update(json.dumps([qid, text, idx_name, budget, mode]).encode())
             counts[(idx_name, folder)] = counts.get((idx_name, folder), 0) + 1
+            runs += idx_name != last_index
+            last_index = idx_name
             per_name[idx_name] = per_name.get(idx_name, 0) + 1
             if not text.strip():
                 n_text_empty += 1
@@ -260,6 +266,10 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
     if n_changed:
         warnings.append(f"{shown}: the text of {n_changed} queries was cleaned (undecodable bytes, control "
                         "characters or excess length); their plan rows' trace says how (query_text)")
+    if len(per_name) > 1 and runs > INTERLEAVED_RUNS * len(per_name):
+        warnings.append(f"{shown}: the rows of its {len(per_name)} indexes are interleaved ({runs} runs of one "
+                        "index); the set is streamed, so an index's shards fill up far apart and actors load "
+                        "indexes again: sort the set by `index` for fewer loads")
     return QueryScan(shown, str(local), tuple(names), row, digest.hexdigest(), tuple(warnings), index, index_root,
                      resolved, problems, counts, tuple(combos), batch_rows, tmpdir)
 

@@ -242,3 +242,17 @@ def test_parquet_text_that_is_not_utf8_is_cleaned_in_queries_and_refused_in_qids
     pq.write_table(pa.table({"qid": latin1("é", "b"), "query": ["helper", "slugify"]}), path)
     with pytest.raises(BadInputError, match=r"`qid` in row\(s\) 1 holds bytes that are not UTF-8 text"):
         read_query_set(path, index=sparse_only_index_dir)
+
+
+def test_a_set_that_interleaves_its_indexes_gets_a_hint_and_a_grouped_one_does_not(tmp_path, fixture_index_dir,
+                                                                                   sparse_only_index_dir):
+    # 2 indexes: 10 runs of one index in the interleaved set (> 4 per index), 2 in the grouped one.
+    names = ["fixture" if i % 2 else "sparse_only" for i in range(10)]
+    interleaved = [{"qid": f"q{i}", "query": "x", "index": n} for i, n in enumerate(names)]
+    grouped = sorted(interleaved, key=lambda r: r["index"])
+    root = fixture_index_dir.parent.parent
+    hint = "indexes are interleaved (10 runs of one index)"
+    mixed = read_query_set(write_queries(tmp_path / "mixed.parquet", interleaved), index_root=root)
+    assert any(hint in w and "sort the set by `index`" in w for w in mixed.warnings)
+    tidy = read_query_set(write_queries(tmp_path / "tidy.parquet", grouped), index_root=root)
+    assert not any("interleaved" in w for w in tidy.warnings)
