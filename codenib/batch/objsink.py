@@ -137,7 +137,7 @@ class ObjectStoreSink(ShardSink):
         self.store.delete(staged_plans, exists=True)
         self.store.delete(staged_results, exists=True)
 
-    def _put_plans(self, parts: list[str], meta: dict) -> None:
+    def _put_plans(self, parts: list[str], meta: dict[str, bytes]) -> None:
         """Built in a local temporary file a part at a time, then one PUT (atomic on S3)."""
         import tempfile
 

@@ -121,7 +121,7 @@ class ParquetSink(ShardSink):
         os.replace(staged_plans, self.folder.plan_parts / name)
         os.replace(staged_results, self.out / name)
 
-    def _put_plans(self, parts: list[str], meta: dict) -> None:
+    def _put_plans(self, parts: list[str], meta: dict[str, bytes]) -> None:
         tmp = tmp_path(self.folder.staging / PLANS)
         write_plans(tmp, (self.folder.plan_parts / name for name in parts), meta)
         os.replace(tmp, self.folder.plans_path)

@@ -72,7 +72,7 @@ class ShardSink:
         """Make `name` and `_plans/name` appear whole (staged first), before the commit."""
         raise NotImplementedError
 
-    def _put_plans(self, parts: list[str], meta: dict[bytes | str, bytes]) -> None:
+    def _put_plans(self, parts: list[str], meta: dict[str, bytes]) -> None:
         """Write `plans.parquet` from the plan parts `parts`, in that order."""
         raise NotImplementedError
 
