@@ -57,8 +57,9 @@ def _quantize_int8(src: Path, dest: Path, config: dict[str, int]) -> None:
     7-bit weights); weight-only int8 (static QDQ with activations left fp32, 0.9993) and
     MatMulNBits 8 or 4 bits with int8 compute, slower than fp32; a SmoothQuant-style channel
     rescale before quantizing, 0.94-0.97; OpenVINO with NNCF int8, slower than OpenVINO fp32
-    and 0.987. Leaving out one layer or one kind of projection buys accuracy in proportion
-    to the speed it gives up: no single one holds most of the error."""
+    and 0.987. No single layer holds most of the error; the QKV projections (Attention) left
+    fp32 as well gave 0.995 (mean 0.998) for 2-5% less speed, but jinja2's dense top-10
+    overlap was still 0.949 and its semantic RR@10 0.013 below torch's."""
     try:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
