@@ -58,7 +58,7 @@ def _quantize_int8(src: Path, dest: Path, config: dict[str, int]) -> None:
     MatMulNBits 8 or 4 bits with int8 compute, slower than fp32; a SmoothQuant-style channel
     rescale before quantizing, 0.94-0.97; OpenVINO with NNCF int8, slower than OpenVINO fp32
     and 0.987. No single layer holds most of the error; the QKV projections (Attention) left
-    fp32 as well gave 0.995 (mean 0.998) for 2-5% less speed, but jinja2's dense top-10
+    fp32 as well gave 0.995 (mean 0.998) for 4-11% less speed, but jinja2's dense top-10
     overlap was still 0.949 and its semantic RR@10 0.013 below torch's."""
     try:
         import onnx
