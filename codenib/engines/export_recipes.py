@@ -46,7 +46,20 @@ def _quantize_int8(src: Path, dest: Path, config: dict[str, int]) -> None:
     channel, activations quantized at run time, in the projections and attention. The
     feed-forward output projections (after GELU, whose outputs have the widest range) and
     the embeddings stay fp32: quantizing those too cost the worst text 0.993 -> 0.986 cosine
-    to torch fp32 (bar 0.99) for about 15% more speed."""
+    to torch fp32 (bar 0.99) for about 15% more speed.
+
+    Tried on the 2-core AVX2 machines (no VNNI) for issue 17 and not better (worst per-text
+    cosine to torch fp32 on 160-300 dev node texts; this recipe: 0.990-0.993, mean 0.996):
+    reduce_range (7-bit weights), same speed and within 0.001 of it, or 0.986-0.988 with the
+    feed-forward outputs quantized too (every projection int8: 1.1-1.5x this recipe's speed,
+    0.983-0.987); U8U8 weights, no faster, 0.991 (mean 0.994); per-tensor weights, 0.91;
+    static QDQ calibrated on dev node texts, 0.68 (symmetric int8 activations) or 0.89 (uint8,
+    7-bit weights); weight-only int8 (static QDQ with activations left fp32, 0.9993) and
+    MatMulNBits 8 or 4 bits with int8 compute, slower than fp32; a SmoothQuant-style channel
+    rescale before quantizing, 0.94-0.97; OpenVINO with NNCF int8, slower than OpenVINO fp32
+    and 0.987. No single layer holds most of the error; the QKV projections (Attention) left
+    fp32 as well gave 0.995 (mean 0.998) for 4-11% less speed, but jinja2's dense top-10
+    overlap was still 0.949 and its semantic RR@10 0.013 below torch's."""
     try:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
