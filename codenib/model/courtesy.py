@@ -7,19 +7,24 @@ import re
 
 def strip_courtesy(text: str) -> str:
     """The question without greetings, requests and thanks around it ("hey, can you tell me
-    ... ? thanks"), and without the punctuation at its ends. Idempotent."""
-    prev = None
+    ... ? thanks"), and without the punctuation at its ends. Idempotent up to MAX_PASSES
+    stacked phrases."""
     s = text.strip()
-    while s != prev:
+    for _ in range(MAX_PASSES):
         prev = s
         s = _LEAD.sub("", s)
         s = _TRAIL.sub("", s)
         s = s.strip(_EDGE_PUNCT)
+        if s == prev:
+            break
     return s
 
 
 # --- helpers ---------------------------------------------------------------------------------
 
+#: Passes of stripping at most: each is linear in the text and removes a phrase, so a text of
+#: stacked phrases ("thanks thanks ...", a megabyte of them) would otherwise take quadratic time.
+MAX_PASSES = 16
 _EDGE_PUNCT = " \t\r\n?!.,;:"
 _LEAD = re.compile(
     r"^(?:(?:hey|hi|hello|yo|ok|okay|so|um|uh|dear\s+\w+|quick\s+question|question|excuse\s+me)\b[\s,:;!.-]*"
@@ -32,7 +37,9 @@ _LEAD = re.compile(
     r"|(?:(?:tell|give)\s+me\b[\s,:;]*)"
     r"|(?:do\s+you\s+know\b[\s,:;]*)|(?:i\s+wonder\b[\s,:;]*)|(?:(?:would|do)\s+you\s+mind\s+))",
     re.IGNORECASE)
+# Starts only where a run of punctuation starts (a match from inside the run is also one from its
+# start, and trying every position inside a long run made `sub` quadratic).
 _TRAIL = re.compile(
-    r"(?:[\s,:;!.?-]*\b(?:thanks(?:\s+a\s+lot|\s+in\s+advance)?|thank\s+you(?:\s+so\s+much)?|thx|ty|cheers|please|pls|plz"
+    r"(?<![\s,:;!.?-])(?:[\s,:;!.?-]*\b(?:thanks(?:\s+a\s+lot|\s+in\s+advance)?|thank\s+you(?:\s+so\s+much)?|thx|ty|cheers|please|pls|plz"
     r"|if\s+you\s+can|if\s+possible|by\s+any\s+chance|if\s+any(?:thing|one)?|at\s+all)|[\s,:;!.?-]*(?:[:;]\)|🙏|🙂))[\s,:;!.?-]*$",
     re.IGNORECASE)

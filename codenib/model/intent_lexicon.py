@@ -178,5 +178,7 @@ _REQUESTS = frozenset("find finding list listing show get give locate search enu
 _ASKING = _REQUESTS | frozenset("need want".split())
 #: Words that open a yes/no question ("is it invoked from anywhere else").
 _AUX = frozenset("is are was were does do did has have can could".split())
-_TOKEN = re.compile(r"`([^`\n]{1,200})`|((?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?(?:'s)?)")
+#: A backticked span, a path, or a word (dotted, `()`, `'s`). A path starts only where a run of
+#: path characters starts: tried inside a run it rescans the run at every position (quadratic).
+_TOKEN = re.compile(r"`([^`\n]{1,200})`|((?<![\w.-])(?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?(?:'s)?)")
 _CODE = re.compile(r"[\w.]*(?:_\w|\w\.\w|[a-z][A-Z])[\w.]*|_\w*|\w+\.py|[A-Z][A-Z0-9_]{3,}")

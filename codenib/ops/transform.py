@@ -16,7 +16,9 @@ _IDENT = re.compile(r"(?<![\w.])_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?![\
                     r"|(?<![\w.])[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*(?![\w])")             # PascalCase
 _DOTTED = re.compile(r"(?<![\w./])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?(?![\w/])")
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
-_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|pyx|cfg|toml|ini|txt|md|rst|json|yaml|yml))"
+# A file path, started only where a run of path characters starts (inside a run it would rescan
+# the run at every position: quadratic on "-a-a-a...").
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|pyx|cfg|toml|ini|txt|md|rst|json|yaml|yml))"
                    r"(?::(\d+))?(?![\w])")
 _TRACEBACK_FILE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
 _ERROR = re.compile(r"(?<![\w.])([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit|Interrupt))(?![\w])")

@@ -1,5 +1,7 @@
 """Query signals (what the planner reads)."""
 
+import pytest
+
 from codenib.model.signals import query_signals
 from tests.ops.test_transform import REPORT
 
@@ -20,3 +22,19 @@ def test_signals():
     assert query_signals("method reset").target == "reset"
     assert query_signals("tests for the lexer").about_tests
     assert not query_signals("the lexer of this environment").about_tests
+
+
+@pytest.mark.parametrize("unit", ["1", "-", "-a", "a/", "_1", "`a", "thanks "])
+def test_long_runs_are_read_in_linear_time(unit):
+    """A query of 300,000 characters made of one repeated unit is read whole: the patterns that
+    used to rescan a run from every position inside it (a run of digits in the tokenizer, of
+    dashes in the courtesy stripper, "-a-a..." in the path finder) took minutes to hours here."""
+    from codenib.model.intent import parse_intent
+    from codenib.ops.transform import extract_keywords
+
+    text = (unit * (300_000 // len(unit) + 1))[:300_000]
+    # No unit holds a relation word, a file extension or an exception name.
+    assert query_signals(text).structural == 0.0
+    assert parse_intent(text).relation is None
+    keywords = extract_keywords(text)
+    assert keywords.paths == () and keywords.errors == ()
