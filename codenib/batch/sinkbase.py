@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,7 +17,7 @@ from codenib.results import METADATA_KEY, RESULTS_FORMAT, part_name
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 
-class ShardSink:
+class ShardSink(ABC):
     """The manifest and commit protocol of a results location (see `codenib.batch.sink`)."""
 
     def __init__(self, fingerprint: str, metadata: dict[str, Any], total_shards: int, *, force: bool = False,
@@ -64,23 +65,28 @@ class ShardSink:
     # -- for the sinks -------------------------------------------------------------------------
 
     @property
+    @abstractmethod
     def location(self) -> Path | str:
         """The folder or URI written to (in messages, and what `finalize` returns)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
         """Make `name` and `_plans/name` appear whole (staged first), before the commit."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _put_plans(self, parts: list[str], meta: dict[str, bytes]) -> None:
         """Write `plans.parquet` from the plan parts `parts`, in that order."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _put_success(self, body: bytes) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _write_manifest(self) -> None:
-        raise NotImplementedError
+        ...
 
     def _new_manifest(self) -> dict[str, Any]:
         return {"format": RESULTS_FORMAT, "fingerprint": self.fingerprint, "total_shards": self.total_shards,
