@@ -27,6 +27,13 @@ MAX_QUERY_CHARS = 1_000_000
 #: What an undecodable byte or a lone surrogate becomes (the Unicode replacement character).
 REPLACEMENT = "\ufffd"
 
+#: An identifier that looks like code (snake_case, _private, camelCase, PascalCase), whole: the
+#: query readers of the planner's ops and of the bug-report reader find names with this one pattern.
+CODE_IDENTIFIER = re.compile(r"(?<![\w.])(?:_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*"   # snake_case
+                             r"|_+[A-Za-z0-9]+_*"                                           # _private
+                             r"|[a-z]+[A-Z][A-Za-z0-9]*"                                    # camelCase
+                             r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)(?![\w])")                 # PascalCase
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but tab, newline and carriage return; DEL; C1 controls.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")

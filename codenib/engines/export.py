@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from codenib.artifact import sha256_file
 from codenib.engines.export_cache import (
     CACHE_ENV,
     META_FILE,
     ONNX_FILE,
     TOKENIZER_FILE,
     _locked,
-    _sha256_file,
     _slug,
     cache_root,
     encoders_dir,
@@ -179,7 +179,7 @@ def _make(spec, recipe: Recipe, key: str, source_folder: Path, dest: Path, log: 
                 "source_sha256": source_digest(source_folder),
                 "versions": _versions(("torch", "onnx", "onnxruntime", "sentence-transformers")),
                 "max_seq_length": int(model.max_seq_length), "dimension": _dimension(model),
-                "onnx_sha256": _sha256_file(onnx_path), "onnx_size": onnx_path.stat().st_size,
+                "onnx_sha256": sha256_file(onnx_path), "onnx_size": onnx_path.stat().st_size,
                 "check_min_cosine": round(float(min_cos), 7), "seconds": round(time.perf_counter() - t0, 1),
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
         (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
+from codenib.artifact import sha256_file
 from codenib.errors import ModelLoadError
 
 CACHE_ENV = "CODENIB_CACHE_DIR"
@@ -75,7 +76,7 @@ def file_digests(paths: list[Path]) -> list[str]:
         stat = path.stat()
         stamp = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
         if stamp not in memo:
-            memo[stamp] = _sha256_file(path)
+            memo[stamp] = sha256_file(path)
             changed = True
         out.append(memo[stamp])
     if changed:
@@ -97,14 +98,6 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _slug(name: str) -> str:

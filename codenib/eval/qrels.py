@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from codenib.errors import BadInputError
 from codenib.eval.io import Warn, read_parquet, string_column, warn_stderr
+from codenib.eval.trec import trec_lines
 from codenib.types import file_of
 
 
@@ -97,22 +98,15 @@ def _integer_relevance(table: pa.Table, path: Path, warn: Warn) -> list[int]:
 def _read_trec_qrels(path: Path) -> JudgedQrels:
     nodes: dict[str, dict[str, int]] = defaultdict(dict)
     files: dict[str, dict[str, int]] = defaultdict(dict)
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 4:
-                raise BadInputError(f"TREC qrels {path}, line {n}: {len(fields)} fields, expected 4",
-                                    path=str(path), fix="write each line as: qid 0 node_id relevance, "
-                                                        "or pass a Parquet qrels file")
-            qid, _, doc, rel = fields
-            try:
-                r = int(rel)
-            except ValueError:
-                raise BadInputError(f"TREC qrels {path}, line {n}: relevance {rel!r} is not an integer",
-                                    path=str(path), fix="write relevance as an integer (1 = relevant)") from None
-            nodes[qid][doc] = max(r, nodes[qid].get(doc, r))
-            f = file_of(doc)
-            files[qid][f] = max(r, files[qid].get(f, r))
+    for n, fields in trec_lines(path, 4, "TREC qrels", "write each line as: qid 0 node_id relevance, "
+                                                      "or pass a Parquet qrels file"):
+        qid, _, doc, rel = fields
+        try:
+            r = int(rel)
+        except ValueError:
+            raise BadInputError(f"TREC qrels {path}, line {n}: relevance {rel!r} is not an integer",
+                                path=str(path), fix="write relevance as an integer (1 = relevant)") from None
+        nodes[qid][doc] = max(r, nodes[qid].get(doc, r))
+        f = file_of(doc)
+        files[qid][f] = max(r, files[qid].get(f, r))
     return JudgedQrels(source=str(path), nodes=dict(nodes), files=dict(files))

@@ -14,7 +14,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from codenib.errors import BadInputError
 from codenib.eval.io import Warn, warn_stderr
@@ -35,22 +35,32 @@ def read_trec_run(path: str | os.PathLike) -> list[TrecRow]:
     """Read a TREC run file (``qid Q0 docno rank score tag``, whitespace separated)."""
     p = Path(path)
     rows = []
-    with open(p, encoding="utf-8") as fh:
+    for n, fields in trec_lines(p, 6, "TREC run", "write each line as: qid Q0 docno rank score tag"):
+        qid, _, docno, rank, score, tag = fields
+        try:
+            rows.append(TrecRow(qid, docno, int(rank), float(score), tag))
+        except ValueError:
+            raise BadInputError(f"TREC run {p}, line {n}: rank {rank!r} or score {score!r} is "
+                                "not a number", path=str(p),
+                                fix="write rank as an integer and score as a number") from None
+    return rows
+
+
+def trec_lines(path: Path, width: int, what: str, fix: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each non-blank line of a whitespace-separated TREC file.
+
+    Raises:
+        BadInputError: a line has other than `width` fields (`fix` says how to write one).
+    """
+    with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             fields = line.split()
             if not fields:
                 continue
-            if len(fields) != 6:
-                raise BadInputError(f"TREC run {p}, line {n}: {len(fields)} fields, expected 6",
-                                    path=str(p), fix="write each line as: qid Q0 docno rank score tag")
-            qid, _, docno, rank, score, tag = fields
-            try:
-                rows.append(TrecRow(qid, docno, int(rank), float(score), tag))
-            except ValueError:
-                raise BadInputError(f"TREC run {p}, line {n}: rank {rank!r} or score {score!r} is "
-                                    "not a number", path=str(p),
-                                    fix="write rank as an integer and score as a number") from None
-    return rows
+            if len(fields) != width:
+                raise BadInputError(f"{what} {path}, line {n}: {len(fields)} fields, expected {width}",
+                                    path=str(path), fix=fix)
+            yield n, fields
 
 
 def write_trec_run(rows: Iterable[TrecRow], path: str | os.PathLike) -> int:

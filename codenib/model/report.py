@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+from codenib.querytext import CODE_IDENTIFIER
+
 #: Mention kinds, with the confidence that a resolved mention of that kind points at the fix.
 #: Traceback frames and paths are what the failing run printed; identifiers in prose are
 #: what the reporter thinks is involved; code-block identifiers are often the user's own code.
@@ -38,8 +40,6 @@ _PATH_LINE = re.compile(r"(?<![\w/.\\-])((?:[\w.-]+[/\\])*[\w.-]+\.pyx?)(?::(\d+
 _DOTTED = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/\\(-]|\.\w)")
 _DOTTED_CALL = re.compile(r"(?<![\w./\\-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\(")
 _BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,120})`(?!`)")
-_IDENT = re.compile(r"(?<![\w.])(?:_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*|_+[A-Za-z0-9]+_*"
-                    r"|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)(?![\w])")
 _EXCEPTION = re.compile(r"(?<![\w.])([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning))(?![\w])")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SYMBOLISH = re.compile(r"[A-Za-z_][\w.]*")
@@ -130,7 +130,7 @@ def read_report(text: str) -> BugReport:
             add(Mention(kind, s, m.start(), m.start() + len(s)))
     for m in _EXCEPTION.finditer(text):
         add(Mention("exception", m.group(1), m.start(1), m.end(1)))
-    for m in _IDENT.finditer(text):
+    for m in CODE_IDENTIFIER.finditer(text):
         kind = "code" if _inside(m.start(), code_spans) else "identifier"
         add(Mention(kind, m.group(0), m.start(), m.end()))
     found.sort(key=lambda m: m.start)

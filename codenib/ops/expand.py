@@ -66,30 +66,15 @@ def expand_graph_neighbors(cands: Sequence[QueriedNode], params: ExpandParams, c
             lists.append(_ranked(graph.predecessors_idx(v, params.edge_types)))
         if params.direction in ("callees", "both"):
             lists.append(_ranked(graph.successors_idx(v, params.edge_types)))
-        taken = 0
-        for u in _interleave(lists):
-            if taken >= params.per_seed or added >= params.total:
-                break
-            nid = graph.node_ids[u]
-            if nid in seen:
-                continue
-            seen.add(nid)
-            out.append(ctx.node(u, seed.score * params.decay, "graph"))
-            taken += 1
-            added += 1
+        score = seed.score * params.decay
+        new = _take_new(lists, min(params.per_seed, params.total - added), seen, graph.node_ids)
+        out.extend(ctx.node(u, score, "graph") for u in new)
+        added += len(new)
         if params.include_contains:
-            parents = _ranked(graph.predecessors_idx(v, ["contains"]))
-            children = _ranked(graph.successors_idx(v, ["contains"]))
-            taken = 0
-            for u in _interleave([parents, children]):
-                if taken >= params.contains_per_seed:
-                    break
-                nid = graph.node_ids[u]
-                if nid in seen:
-                    continue
-                seen.add(nid)
-                out.append(ctx.node(u, seed.score * params.decay, "graph:contains"))
-                taken += 1
+            family = [_ranked(graph.predecessors_idx(v, ["contains"])),
+                      _ranked(graph.successors_idx(v, ["contains"]))]
+            new = _take_new(family, params.contains_per_seed, seen, graph.node_ids)
+            out.extend(ctx.node(u, score, "graph:contains") for u in new)
     return tuple(out)
 
 
@@ -118,6 +103,19 @@ def _ranked(pairs: list[tuple[int, int]]) -> list[int]:
     for u, k in pairs:
         merged[u] = merged.get(u, 0) + k
     return [u for u, _ in sorted(merged.items(), key=lambda t: (-t[1], t[0]))]
+
+
+def _take_new(lists: list[list[int]], limit: int, seen: set[str], node_ids) -> list[int]:
+    """Up to `limit` vertices from the interleaved lists whose ids are not in `seen` (added)."""
+    taken: list[int] = []
+    for u in _interleave(lists):
+        if len(taken) >= limit:
+            break
+        nid = node_ids[u]
+        if nid not in seen:
+            seen.add(nid)
+            taken.append(u)
+    return taken
 
 
 def _interleave(lists: list[list[int]]):

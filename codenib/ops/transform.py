@@ -8,12 +8,9 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from codenib.querytext import CODE_IDENTIFIER
 
-# An identifier that looks like code: snake_case, camelCase, PascalCase, dunder, digits.
-_IDENT = re.compile(r"(?<![\w.])_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?![\w])"   # snake_case
-                    r"|(?<![\w.])_+[A-Za-z0-9]+_*(?![\w])"                            # _private
-                    r"|(?<![\w.])[a-z]+[A-Z][A-Za-z0-9]*(?![\w])"                      # camelCase
-                    r"|(?<![\w.])[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*(?![\w])")             # PascalCase
+
 _DOTTED = re.compile(r"(?<![\w./])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?(?![\w/])")
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 # A file path, started only where a run of path characters starts (inside a run it would rescan
@@ -55,7 +52,7 @@ def extract_keywords(text: str) -> QueryKeywords:
                        if m.group(3) and m.group(3) != "<module>")
     dotted = _unique(m.group(0).removesuffix("()") for m in _DOTTED.finditer(text)
                      if not _FILE_EXT.search(m.group(0)) and not _is_number_like(m.group(0)))
-    idents = _unique(m.group(0) for m in _IDENT.finditer(text))
+    idents = _unique(m.group(0) for m in CODE_IDENTIFIER.finditer(text))
     errors = _unique(m.group(1) for m in _ERROR.finditer(text))
     return QueryKeywords(idents, dotted, backticked, paths, errors, tb_funcs)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from codenib.artifact import sha256_file
 from codenib.engines import backends as backends_mod
 from codenib.engines import calibrate, export
 from codenib.engines.backends import BACKENDS, TextTokenizer, get_backend
@@ -99,7 +100,7 @@ def test_a_damaged_export_is_not_used(tmp_path):
     folder.mkdir()
     (folder / export.ONNX_FILE).write_bytes(b"onnx")
     (folder / export.TOKENIZER_FILE).write_text("{}")
-    meta = {"key": "k", "onnx_size": 4, "onnx_sha256": export._sha256_file(folder / export.ONNX_FILE),
+    meta = {"key": "k", "onnx_size": 4, "onnx_sha256": sha256_file(folder / export.ONNX_FILE),
             "max_seq_length": 256, "dimension": 384}
     (folder / export.META_FILE).write_text(json.dumps(meta))
     assert export._read_export(folder, "onnx", "k") is not None
