@@ -261,43 +261,41 @@ def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str,
                 qual: str, plain: str, kind: str, holder: _Def | None) -> _Def:
     outer = found.outer if found.outer is not None else node
     start_row = outer.start_point.row
-    end_row = outer.end_point.row
-    if outer.end_point.column == 0 and end_row > start_row:
-        end_row -= 1        # the node ends with the line break before this row
-    # Attributes (`#[derive]`) before the definition belong to it, as Python's decorators.
-    decorators = []
+    end_row = _end_row(outer)
+    # Attributes (`#[derive]`) and the comment block right above belong to the definition:
+    # attributes widen its span (as Python's decorators), comments are its doc.
+    decorators, comments = [], []
+    row = start_row
     prev = outer.prev_sibling
-    while prev is not None and prev.type in reader.attribute_types and prev.end_point.row >= start_row - 1:
-        decorators.append(_collapse(node_text(prev, raw)))
-        start_row = prev.start_point.row
-        prev = prev.prev_sibling
+    while prev is not None and (prev.type in reader.attribute_types or prev.type in reader.comment_types) \
+            and _end_row(prev) >= row - 1:
+        before = prev.prev_sibling
+        if prev.type in reader.attribute_types:
+            decorators.append(_collapse(node_text(prev, raw)))
+            start_row = prev.start_point.row
+        elif before is not None and _end_row(before) == prev.start_point.row:
+            break       # `x = 1; // note` documents the line it ends, not what follows
+        else:
+            comments.append(prev)
+        row = prev.start_point.row
+        prev = before
     decorators.reverse()
-    doc, doc_row = _doc_before(reader, prev, raw, start_row)
+    comments.reverse()
+    doc = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in comments))[:MAX_DOC_CHARS] if comments else ""
+    text_row = min([start_row] + [c.start_point.row for c in comments]) if doc else start_row
     sig_end = found.body.start_byte if found.body is not None else outer.end_byte
     signature = _collapse(raw[outer.start_byte:sig_end].decode("utf-8", "replace"))
     if found.body is None:
         signature = signature.split("{", 1)[0].rstrip(" ;")
     return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder,
-                start_row + 1, end_row + 1, (doc_row if doc else start_row) + 1, doc,
+                start_row + 1, end_row + 1, text_row + 1, doc,
                 tuple(decorators), signature[:MAX_SIGNATURE_CHARS])
 
 
-def _doc_before(reader: TreeReader, prev, raw: bytes, start_row: int) -> tuple[str, int]:
-    """The comment block that ends on the line above `start_row` (not a trailing comment of
-    the code before it), cleaned of comment markers; ('', start_row) when there is none."""
-    block = []
-    row = start_row
-    while prev is not None and prev.type in reader.comment_types and prev.end_point.row >= row - 1:
-        before = prev.prev_sibling
-        if before is not None and before.end_point.row == prev.start_point.row:
-            break       # `x = 1; // note` documents the line it ends, not what follows
-        block.append(prev)
-        row = prev.start_point.row
-        prev = before
-    if not block:
-        return "", start_row
-    block.reverse()
-    return clean_comment("\n".join(node_text(c, raw) for c in block))[:MAX_DOC_CHARS], row
+def _end_row(node) -> int:
+    """The last row a node covers (a line comment may end at column 0 of the next row)."""
+    row = node.end_point.row
+    return row - 1 if node.end_point.column == 0 and row > node.start_point.row else row
 
 
 _COMMENT_OPEN = re.compile(r"^\s*(?:/\*+!?|//[/!]?|\*+(?!/))\s?")
@@ -323,12 +321,12 @@ def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
     for child in root.children:
         if child.type not in reader.comment_types:
             break
-        if block and child.start_point.row > block[-1].end_point.row + 1:
+        if block and child.start_point.row > _end_row(block[-1]) + 1:
             break
         block.append(child)
     if not block:
         return ""
-    text = clean_comment("\n".join(node_text(c, raw) for c in block))
+    text = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in block))
     if defs and defs[0].doc and defs[0].text_start == block[0].start_point.row + 1:
         return ""
     return text[:MAX_DOC_CHARS]
