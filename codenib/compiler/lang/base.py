@@ -80,8 +80,12 @@ class TreeReader:
         """The compiled grammar's language pointer (from its wheel; nothing is downloaded)."""
         raise NotImplementedError
 
-    def grammar_for(self, rel_path: str):
-        """The grammar for one file (TypeScript picks tsx for `.tsx`)."""
+    def grammar_key(self, rel_path: str) -> str:
+        """Which of the language's grammars reads a file ('' when it has one)."""
+        return ""
+
+    def grammar_for(self, key: str):
+        """The grammar for a `grammar_key` (TypeScript has a second one for `.tsx`)."""
         return self.grammar()
 
     def define(self, node, src: bytes) -> Found | None:
@@ -102,18 +106,18 @@ class TreeReader:
 
     # --- machinery -----------------------------------------------------------------------
     def _tools(self, rel_path: str):
-        """(parser, query cursor) for this thread and grammar, made once each."""
+        """(parser, query) for this thread and grammar, made once each (compiling the query
+        costs far more than parsing a file)."""
         import tree_sitter as ts
 
-        grammar = self.grammar_for(rel_path)
+        key = self.grammar_key(rel_path)
         cache = getattr(self._local, "tools", None)
         if cache is None:
             cache = self._local.tools = {}
-        tools = cache.get(id(grammar))
+        tools = cache.get(key)
         if tools is None:
-            language = ts.Language(grammar)
-            query = ts.Query(language, self.query_source)
-            tools = cache[id(grammar)] = (ts.Parser(language), query)
+            language = ts.Language(self.grammar_for(key))
+            tools = cache[key] = (ts.Parser(language), ts.Query(language, self.query_source))
         return tools
 
     def read(self, rel_path: str, raw: bytes) -> ForeignParse:

@@ -33,8 +33,11 @@ class TypeScriptReader(JavaScriptReader):
 
         return tree_sitter_typescript.language_typescript()
 
-    def grammar_for(self, rel_path: str):
-        if rel_path.endswith(".tsx"):
+    def grammar_key(self, rel_path: str) -> str:
+        return "tsx" if rel_path.endswith(".tsx") else ""
+
+    def grammar_for(self, key: str):
+        if key == "tsx":
             import tree_sitter_typescript
 
             return tree_sitter_typescript.language_tsx()
