@@ -255,3 +255,11 @@ def test_undecodable_bytes_and_an_empty_file_do_not_stop_a_reader():
     parsed = read_foreign("a.c", b"/* \xff\xfe */\nint f(void) { return 0; }\n")
     assert [n.qualname for n in parsed.nodes[1:]] == ["f"]
     assert read_foreign("a.rs", b"").nodes[0].end_line == 1
+
+
+def test_a_reader_compiles_its_parser_and_query_once_per_grammar():
+    ts_reader = reader_for("a.ts")
+    assert ts_reader._tools("a.ts") is ts_reader._tools("b/c.ts")
+    assert ts_reader._tools("a.tsx") is ts_reader._tools("d.tsx") is not ts_reader._tools("a.ts")
+    go_reader = reader_for("a.go")
+    assert go_reader._tools("a.go") is go_reader._tools("b.go")
