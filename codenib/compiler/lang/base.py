@@ -1,0 +1,441 @@
+"""The shared tree-sitter reader: one parse of a file -> its nodes and its `ForeignFacts`.
+
+A language module subclasses `TreeReader` with a query that captures `@def` (definitions
+and containers), `@call` and `@import` nodes, and says what each captured node is
+(`define`, `call`, `imports`). Everything else is shared here: the nesting of definitions
+(a sweep over the captures in source order, so Python visits only captured nodes), node
+ids with `#N` duplicates, spans, signatures, doc comments, node texts and parse errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
+from codenib.types import Node, make_node_id
+
+#: The same caps as the Python reader (`codenib.compiler.parse`): giant generated
+#: definitions must not dominate BM25 lengths, and a file node holds an outline only.
+MAX_TEXT_CHARS = 16_000
+MAX_FILE_TEXT_CHARS = 6_000
+#: A signature is the declaration head; past this it is a generated parameter list.
+MAX_SIGNATURE_CHARS = 400
+#: Doc comments longer than this are license blocks or generated text.
+MAX_DOC_CHARS = 4_000
+
+#: Roles a language gives a captured node (`Found.role`).
+ROLES = ("type", "function", "namespace", "impl")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a language says a captured `@def` node is.
+
+    `type` and `function` become nodes; `namespace` and `impl` only add `name` (dotted when
+    several segments, e.g. C++ `namespace a::b`) to the qualified names of what they hold.
+    `qualifier` is a container the syntax names outside the nesting (C++ `A::f`, a Go
+    receiver, JavaScript `A.prototype.f`); a function with one is a method.
+    """
+
+    role: str
+    name: str
+    qualifier: tuple[str, ...] = ()
+    outer: object = None        # the node whose span, doc comment and signature count (wrapper)
+    body: object = None         # the signature ends where this starts (None: no body)
+    bases: tuple[tuple[str, str], ...] = ()     # (base text, relation), see facts.BaseFact
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignParse:
+    """One non-Python file read: its nodes (file node first) and its facts."""
+
+    rel_path: str
+    nodes: list[Node]
+    facts: ForeignFacts
+    parse_error: str | None = None
+
+    @property
+    def file_node(self) -> Node:
+        return self.nodes[0]
+
+
+class TreeReader:
+    """A tree-sitter reader; subclasses set the class attributes and the three hooks."""
+
+    language: str = ""
+    version: int = 1
+    query_source: str = ""
+    comment_types: frozenset[str] = frozenset({"comment"})
+    attribute_types: frozenset[str] = frozenset()       # siblings before a def that belong to it
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    # --- hooks ---------------------------------------------------------------------------
+    def grammar(self):
+        """The compiled grammar's language pointer (from its wheel; nothing is downloaded)."""
+        raise NotImplementedError
+
+    def grammar_key(self, rel_path: str) -> str:
+        """Which of the language's grammars reads a file ('' when it has one)."""
+        return ""
+
+    def grammar_for(self, key: str):
+        """The grammar for a `grammar_key` (TypeScript has a second one for `.tsx`)."""
+        return self.grammar()
+
+    def define(self, node, src: bytes) -> Found | None:
+        """What a `@def` capture is, or None when it is no definition (e.g. unnamed)."""
+        raise NotImplementedError
+
+    def call(self, node, src: bytes) -> tuple[str, str, str] | None:
+        """(callee, receiver, kind) of a `@call` capture, or None (computed callee)."""
+        return None
+
+    def imports(self, node, src: bytes) -> Iterable[tuple[str, str, tuple]]:
+        """(spec, kind, names) of each import an `@import` capture makes."""
+        return ()
+
+    def call_imports(self, node, src: bytes) -> Iterable[tuple[str, str, tuple]]:
+        """Imports made by a call (`require('x')`); most languages have none."""
+        return ()
+
+    # --- machinery -----------------------------------------------------------------------
+    def _tools(self, rel_path: str):
+        """(parser, query) for this thread and grammar, made once each (compiling the query
+        costs far more than parsing a file)."""
+        import tree_sitter as ts
+
+        key = self.grammar_key(rel_path)
+        cache = getattr(self._local, "tools", None)
+        if cache is None:
+            cache = self._local.tools = {}
+        tools = cache.get(key)
+        if tools is None:
+            language = ts.Language(self.grammar_for(key))
+            tools = cache[key] = (ts.Parser(language), ts.Query(language, self.query_source))
+        return tools
+
+    def read(self, rel_path: str, raw: bytes) -> ForeignParse:
+        """Nodes and facts of one file; a syntax error never stops it (see `read_tree`)."""
+        import tree_sitter as ts
+
+        parser, query = self._tools(rel_path)
+        tree = parser.parse(raw)
+        return read_tree(self, rel_path, raw, tree.root_node, ts.QueryCursor(query).captures(tree.root_node))
+
+
+# --- the shared walk ---------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Def:
+    node_id: str
+    qualname: str
+    plain: str
+    name: str
+    kind: str
+    found: Found
+    ts_node: object
+    parent: "_Def | None"
+    start: int          # 1-based span (attributes included)
+    end: int
+    text_start: int     # the doc comment's first line (or `start`)
+    doc: str
+    decorators: tuple[str, ...]
+    signature: str
+    children: list = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Scope:
+    end: int                    # end byte
+    path: tuple[str, ...]       # plain qualified name segments
+    role: str
+    definition: _Def | None     # the innermost definition at or above this scope
+
+
+def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dict) -> ForeignParse:
+    """Nodes and facts from a parsed tree and its query captures.
+
+    Tree-sitter recovers from syntax errors: what parses around an error is still read, and
+    the first error's line becomes the file's `parse_error`.
+    """
+    text = raw.decode("utf-8", errors="replace")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    error = _first_error(root)
+    file_id = make_node_id(rel_path)
+
+    defs: list[_Def] = []
+    bases: list[BaseFact] = []
+    impl_bases: list[tuple[str, tuple, int]] = []
+    seen: dict[str, int] = {}
+    stack: list[_Scope] = []
+    for node in _unique_sorted(captures.get("def", ())):
+        found = reader.define(node, raw)
+        if found is None:
+            continue
+        start = node.start_byte
+        while stack and stack[-1].end <= start:
+            stack.pop()
+        top = stack[-1] if stack else None
+        path = top.path if top else ()
+        holder = top.definition if top else None
+        if found.role in ("namespace", "impl"):
+            segs = tuple(s for s in found.name.split(".") if s)
+            stack.append(_Scope(node.end_byte, path + segs, found.role, holder))
+            if found.role == "impl" and found.bases:
+                impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
+            continue
+        segs = path + tuple(found.qualifier) + (found.name,)
+        plain = ".".join(segs)
+        seen[plain] = seen.get(plain, 0) + 1
+        qual = plain if seen[plain] == 1 else f"{plain}#{seen[plain]}"
+        if found.role == "type":
+            kind = "class"
+        elif found.qualifier or (top is not None and top.role in ("type", "impl")):
+            kind = "method"
+        else:
+            kind = "function"
+        d = _definition(reader, raw, lines, rel_path, node, found, qual, plain, kind, holder)
+        defs.append(d)
+        if holder is not None:
+            holder.children.append(d)
+        stack.append(_Scope(node.end_byte, segs, found.role, d))
+        for base, relation in found.bases:
+            bases.append(BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
+
+    first_of = {}
+    for d in defs:
+        first_of.setdefault(d.plain, d.node_id)
+    for owner, found_bases, line in impl_bases:
+        for base, relation in found_bases:
+            bases.append(BaseFact(owner, first_of.get(owner, ""), base, relation, line))
+    bases.sort(key=lambda b: (b.line, b.owner, b.base))
+
+    calls, call_imports = _calls(reader, raw, defs, captures.get("call", ()), file_id)
+    imports = [ImportFact(spec, n.start_point.row + 1, kind, tuple(names))
+               for n in _unique_sorted(captures.get("import", ()))
+               for spec, kind, names in reader.imports(n, raw)]
+    imports = sorted(imports + call_imports, key=lambda i: (i.line, i.spec, i.kind))
+    package = next((i.spec for i in imports if i.kind == "package"), "")
+    facts = ForeignFacts(rel_path, reader.language, package, tuple(imports), tuple(calls), tuple(bases))
+
+    file_node = Node(
+        node_id=file_id, kind="file", file=rel_path, qualname="", name=rel_path.rsplit("/", 1)[-1],
+        start_line=1, end_line=max(1, len(lines)), signature="",
+        docstring=_file_doc(reader, root, raw, defs),
+        text=_outline(rel_path, lines, 1, len(lines), [d for d in defs if d.parent is None])[:MAX_FILE_TEXT_CHARS],
+        content_sha256=hashlib.sha256(raw).hexdigest(), language=reader.language, parse_error=error,
+    )
+    nodes = [file_node] + [_node(rel_path, lines, d, reader.language) for d in defs]
+    return ForeignParse(rel_path, nodes, facts, error)
+
+
+def _unique_sorted(nodes) -> list:
+    """Captured nodes once each (several patterns may capture one), outer before inner."""
+    by_id = {}
+    for n in nodes:
+        by_id.setdefault(n.id, n)
+    return sorted(by_id.values(), key=lambda n: (n.start_byte, -n.end_byte))
+
+
+def _first_error(root) -> str | None:
+    """'syntax error near line N' for the first error or missing node, None without one."""
+    if not root.has_error:
+        return None
+    node = root
+    while True:
+        for child in node.children:
+            if child.is_error or child.is_missing:
+                return f"syntax error near line {child.start_point.row + 1}"
+            if child.has_error:
+                node = child
+                break
+        else:
+            return f"syntax error near line {node.start_point.row + 1}"
+
+
+def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str, node, found: Found,
+                qual: str, plain: str, kind: str, holder: _Def | None) -> _Def:
+    outer = found.outer if found.outer is not None else node
+    start_row = outer.start_point.row
+    end_row = _end_row(outer)
+    # Attributes (`#[derive]`) and the comment block right above belong to the definition:
+    # attributes widen its span (as Python's decorators), comments are its doc.
+    decorators, comments = [], []
+    row = start_row
+    prev = outer.prev_sibling
+    while prev is not None and (prev.type in reader.attribute_types or prev.type in reader.comment_types) \
+            and _end_row(prev) >= row - 1:
+        before = prev.prev_sibling
+        if prev.type in reader.attribute_types:
+            decorators.append(_collapse(node_text(prev, raw)))
+            start_row = prev.start_point.row
+        elif before is not None and _end_row(before) == prev.start_point.row:
+            break       # `x = 1; // note` documents the line it ends, not what follows
+        else:
+            comments.append(prev)
+        row = prev.start_point.row
+        prev = before
+    decorators.reverse()
+    comments.reverse()
+    doc = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in comments))[:MAX_DOC_CHARS] if comments else ""
+    text_row = min([start_row] + [c.start_point.row for c in comments]) if doc else start_row
+    sig_end = found.body.start_byte if found.body is not None else outer.end_byte
+    signature = _collapse(raw[outer.start_byte:sig_end].decode("utf-8", "replace"))
+    if found.body is None:
+        signature = signature.split("{", 1)[0].rstrip(" ;")
+    return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder,
+                start_row + 1, end_row + 1, text_row + 1, doc,
+                tuple(decorators), signature[:MAX_SIGNATURE_CHARS])
+
+
+def _end_row(node) -> int:
+    """The last row a node covers (a line comment may end at column 0 of the next row)."""
+    row = node.end_point.row
+    return row - 1 if node.end_point.column == 0 and row > node.start_point.row else row
+
+
+_COMMENT_OPEN = re.compile(r"^\s*(?:/\*+!?|//[/!]?|\*+(?!/))\s?")
+_COMMENT_CLOSE = re.compile(r"\s*\*+/\s*$")
+
+
+def clean_comment(text: str) -> str:
+    """A comment's words without `//`, `///`, `//!`, `/**`, `*/` or leading `*` markers."""
+    out = []
+    for line in text.split("\n"):
+        line = _COMMENT_CLOSE.sub("", line.rstrip())
+        out.append(_COMMENT_OPEN.sub("", line, count=1).rstrip())
+    while out and not out[0]:
+        out.pop(0)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out)
+
+
+def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
+    """The comment block at the top of the file, unless it documents the first definition."""
+    block = []
+    for child in root.children:
+        if child.type not in reader.comment_types:
+            break
+        if block and child.start_point.row > _end_row(block[-1]) + 1:
+            break
+        block.append(child)
+    if not block:
+        return ""
+    text = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in block))
+    if defs and defs[0].doc and defs[0].text_start == block[0].start_point.row + 1:
+        return ""
+    return text[:MAX_DOC_CHARS]
+
+
+def _calls(reader: TreeReader, raw: bytes, defs: list[_Def], call_nodes, file_id: str
+           ) -> tuple[list[CallFact], list[ImportFact]]:
+    """Each call with the innermost definition around it (a sweep over both, by position)."""
+    events = [(d.ts_node.start_byte, -d.ts_node.end_byte, 0, d) for d in defs]
+    events += [(n.start_byte, -n.end_byte, 1, n) for n in _unique_sorted(call_nodes)]
+    events.sort(key=lambda e: e[:3])
+    stack: list[tuple[int, str]] = []
+    calls: list[CallFact] = []
+    imports: list[ImportFact] = []
+    for start, neg_end, is_call, item in events:
+        while stack and stack[-1][0] <= start:
+            stack.pop()
+        if not is_call:
+            stack.append((-neg_end, item.node_id))
+            continue
+        line = item.start_point.row + 1
+        got = reader.call(item, raw)
+        if got is not None:
+            callee, receiver, kind = got
+            calls.append(CallFact(callee, receiver, stack[-1][1] if stack else file_id, line, kind))
+        for spec, kind, names in reader.call_imports(item, raw):
+            imports.append(ImportFact(spec, line, kind, tuple(names)))
+    return calls, imports
+
+
+def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
+    segment = "\n".join(lines[d.text_start - 1:d.end])
+    if d.kind == "class" and d.children:
+        body = _outline(None, lines, d.text_start, d.end, d.children)
+    else:
+        body = segment
+    return Node(
+        node_id=d.node_id, kind=d.kind, file=rel_path, qualname=d.qualname, name=d.name,
+        start_line=d.start, end_line=d.end, signature=d.signature, docstring=d.doc,
+        text=f"{rel_path} {d.plain}\n{body}"[:MAX_TEXT_CHARS],
+        content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
+        language=language, decorators=d.decorators,
+    )
+
+
+def _outline(head: str | None, lines: list[str], first: int, last: int, inner: list[_Def]) -> str:
+    """Lines `first..last` with each of the `inner` definitions (doc comment included)
+    replaced by its signature: a class as a reader skims it, or a file's outline."""
+    parts = [head] if head else []
+    at = first
+    for d in sorted(inner, key=lambda d: d.text_start):
+        if d.text_start < at or d.end > last:
+            continue        # overlapping spans (a macro-mangled parse): keep the text as it is
+        parts.extend(lines[at - 1:d.text_start - 1])
+        indent = lines[d.start - 1][:len(lines[d.start - 1]) - len(lines[d.start - 1].lstrip())] \
+            if d.start - 1 < len(lines) else ""
+        first_doc = d.doc.split("\n\n")[0].replace("\n", " ") if d.doc else ""
+        parts.append(f"{indent}{d.signature}" + (f"  // {first_doc}" if first_doc else ""))
+        at = d.end + 1
+    parts.extend(lines[at - 1:last])
+    return "\n".join(parts)
+
+
+# --- helpers for the language modules ------------------------------------------------------
+
+def node_text(node, raw: bytes) -> str:
+    """The source text of a node."""
+    return raw[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def collapse(text: str) -> str:
+    """Whitespace runs as single spaces."""
+    return _collapse(text)
+
+
+def drop_generics(text: str) -> str:
+    """`Foo<T, Bar<U>>::baz` -> `Foo::baz`: template and generic arguments removed."""
+    if "<" not in text:
+        return _collapse(text)
+    out = []
+    depth = 0
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return _collapse("".join(out))
+
+
+def field_text(node, name: str, raw: bytes) -> str:
+    """The text of a node's field, '' when absent."""
+    child = node.child_by_field_name(name)
+    return node_text(child, raw) if child is not None else ""
+
+
+def unquote(text: str) -> str:
+    """A string literal's contents (quotes of any kind removed)."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] in "\"'`<" and text[-1] in "\"'`>":
+        return text[1:-1]
+    return text
+

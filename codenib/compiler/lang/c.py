@@ -1,0 +1,114 @@
+"""C (`.c` and `.h`): functions and named structs, unions and enums (a typedef names an
+anonymous one); `#include "..."` and `<...>`, calls."""
+
+from __future__ import annotations
+
+from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+
+_DECLARATOR_WRAPPERS = frozenset({"function_declarator", "pointer_declarator", "reference_declarator",
+                                  "parenthesized_declarator", "attributed_declarator"})
+
+
+class CReader(TreeReader):
+    language = "c"
+    version = 1
+    type_nodes = ("struct_specifier", "union_specifier", "enum_specifier")
+    query_source = """
+    (function_definition) @def
+    (struct_specifier body: (_)) @def
+    (union_specifier body: (_)) @def
+    (enum_specifier body: (_)) @def
+    (call_expression) @call
+    (preproc_include) @import
+    """
+
+    def grammar(self):
+        import tree_sitter_c
+
+        return tree_sitter_c.language()
+
+    def define(self, node, src):
+        outer = _outer(node)
+        if node.type == "function_definition":
+            segments = _name_segments(_declared(node.child_by_field_name("declarator")), src)
+            if not segments:
+                return None
+            return Found("function", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
+                         body=node.child_by_field_name("body"))
+        if node.type in self.type_nodes or node.type == "class_specifier":
+            name_node = node.child_by_field_name("name")
+            segments = _name_segments(name_node, src) if name_node is not None else []
+            if not segments and node.parent is not None and node.parent.type == "type_definition":
+                segments = _name_segments(_declared(node.parent.child_by_field_name("declarator")), src)
+            if not segments:
+                return None
+            return Found("type", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
+                         body=node.child_by_field_name("body"), bases=self.bases(node, src))
+        return self.define_other(node, src)
+
+    def define_other(self, node, src):
+        return None
+
+    def bases(self, node, src):
+        return ()
+
+    def call(self, node, src):
+        fn = node.child_by_field_name("function")
+        if fn is None:
+            return None
+        if fn.type == "template_function":
+            fn = fn.child_by_field_name("name") or fn
+        if fn.type == "identifier":
+            return node_text(fn, src), "", "call"
+        if fn.type == "field_expression":
+            return field_text(fn, "field", src), drop_generics(field_text(fn, "argument", src)), "call"
+        if fn.type == "qualified_identifier":
+            segments = _name_segments(fn, src)
+            return (segments[-1], "::".join(segments[:-1]), "call") if segments else None
+        return None
+
+    def imports(self, node, src):
+        path = node.child_by_field_name("path")
+        if path is None:
+            return ()
+        kind = "include_system" if path.type == "system_lib_string" else "include_local"
+        return [(unquote(node_text(path, src)), kind, ())]
+
+
+def _outer(node):
+    """`template <...>` and `typedef` around a definition are part of it."""
+    outer = node
+    while outer.parent is not None and outer.parent.type in ("template_declaration", "type_definition"):
+        outer = outer.parent
+    return outer
+
+
+def _declared(decl):
+    """The name node inside a declarator (`*f(int)` -> `f`)."""
+    while decl is not None and decl.type in _DECLARATOR_WRAPPERS:
+        inner = decl.child_by_field_name("declarator")
+        if inner is None:
+            inner = next((c for c in decl.named_children if c.type not in ("type_qualifier", "ms_call_modifier")),
+                         None)
+        decl = inner
+    return decl
+
+
+def _name_segments(node, src: bytes) -> list[str]:
+    """`ns::A<T>::f` -> ["ns", "A", "f"]; `~A` and `operator==` stay whole."""
+    if node is None:
+        return []
+    t = node.type
+    if t == "qualified_identifier":
+        scope = node.child_by_field_name("scope")
+        return (_name_segments(scope, src) if scope is not None else []) + \
+            _name_segments(node.child_by_field_name("name"), src)
+    if t in ("template_type", "template_function", "template_method"):
+        return _name_segments(node.child_by_field_name("name"), src)
+    if t in ("identifier", "field_identifier", "type_identifier", "namespace_identifier",
+             "destructor_name", "operator_name", "primitive_type"):
+        return [" ".join(node_text(node, src).split())]
+    return []
+
+
+READER = CReader()

@@ -1,0 +1,114 @@
+"""Go: types (any named `type` spec), functions, methods (`Receiver.Method`, pointer and
+generic receivers alike) and interface methods; imports, package clause, calls, embeddings."""
+
+from __future__ import annotations
+
+from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+
+
+class GoReader(TreeReader):
+    language = "go"
+    version = 1
+    query_source = """
+    (function_declaration) @def
+    (method_declaration) @def
+    (type_spec) @def
+    (method_elem) @def
+    (call_expression) @call
+    (import_spec) @import
+    (package_clause) @import
+    """
+
+    def grammar(self):
+        import tree_sitter_go
+
+        return tree_sitter_go.language()
+
+    def define(self, node, src):
+        t = node.type
+        name = field_text(node, "name", src)
+        if not name:
+            return None
+        if t == "type_spec":
+            parent = node.parent
+            # A lone `type X struct{}` carries its doc comment on the declaration.
+            outer = parent if parent is not None and parent.type == "type_declaration" \
+                and parent.named_child_count == 1 else node
+            typ = node.child_by_field_name("type")
+            return Found("type", name, outer=outer, body=_type_body(typ), bases=_embedded(typ, src))
+        if t == "method_elem":
+            return Found("function", name)
+        if t == "method_declaration":
+            return Found("function", name, qualifier=(_receiver_type(node, src),) if _receiver_type(node, src) else (),
+                         body=node.child_by_field_name("body"))
+        return Found("function", name, body=node.child_by_field_name("body"))
+
+    def call(self, node, src):
+        fn = node.child_by_field_name("function")
+        if fn is None:
+            return None
+        if fn.type in ("generic_type", "index_expression"):      # F[int](x)
+            fn = fn.child_by_field_name("type") or fn.child_by_field_name("operand") or fn
+        if fn.type == "identifier":
+            return node_text(fn, src), "", "call"
+        if fn.type == "selector_expression":
+            return field_text(fn, "field", src), drop_generics(field_text(fn, "operand", src)), "call"
+        return None
+
+    def imports(self, node, src):
+        if node.type == "package_clause":
+            for child in node.named_children:
+                return [(node_text(child, src), "package", ())]
+            return []
+        path = unquote(field_text(node, "path", src))
+        alias = field_text(node, "name", src)
+        return [(path, "import", (("*", alias),) if alias else ())]
+
+
+def _receiver_type(node, src: bytes) -> str:
+    """`(r *Client[T])` -> `Client`."""
+    receiver = node.child_by_field_name("receiver")
+    if receiver is None:
+        return ""
+    for param in receiver.named_children:
+        typ = param.child_by_field_name("type")
+        if typ is not None:
+            return _base_name(typ, src)
+    return ""
+
+
+def _base_name(typ, src: bytes) -> str:
+    text = drop_generics(node_text(typ, src).replace("[", "<").replace("]", ">"))
+    return text.lstrip("*& ").strip()
+
+
+def _type_body(typ):
+    if typ is not None and typ.type in ("struct_type", "interface_type"):
+        for child in typ.named_children:
+            if child.type == "field_declaration_list":
+                return child
+    return None
+
+
+def _embedded(typ, src: bytes) -> tuple[tuple[str, str], ...]:
+    """Embedded struct fields and embedded interfaces."""
+    if typ is None:
+        return ()
+    out = []
+    if typ.type == "struct_type":
+        for lst in typ.named_children:
+            for f in lst.named_children:
+                if f.type == "field_declaration" and f.child_by_field_name("name") is None:
+                    t = f.child_by_field_name("type")
+                    if t is not None:
+                        out.append((_base_name(t, src), "embeds"))
+    elif typ.type == "interface_type":
+        for f in typ.named_children:
+            if f.type == "type_elem":
+                text = node_text(f, src)
+                if "|" not in text and "~" not in text:     # constraint unions embed nothing
+                    out.append((_base_name(f, src), "embeds"))
+    return tuple(out)
+
+
+READER = GoReader()

@@ -1,0 +1,85 @@
+"""Java: classes, interfaces, enums, records and annotation types; methods and constructors
+(a constructor is named as its class); package, imports, calls, `new`, extends/implements."""
+
+from __future__ import annotations
+
+from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text
+
+_TYPES = frozenset({"class_declaration", "interface_declaration", "enum_declaration",
+                    "record_declaration", "annotation_type_declaration"})
+
+
+class JavaReader(TreeReader):
+    language = "java"
+    version = 1
+    comment_types = frozenset({"line_comment", "block_comment"})
+    query_source = """
+    (class_declaration) @def
+    (interface_declaration) @def
+    (enum_declaration) @def
+    (record_declaration) @def
+    (annotation_type_declaration) @def
+    (method_declaration) @def
+    (constructor_declaration) @def
+    (compact_constructor_declaration) @def
+    (method_invocation) @call
+    (object_creation_expression) @call
+    (explicit_constructor_invocation) @call
+    (import_declaration) @import
+    (package_declaration) @import
+    """
+
+    def grammar(self):
+        import tree_sitter_java
+
+        return tree_sitter_java.language()
+
+    def define(self, node, src):
+        name = field_text(node, "name", src)
+        if not name:
+            return None
+        body = node.child_by_field_name("body")
+        if node.type in _TYPES:
+            return Found("type", name, body=body, bases=_bases(node, src))
+        return Found("function", name, body=body)
+
+    def call(self, node, src):
+        if node.type == "method_invocation":
+            obj = node.child_by_field_name("object")
+            return field_text(node, "name", src), drop_generics(node_text(obj, src)) if obj is not None else "", "call"
+        if node.type == "explicit_constructor_invocation":
+            ctor = node.child_by_field_name("constructor")
+            return (node_text(ctor, src), "", "call") if ctor is not None else None
+        typ = drop_generics(field_text(node, "type", src))
+        if not typ:
+            return None
+        receiver, _, callee = typ.rpartition(".")
+        return callee, receiver, "new"
+
+    def imports(self, node, src):
+        names = [c for c in node.named_children if c.type in ("scoped_identifier", "identifier")]
+        if not names:
+            return ()
+        spec = node_text(names[0], src)
+        if node.type == "package_declaration":
+            return [(spec, "package", ())]
+        glob = any(c.type == "asterisk" for c in node.children)
+        static = any(c.type == "static" for c in node.children)
+        last = spec.rsplit(".", 1)[-1]
+        return [(spec + (".*" if glob else ""), "import_static" if static else "import",
+                 () if glob else ((last, last),))]
+
+
+def _bases(node, src: bytes) -> tuple[tuple[str, str], ...]:
+    out = []
+    for child in node.named_children:
+        if child.type == "superclass":
+            out.extend((drop_generics(node_text(t, src)), "extends") for t in child.named_children)
+        elif child.type in ("super_interfaces", "extends_interfaces"):
+            relation = "implements" if child.type == "super_interfaces" else "extends"
+            for lst in child.named_children:
+                out.extend((drop_generics(node_text(t, src)), relation) for t in lst.named_children)
+    return tuple(out)
+
+
+READER = JavaReader()

@@ -1,0 +1,198 @@
+"""JavaScript: classes, functions, class methods and fields holding functions, functions bound
+by `const f = ...`, `obj.f = function ...` (`A.prototype.f` as `A.f`) and object-literal
+keys; `import`/`require`/`export ... from`/`import()`, calls and `new`, `extends`."""
+
+from __future__ import annotations
+
+from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+
+_FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
+#: Wrappers whose span, doc comment and signature start belong to the definition inside.
+_WRAPPERS = frozenset({"export_statement", "expression_statement", "lexical_declaration",
+                       "variable_declaration", "ambient_declaration"})
+
+
+class JavaScriptReader(TreeReader):
+    language = "javascript"
+    version = 1
+    query_source = f"""
+    (class_declaration) @def
+    (function_declaration) @def
+    (generator_function_declaration) @def
+    (method_definition) @def
+    (field_definition property: (_) value: {_FUNCTION_VALUES}) @def
+    (variable_declarator name: (identifier) value: [(arrow_function) (function_expression) (generator_function) (class)]) @def
+    (assignment_expression left: (member_expression) right: {_FUNCTION_VALUES}) @def
+    (pair key: (_) value: {_FUNCTION_VALUES}) @def
+    (call_expression) @call
+    (new_expression) @call
+    (import_statement) @import
+    (export_statement source: (_)) @import
+    """
+
+    def grammar(self):
+        import tree_sitter_javascript
+
+        return tree_sitter_javascript.language()
+
+    def define(self, node, src):
+        t = node.type
+        if t == "variable_declarator":
+            value = node.child_by_field_name("value")
+            role = "type" if value.type == "class" else "function"
+            return Found(role, field_text(node, "name", src), outer=_outer(node), body=_body(value),
+                         bases=self.heritage(value, src) if role == "type" else ())
+        if t == "assignment_expression":
+            left = node.child_by_field_name("left")
+            name = field_text(left, "property", src)
+            obj = left.child_by_field_name("object")
+            qualifier = ()
+            if obj is not None and obj.type == "member_expression" and field_text(obj, "property", src) == "prototype":
+                qualifier = (node_text(obj.child_by_field_name("object"), src).rsplit(".", 1)[-1],)
+            return Found("function", name, qualifier=qualifier, outer=_outer(node),
+                         body=_body(node.child_by_field_name("right")))
+        if t in ("pair", "field_definition", "public_field_definition"):
+            key = node.child_by_field_name("key") or node.child_by_field_name("property") \
+                or node.child_by_field_name("name")
+            name = unquote(node_text(key, src)) if key is not None else ""
+            return Found("function", name, outer=_outer(node), body=_body(node.child_by_field_name("value"))) \
+                if name else None
+        name = field_text(node, "name", src)
+        if not name:
+            return None         # `export default class {}`: no name to give it
+        if t in self.type_nodes:
+            return Found("type", name, outer=_outer(node), body=node.child_by_field_name("body"),
+                         bases=self.heritage(node, src))
+        if t in self.namespace_nodes:
+            return Found("namespace", unquote(name))
+        return Found("function", name, outer=_outer(node), body=node.child_by_field_name("body"))
+
+    type_nodes = frozenset({"class_declaration", "class"})
+    namespace_nodes: frozenset[str] = frozenset()
+
+    def heritage(self, node, src) -> tuple[tuple[str, str], ...]:
+        """`class A extends B`: (("B", "extends"),)."""
+        out = []
+        for child in node.named_children:
+            if child.type == "class_heritage":
+                for part in child.named_children:
+                    if part.type not in ("extends_clause", "implements_clause"):
+                        out.append((drop_generics(node_text(part, src)), "extends"))
+        return tuple(out)
+
+    def call(self, node, src):
+        if node.type == "new_expression":
+            ctor = node.child_by_field_name("constructor")
+            return _callee(ctor, src, "new") if ctor is not None else None
+        fn = node.child_by_field_name("function")
+        return _callee(fn, src, "call") if fn is not None else None
+
+    def call_imports(self, node, src):
+        if node.type != "call_expression":
+            return ()
+        fn = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        if fn is None or args is None or args.named_child_count < 1:
+            return ()
+        first = args.named_children[0]
+        if first.type not in ("string", "template_string") or "${" in node_text(first, src):
+            return ()
+        spec = unquote(node_text(first, src))
+        if fn.type == "import":
+            return [(spec, "dynamic_import", ())]
+        if fn.type == "identifier" and node_text(fn, src) == "require":
+            return [(spec, "require", _require_names(node, src))]
+        return ()
+
+    def imports(self, node, src):
+        source = node.child_by_field_name("source")
+        if source is None:
+            return ()
+        spec = unquote(node_text(source, src))
+        names = []
+        if node.type == "import_statement":
+            for clause in node.named_children:
+                if clause.type != "import_clause":
+                    continue
+                for part in clause.named_children:
+                    if part.type == "identifier":
+                        names.append(("default", node_text(part, src)))
+                    elif part.type == "namespace_import":
+                        ids = [c for c in part.named_children if c.type == "identifier"]
+                        if ids:
+                            names.append(("*", node_text(ids[-1], src)))
+                    elif part.type == "named_imports":
+                        names.extend(_specifiers(part, "import_specifier", src))
+            return [(spec, "import", tuple(names))]
+        for clause in node.named_children:
+            if clause.type == "export_clause":
+                names.extend(_specifiers(clause, "export_specifier", src))
+            elif clause.type == "namespace_export":
+                ids = [c for c in clause.named_children if c.type in ("identifier", "string")]
+                if ids:
+                    names.append(("*", unquote(node_text(ids[-1], src))))
+        return [(spec, "export_from", tuple(names))]
+
+
+def _outer(node):
+    """The statement a definition is written as (`export const f = ...;`)."""
+    outer = node
+    parent = node.parent
+    while parent is not None and parent.type in _WRAPPERS:
+        if parent.type in ("lexical_declaration", "variable_declaration") and parent.named_child_count != 1:
+            break       # `const a = () => 1, b = () => 2`: each declarator is its own
+        outer = parent
+        parent = parent.parent
+    return outer
+
+
+def _body(value):
+    if value is None:
+        return None
+    body = value.child_by_field_name("body")
+    return body if body is not None else value
+
+
+def _callee(fn, src: bytes, kind: str):
+    if fn.type in ("identifier", "this", "super"):
+        return node_text(fn, src), "", kind
+    if fn.type == "member_expression":
+        obj = fn.child_by_field_name("object")
+        prop = field_text(fn, "property", src)
+        if obj is None or not prop:
+            return None
+        return prop, drop_generics(node_text(obj, src)), kind
+    return None
+
+
+def _specifiers(clause, kind: str, src: bytes) -> list[tuple[str, str]]:
+    out = []
+    for spec in clause.named_children:
+        if spec.type == kind:
+            name = unquote(field_text(spec, "name", src))
+            alias = unquote(field_text(spec, "alias", src)) or name
+            out.append((name, alias))
+    return out
+
+
+def _require_names(call, src: bytes) -> tuple[tuple[str, str], ...]:
+    """`const x = require(...)` binds the module; `const {a, b: c} = require(...)` its keys."""
+    parent = call.parent
+    if parent is None or parent.type != "variable_declarator":
+        return ()
+    name = parent.child_by_field_name("name")
+    if name is None:
+        return ()
+    if name.type == "identifier":
+        return (("*", node_text(name, src)),)
+    out = []
+    if name.type == "object_pattern":
+        for part in name.named_children:
+            if part.type == "shorthand_property_identifier_pattern":
+                out.append((node_text(part, src), node_text(part, src)))
+            elif part.type == "pair_pattern":
+                out.append((unquote(field_text(part, "key", src)), field_text(part, "value", src)))
+    return tuple(out)
+
+
+READER = JavaScriptReader()
