@@ -36,3 +36,12 @@ def test_non_ascii_long_and_numeric_tokens():
 def test_config_round_trip():
     cfg = TokenizerConfig(stemmer=None, stopwords="english")
     assert TokenizerConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_code_of_other_languages_splits_on_scope_arrows_and_case():
+    tok = Tokenizer(TokenizerConfig(stemmer=None, stopwords="none"))
+    assert tok("fmt::detail::write_int") == ["fmt", "detail", "write_int", "write", "int"]
+    assert tok("p->jv_free(x)") == ["p", "jv_free", "jv", "free", "x"]
+    assert tok("this.resetTransport()") == ["this", "resettransport", "reset", "transport"]
+    assert tok("impl<T> Display for InteractivePrinter<'a>") == [
+        "impl", "t", "display", "for", "interactiveprinter", "interactive", "printer", "a"]

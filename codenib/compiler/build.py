@@ -30,6 +30,8 @@ from codenib.compiler.build_parse import (
 )
 from codenib.compiler.build_terms import _term_counts
 from codenib.compiler.graph import build_graph
+from codenib.compiler.lang import is_foreign
+from codenib.compiler.lang.contains import foreign_contains
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.workers import _Workers
 from codenib.errors import BadInputError
@@ -76,6 +78,7 @@ class BuildSummary:
     dense: dict | None
     manifest: dict
     reuse: dict | None = None           # what was reused from `BuildOptions.reuse`
+    languages: dict[str, dict[str, int]] | None = None   # language -> {"files": n, "nodes": n}
 
     def render(self) -> str:
         """Human-readable closing summary."""
@@ -88,6 +91,9 @@ class BuildSummary:
             "  edges      " + f"{sum(self.edges_by_type.values())}  ("
             + ", ".join(f"{k} {v}" for k, v in self.edges_by_type.items()) + ")",
         ]
+        if self.languages:
+            lines.append("  languages  " + ", ".join(
+                f"{lang} {c['files']} files {c['nodes']} nodes" for lang, c in self.languages.items()))
         if self.dense:
             d = self.dense
             lines.append(f"  dense      {d['name']} dim {d['dimension']} ({d.get('encoder', {}).get('backend', 'torch')})"
@@ -123,7 +129,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     changed, their BM25 term counts and their vectors; the result equals a full build.
 
     Raises:
-        BadInputError: missing repository, no Python files, or an `out` that exists and
+        BadInputError: missing repository, no source files, or an `out` that exists and
             is not a CodeNib index or also holds files CodeNib did not write (without `force`).
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -138,8 +144,9 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     t0 = time.perf_counter()
     files, skipped = walk_repository(repo)
     if not files:
-        raise BadInputError("no Python files found in the repository", path=str(repo),
-                            fix="pass the root of a repository that holds .py files")
+        raise BadInputError("no source files found in the repository", path=str(repo),
+                            fix="pass the root of a repository that holds source files "
+                                "(Python, JavaScript, TypeScript, Go, Java, Rust, C or C++)")
     # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
     root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
     with _Workers(options.jobs) as workers:
@@ -152,7 +159,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             kept = _unchanged_files(previous, shas, read_errors)
             store = _open_cache(options, out)
             cached = _cached_files(store, sorted(set(sources) - kept - set(read_errors)), shas)
-            parsed, trees = _parse_files(sorted(set(sources) - kept - set(cached)), sources, read_errors,
+            # `foreign_facts`: imports, calls and bases of the non-Python files parsed now.
+            parsed, trees, foreign_facts = _parse_files(sorted(set(sources) - kept - set(cached)), sources, read_errors,
                                          workers, options.progress)
             fresh = set(parsed)
             parsed.update((rel, entry.nodes) for rel, entry in cached.items())
@@ -161,19 +169,24 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             t0 = time.perf_counter()
             nodes, origin = _node_table(parsed, previous, kept)
             facts = _file_facts(nodes)
-            graph = build_graph(sources, facts, root_package, previous.graph if previous else None,
+            # The Python graph reads Python files only; the other languages' containment
+            # comes from their nodes (`foreign_contains`), the same for kept and parsed files.
+            py_sources = {rel: raw for rel, raw in sources.items() if not is_foreign(rel)}
+            graph = build_graph(py_sources, facts, root_package, previous.graph if previous else None,
                                 options.progress, trees)
+            edges = _all_edges(graph.edges, nodes)
             n_parsed = len(fresh)
-            del sources, trees
+            del sources, trees, py_sources, foreign_facts
             seconds["graph"] = time.perf_counter() - t0
 
         parse_errors = [(f, e) for f, (_, ok, e) in sorted(facts.items()) if not ok]
         for path, err in parse_errors:
-            log(f"warning: {path}: {err}; indexed as a file node without definitions")
+            what = "indexed as far as it parses" if is_foreign(path) else "indexed as a file node without definitions"
+            log(f"warning: {path}: {err}; {what}")
 
         with artifact.atomic_index_dir(out, options.force) as staging:
             pq.write_table(nodes, staging / artifact.NODES_FILE)
-            pq.write_table(graph.edges, staging / artifact.EDGES_FILE)
+            pq.write_table(edges, staging / artifact.EDGES_FILE)
 
             t0 = time.perf_counter()
             from codenib.compiler import sparse
@@ -195,7 +208,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer)
             kinds = nodes.column("kind").to_pylist()
             nodes_by_kind = Counter(kinds)
-            edges_by_type = Counter(graph.edges.column("type").to_pylist())
+            edges_by_type = Counter(edges.column("type").to_pylist())
             reuse = None
             if previous is not None:
                 reuse = {"from": str(previous.path), "files_kept": len(kept), "files_parsed": n_parsed,
@@ -236,4 +249,26 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
         dense=dense_info,
         manifest=manifest,
         reuse=reuse,
+        languages=_language_counts(nodes),
     )
+
+
+def _all_edges(python_edges, nodes):
+    """edges.parquet: the Python graph's edges and the other languages' containment, sorted."""
+    import pyarrow as pa
+
+    foreign = foreign_contains(nodes)
+    if foreign.num_rows == 0:
+        return python_edges
+    table = pa.concat_tables([python_edges, foreign])
+    return table.sort_by([("src", "ascending"), ("dst", "ascending"), ("type", "ascending")]).combine_chunks()
+
+
+def _language_counts(nodes) -> dict[str, dict[str, int]]:
+    """Files and nodes per language, most files first."""
+    counts: dict[str, dict[str, int]] = {}
+    for lang, kind in zip(nodes.column("language").to_pylist(), nodes.column("kind").to_pylist()):
+        c = counts.setdefault(lang or "python", {"files": 0, "nodes": 0})
+        c["nodes"] += 1
+        c["files"] += kind == "file"
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1]["files"], kv[0])))

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from codenib.compiler.graph import KEEP_TREES_BYTES
+from codenib.compiler.lang import ForeignFacts, is_foreign, read_foreign, read_unreadable
 from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
 from codenib.compiler.walk import SourceFile
 from codenib.compiler.workers import CHUNKS_PER_WORKER, _chunks, _Workers
@@ -51,50 +52,78 @@ def _read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None],
 
 
 def _unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
-    """Files whose nodes the earlier index holds for the same bytes."""
+    """Files whose nodes the earlier index holds for the same bytes (Python files by the
+    graph's state, the others, which the Python graph does not hold, by their file nodes)."""
     if previous is None or previous.graph is None:
         return set()
-    old = previous.graph.files
+    old = {rel: f.content_sha256 for rel, f in previous.graph.files.items()}
+    old.update(_previous_foreign_files(previous))
     return {rel for rel, sha in shas.items()
-            if rel not in read_errors and rel in old and old[rel].content_sha256 == sha}
+            if rel not in read_errors and rel in old and old[rel] == sha}
+
+
+def _previous_foreign_files(previous) -> dict[str, str]:
+    """Content sha256 of each non-Python file of the earlier index."""
+    nodes = previous.nodes
+    files = nodes.filter(pc.and_(pc.equal(nodes.column("kind"), "file"),
+                                 pc.not_equal(nodes.column("language"), "python")))
+    return dict(zip(files.column("file").to_pylist(), files.column("content_sha256").to_pylist()))
+
+
+def _previous_files(previous) -> set[str]:
+    """Every file of the earlier index."""
+    return set(previous.graph.files) | set(_previous_foreign_files(previous))
 
 
 def _parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],
-                 workers: "_Workers", progress: bool) -> tuple[dict[str, list[Node]], dict[str, ParsedFile]]:
-    """The nodes of each file in `rels`, parsed in worker processes when there are many.
+                 workers: "_Workers", progress: bool
+                 ) -> tuple[dict[str, list[Node]], dict[str, ParsedFile], dict[str, ForeignFacts]]:
+    """The nodes of each file in `rels`, parsed in worker processes when there are many,
+    and the facts of the non-Python ones among them (`codenib.compiler.lang.facts`).
 
-    Parsed here, the first files' trees are returned too (up to `KEEP_TREES_BYTES` of source):
-    the graph stage needs the same trees and need not parse those files again.
+    Parsed here, the first Python files' trees are returned too (up to `KEEP_TREES_BYTES` of
+    source): the graph stage needs the same trees and need not parse those files again.
     """
     items = [(rel, sources[rel], read_errors.get(rel)) for rel in rels]
     if workers.size > 1 and len(items) >= PARALLEL_MIN_FILES:
         chunks = _chunks(items, workers.size * CHUNKS_PER_WORKER, lambda it: len(it[1] or b""))
         results = workers.map(_parse_chunk, chunks, desc="parse", unit="chunk", progress=progress)
-        return {rel: nodes for chunk in results for rel, nodes in chunk}, {}
+        return ({rel: nodes for chunk in results for rel, nodes, _ in chunk}, {},
+                {rel: facts for chunk in results for rel, _, facts in chunk if facts is not None})
     from codenib.progress import Progress
 
     nodes: dict[str, list[Node]] = {}
     trees: dict[str, ParsedFile] = {}
+    facts: dict[str, ForeignFacts] = {}
     budget = KEEP_TREES_BYTES
     with Progress("parse", len(items), "files", enabled=progress) as bar:
         for rel, raw, error in items:
             pf = _parse_one(rel, raw, error)
             nodes[rel] = pf.nodes
-            if raw is not None and len(raw) <= budget:
+            if not isinstance(pf, ParsedFile):
+                facts[rel] = pf.facts
+            elif raw is not None and len(raw) <= budget:
                 budget -= len(raw)
                 pf.nodes = []
                 trees[rel] = pf
             bar.update(1)
-    return nodes, trees
+    return nodes, trees, facts
 
 
-def _parse_chunk(items) -> list[tuple[str, list[Node]]]:
-    """Worker task: (rel, bytes, read error) -> (rel, nodes)."""
+def _parse_chunk(items) -> list[tuple[str, list[Node], ForeignFacts | None]]:
+    """Worker task: (rel, bytes, read error) -> (rel, nodes, facts of a non-Python file)."""
     gc.disable()    # in a worker process: nothing else runs there
-    return [(rel, _parse_one(rel, raw, error).nodes) for rel, raw, error in items]
+    out = []
+    for rel, raw, error in items:
+        pf = _parse_one(rel, raw, error)
+        out.append((rel, pf.nodes, None if isinstance(pf, ParsedFile) else pf.facts))
+    return out
 
 
-def _parse_one(rel: str, raw: bytes | None, error: str | None) -> ParsedFile:
+def _parse_one(rel: str, raw: bytes | None, error: str | None):
+    """A Python file's `ParsedFile`, or another language's `ForeignParse`."""
+    if is_foreign(rel):
+        return read_unreadable(rel, error) if raw is None else read_foreign(rel, raw)
     return parse_unreadable(rel, error) if raw is None else parse_source(rel, raw)
 
 
@@ -102,7 +131,7 @@ def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tupl
     """nodes.parquet's table, sorted by node id, and each row's origin: the row of the
     earlier index it was taken from (an int), or None for a node parsed now."""
     new_nodes = [n for nodes in parsed.values() for n in nodes]
-    if not new_nodes and previous is not None and kept == set(previous.graph.files):
+    if not new_nodes and previous is not None and kept == _previous_files(previous):
         table = previous.nodes.cast(NODES_SCHEMA).combine_chunks()    # the same files, unchanged
         return table, list(range(table.num_rows))
     parts = [nodes_to_table(new_nodes)]

@@ -1,8 +1,8 @@
 """A store of per-file parse results keyed by content, shared by the indexes of a repository.
 
 Each entry holds one file's nodes and the BM25 term counts of their texts, for one
-(relative path, content sha256, parser version, tokenizer settings): the same bytes at the
-same path always give the same nodes. Entries are JSON files written once (to a temporary
+(relative path, content sha256, version of the reader of its language, tokenizer settings):
+the same bytes at the same path always give the same nodes. Entries are JSON files written once (to a temporary
 name, then renamed), so builds that share the store never see half an entry, and a store
 can be deleted at any time. Nothing is pickled.
 
@@ -22,12 +22,15 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from codenib.compiler.lang import reader_versions
 from codenib.compiler.parse import PARSE_VERSION
+from codenib.engines.languages import language_of
 from codenib.tokens import TokenizerConfig
 from codenib.types import NODES_SCHEMA, Node
 
-#: Bumped when the entry layout changes (old entries are then simply not found).
-CACHE_VERSION = 1
+#: Bumped when the entry layout or key changes (old entries are then simply not found; 2:
+#: the key holds the version of the reader of the file's language).
+CACHE_VERSION = 2
 #: The store's folder name when it sits next to the index (`codenib index --out DIR`).
 DEFAULT_CACHE_NAME = ".codenib-cache"
 
@@ -47,6 +50,9 @@ class FileCache:
         self.root = Path(root)
         settings = json.dumps([CACHE_VERSION, PARSE_VERSION, tokenizer.to_dict()], sort_keys=True)
         self._salt = hashlib.sha256(settings.encode()).hexdigest()[:16]
+        # A reader's version keys its own files only: a change to one language's reader
+        # leaves the entries of the others valid.
+        self._versions = reader_versions()
 
     def get(self, rel_path: str, content_sha256: str) -> CachedFile | None:
         """The entry for these bytes at this path, or None (missing or unreadable)."""
@@ -80,6 +86,7 @@ class FileCache:
             tmp.unlink(missing_ok=True)
 
     def _path(self, rel_path: str, content_sha256: str) -> Path:
-        key = hashlib.sha256(f"{self._salt}\0{rel_path}\0{content_sha256}".encode("utf-8", "surrogatepass"))
+        reader = self._versions.get(language_of(rel_path) or "", 0)
+        key = hashlib.sha256(f"{self._salt}\0{rel_path}\0{content_sha256}\0{reader}".encode("utf-8", "surrogatepass"))
         digest = key.hexdigest()
         return self.root / f"v{CACHE_VERSION}" / digest[:2] / f"{digest}.json"

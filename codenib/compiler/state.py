@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from codenib import artifact
 from codenib.compiler.graph import FileFacts, GraphState
+from codenib.compiler.lang import reader_versions
 from codenib.compiler.parse import PARSE_VERSION
 from codenib.compiler.resolve.deps import RESOLVE_VERSION
 from codenib.compiler.sparse import DocTerms
@@ -89,7 +90,7 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
             "parsing and resolving every file")
         return nothing
     expected = _meta(root_package, tokenizer)
-    for field in ("state_version", "parse_version", "resolve_version", "root_package"):
+    for field in ("state_version", "parse_version", "reader_versions", "resolve_version", "root_package"):
         if meta.get(field) != expected[field]:
             log(f"reuse: {index_dir} was built with {field} {meta.get(field)!r}, this build has "
                 f"{expected[field]!r}; parsing and resolving every file")
@@ -121,6 +122,7 @@ def _read(path: Path) -> pa.Table:
 
 
 def _meta(root_package: str | None, tokenizer: TokenizerConfig) -> dict:
-    return {"state_version": STATE_VERSION, "parse_version": PARSE_VERSION,
+    # `reader_versions`: the nodes of other languages' files are reused by content too.
+    return {"state_version": STATE_VERSION, "parse_version": PARSE_VERSION, "reader_versions": reader_versions(),
             "resolve_version": RESOLVE_VERSION, "root_package": root_package,
             "tokenizer": tokenizer.to_dict()}

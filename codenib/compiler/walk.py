@@ -1,4 +1,4 @@
-"""Walk a repository and list the Python source files to compile."""
+"""Walk a repository and list the source files to compile (every language a reader takes)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from codenib.engines.languages import language_of
 from codenib.errors import BadInputError
 
 #: Files above this size are generated or vendored data, not code worth indexing.
@@ -25,7 +26,7 @@ BINARY_SNIFF_BYTES = 8192
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A Python file selected for compilation."""
+    """A source file selected for compilation."""
 
     rel_path: str   # posix path relative to the repository root
     abs_path: Path
@@ -40,7 +41,8 @@ class SkippedFile:
 
 
 def walk_repository(root: str | os.PathLike) -> tuple[list[SourceFile], list[SkippedFile]]:
-    """List the Python files under `root`, sorted by relative path.
+    """List the source files under `root` (Python and the languages of
+    `codenib.engines.languages`), sorted by relative path.
 
     Skips hidden folders, virtual environments, `node_modules`, caches, top-level build
     outputs, `*.egg-info`, files over 1 MiB, binary files and symlinks that leave the root.
@@ -64,7 +66,7 @@ def walk_repository(root: str | os.PathLike) -> tuple[list[SourceFile], list[Ski
         rel_dir = here.relative_to(root_real)
         dirnames[:] = sorted(d for d in dirnames if not _skip_dir(here / d, d, top=rel_dir == Path(".")))
         for name in sorted(filenames):
-            if not name.endswith(".py"):
+            if language_of(name) is None:
                 continue
             path = here / name
             rel = (rel_dir / name).as_posix()
@@ -118,14 +120,14 @@ def _skip_file(path: Path, root_real: Path) -> str | None:
             head = fh.read(BINARY_SNIFF_BYTES)
     except OSError as exc:
         return f"unreadable: {exc.strerror}"
-    # A NUL byte in a .py file is kept (it becomes a parse error); other binaries are skipped.
+    # A NUL byte in a source file is kept (it becomes a parse error); other binaries are skipped.
     if b"\0" in head and _looks_binary(head):
         return "binary file"
     return None
 
 
 def _looks_binary(head: bytes) -> bool:
-    """Not UTF-8 text, or more than 30% control bytes: a binary blob that ends in .py."""
+    """Not UTF-8 text, or more than 30% control bytes: a binary blob with a source suffix."""
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:

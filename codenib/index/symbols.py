@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codenib.engines.languages import language_of
 from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.types import plain_qualname
 
@@ -30,7 +31,9 @@ class SymbolIndex:
     def __init__(self, node_ids: list[str], kinds: list[str], files: list[str], qualnames: list[str],
                  names: list[str], root_package: str | None = None):
         package_dirs = package_dirs_of(set(files))
-        module_of = {f: module_name_for(f, package_dirs, root_package) for f in set(files)}
+        # Dotted module names are Python's; other languages' files are found by path.
+        module_of = {f: module_name_for(f, package_dirs, root_package) if f.endswith(".py") else ""
+                     for f in set(files)}
         self.by_path: dict[str, list[int]] = {}
         self.by_module_qual: dict[str, list[int]] = {}
         self.by_qual: dict[str, list[int]] = {}
@@ -60,10 +63,11 @@ class SymbolIndex:
         """Indexed files a mentioned path can mean: the same file seen from any root.
 
         `/venv/site-packages/jinja2/utils.py`, `jinja2/utils.py` and `utils.py` all match
-        `src/jinja2/utils.py`; the longest common tail of path components wins.
+        `src/jinja2/utils.py` (a path of any indexed language likewise); the longest common
+        tail of path components wins.
         """
         parts = [p for p in path.replace("\\", "/").split("/") if p and p != "."]
-        if not parts or not parts[-1].endswith(".py"):
+        if not parts or language_of(parts[-1]) is None:
             return []
         best: list[str] = []
         best_len = 0

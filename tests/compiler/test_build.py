@@ -139,7 +139,7 @@ def test_bad_inputs_exit_2_and_write_nothing(tmp_path, capsys):
     assert main(["index", str(tmp_path / "missing"), "--out", str(tmp_path / "o1"), "--no-dense"]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["index", str(empty), "--out", str(tmp_path / "o2"), "--no-dense"]) == 2
-    assert "no Python files" in capsys.readouterr().err
+    assert "no source files" in capsys.readouterr().err
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "thesis.txt").write_text("do not delete")

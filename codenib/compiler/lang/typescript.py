@@ -11,7 +11,9 @@ from codenib.compiler.lang.javascript import _FUNCTION_VALUES, JavaScriptReader
 class TypeScriptReader(JavaScriptReader):
     language = "typescript"
     version = 1
-    query_source = JavaScriptReader.query_source + f"""
+    # JavaScript's patterns but its `field_definition` (TypeScript's is public_field_definition).
+    query_source = JavaScriptReader.query_source.replace(
+        f"(field_definition property: (_) value: {_FUNCTION_VALUES}) @def", "") + f"""
     (abstract_class_declaration) @def
     (interface_declaration) @def
     (enum_declaration) @def
@@ -20,7 +22,7 @@ class TypeScriptReader(JavaScriptReader):
     (method_signature) @def
     (abstract_method_signature) @def
     (public_field_definition name: (_) value: {_FUNCTION_VALUES}) @def
-    """.replace("(field_definition property: (_) value: [(arrow_function) (function_expression) (generator_function)]) @def", "")
+    """
 
     type_nodes = frozenset({"class_declaration", "class", "abstract_class_declaration",
                            "interface_declaration", "enum_declaration"})

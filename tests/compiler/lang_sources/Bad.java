@@ -1,0 +1,5 @@
+class Ok {
+  void fine() {}
+  void broken( {
+}
+class After { void g() {} }

@@ -1,0 +1,257 @@
+"""The tree-sitter readers: per language, a literal source (tests/compiler/lang_sources/) with
+its node ids, kinds and spans written down by hand, the tricky namings of DESIGN's Identity
+rules among them; facts; parse errors; the registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codenib.compiler.lang import READERS, is_foreign, read_foreign, reader_for, reader_versions
+from codenib.compiler.lang.contains import file_contains
+from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
+from codenib.engines.languages import LANGUAGE_OF_SUFFIX, language_of
+from codenib.types import plain_qualname
+
+SOURCES = Path(__file__).parent / "lang_sources"
+
+#: file -> language and every definition as (qualname, kind, start_line, end_line).
+EXPECTED: dict[str, tuple[str, list[tuple[str, str, int, int]]]] = {
+    "dayjs.js": ("javascript", [
+        ("Dayjs", "class", 9, 16),
+        ("Dayjs.constructor", "method", 10, 10),
+        ("Dayjs.format", "method", 12, 12),
+        ("Dayjs.parse", "method", 13, 13),          # static parse = (s) => ...
+        ("Dayjs.y", "method", 14, 14),              # getter
+        ("Dayjs.y#2", "method", 15, 15),            # setter: a duplicate qualname
+        ("f", "function", 18, 18),                  # export const f = () => ...
+        ("g", "function", 19, 19),                  # const g = function () {}, h = () => 2
+        ("h", "function", 19, 19),
+        ("Dayjs.add", "method", 20, 20),            # Dayjs.prototype.add = function ...
+        ("plugin", "function", 21, 21),             # exports.plugin = function ...
+        ("ordinal", "function", 24, 24),            # object-literal key
+        ("m", "function", 25, 25),                  # object-literal method
+        ("m.inner", "function", 25, 25),
+    ]),
+    "fixer.ts": ("typescript", [
+        ("Fixer", "class", 4, 8),                   # export abstract class Fixer<T>
+        ("Fixer.fix", "method", 5, 5),              # abstract method signature
+        ("Fixer.handler", "method", 6, 6),          # class field holding an arrow function
+        ("Fixer.constructor", "method", 7, 7),
+        ("IFixer", "class", 10, 12),
+        ("IFixer.fix", "method", 11, 11),
+        ("Utils.Color.parse", "function", 15, 15),  # namespace Utils.Color; generics dropped
+        ("Mode", "class", 18, 18),
+        ("apply", "function", 19, 19),
+    ]),
+    "client.go": ("go", [
+        ("Client", "class", 11, 15),
+        ("A", "class", 19, 19),
+        ("I", "class", 20, 23),
+        ("I.Do", "method", 22, 22),
+        ("Client.Get", "method", 27, 30),           # func (c *Client[T]) Get: pointer, generic
+        ("helper", "function", 32, 32),
+        ("Client.Get#2", "method", 33, 33),         # func (Client) Get(): value receiver
+    ]),
+    "A.java": ("java", [
+        ("A", "class", 6, 13),
+        ("A.A", "method", 7, 7),                    # constructor
+        ("A.m", "method", 9, 9),
+        ("A.m.run", "function", 9, 9),              # anonymous class's method inside m
+        ("A.K", "class", 10, 10),
+        ("A.K.k", "method", 10, 10),
+        ("A.E", "class", 11, 11),
+        ("A.E.z", "method", 11, 11),
+        ("A.R", "class", 12, 12),
+    ]),
+    "printer.rs": ("rust", [
+        ("S", "class", 6, 9),                       # #[derive] widens the span
+        ("S.fmt", "method", 12, 12),                # impl fmt::Display for S<T>
+        ("S.new", "method", 14, 14),                # impl S<u8>
+        ("S.new.inner", "function", 14, 14),
+        ("Tr", "class", 15, 15),
+        ("Tr.q", "method", 15, 15),
+        ("Tr.r", "method", 15, 15),
+        ("inner.E", "class", 16, 16),               # mod inner { ... }
+        ("inner.U", "class", 16, 16),
+        ("inner.f", "function", 16, 16),
+    ]),
+    "jv.c": ("c", [
+        ("jv_parser", "class", 5, 7),               # typedef struct { ... } jv_parser;
+        ("node", "class", 9, 9),
+        ("jv_free", "function", 12, 16),            # static int *jv_free(jv x)
+        ("kind", "class", 18, 18),
+        ("main", "function", 19, 19),
+    ]),
+    "format.cpp": ("cpp", [
+        ("fmt.detail.formatter", "class", 6, 9),    # template struct formatter<T, char>
+        ("fmt.detail.formatter.g", "method", 8, 8),
+        ("fmt.detail.formatter.f", "method", 11, 11),   # out of line detail::formatter<T, char>::f
+        ("fmt.w", "function", 12, 12),              # inline namespace v11 is transparent
+        ("fmt.a.b.C", "class", 13, 13),             # namespace a::b
+        ("fmt.a.b.C.C", "method", 13, 13),
+        ("fmt.a.b.C.~C", "method", 13, 13),
+        ("Foo.~Foo", "method", 15, 15),             # Foo::~Foo() {}
+        ("operator==", "function", 16, 16),
+        ("ptr", "function", 17, 17),
+        ("formatter", "class", 18, 18),             # template <> struct formatter<foo, char>
+    ]),
+}
+
+
+def _read(name: str):
+    return read_foreign(f"src/{name}", (SOURCES / name).read_bytes())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_reader_gives_the_hand_written_node_ids_kinds_and_spans(name):
+    language, expected = EXPECTED[name]
+    parsed = _read(name)
+    got = [(n.qualname, n.kind, n.start_line, n.end_line) for n in parsed.nodes[1:]]
+    assert got == expected
+    file_node = parsed.nodes[0]
+    assert (file_node.node_id, file_node.kind, file_node.language) == (f"src/{name}", "file", language)
+    assert all(n.node_id == f"src/{name}::{n.qualname}" and n.language == language for n in parsed.nodes[1:])
+    assert all(n.name == plain_qualname(n.qualname).rsplit(".", 1)[-1] for n in parsed.nodes[1:])
+    assert parsed.parse_error is None and file_node.parse_error is None
+
+
+def test_signatures_doc_comments_and_texts():
+    js = {n.qualname: n for n in _read("dayjs.js").nodes}
+    assert js["Dayjs"].signature == "class Dayjs extends Base"
+    assert js["Dayjs"].docstring == "Dayjs wraps a date."
+    assert js["Dayjs.format"].docstring == "formats it"
+    assert js["f"].signature == "export const f = () =>"
+    # A class's text is its outline: method bodies become signatures.
+    assert js["Dayjs"].text.startswith("src/dayjs.js Dayjs\n/**")
+    assert "format(str)  // formats it" in js["Dayjs"].text and "ns.fmt(" not in js["Dayjs"].text
+    assert "ns.fmt(this, str)" in js["Dayjs.format"].text
+    rs = {n.qualname: n for n in _read("printer.rs").nodes}
+    assert rs["S"].decorators == ("#[derive(Debug)]",)
+    assert rs["S"].docstring == "A struct.\nMore."
+    assert rs[""].docstring == "Crate doc."
+    go = {n.qualname: n for n in _read("client.go").nodes}
+    assert go["Client.Get"].signature == "func (c *Client[T]) Get(k string) error"
+    assert go["Client"].docstring == "Client talks.\nTwo lines."
+    assert go[""].docstring == "Package x does things."
+    # The file node holds the module-level code with definitions as signatures.
+    assert "func helper()" in go[""].text and "c.do(k)" not in go[""].text
+    java = {n.qualname: n for n in _read("A.java").nodes}
+    assert java["A"].docstring == "A doc." and java["A.m"].docstring == "m doc"
+    cpp = {n.qualname: n for n in _read("format.cpp").nodes}
+    assert cpp["fmt.detail.formatter"].docstring == "formatter doc"
+    assert cpp["fmt.detail.formatter.f"].signature == "template <typename T> void detail::formatter<T, char>::f() const"
+
+
+def test_facts_of_imports_calls_and_bases():
+    js = _read("dayjs.js").facts
+    assert ImportFact("./util", 1, "import", (("default", "X"), ("a", "b"), ("c", "c"))) in js.imports
+    assert ImportFact("../ns", 2, "import", (("*", "ns"),)) in js.imports
+    assert ImportFact("./req", 3, "require", (("d", "d"), ("e", "ee"))) in js.imports
+    assert ImportFact("./q", 27, "export_from", (("q", "q"),)) in js.imports
+    assert ImportFact("./lazy", 28, "dynamic_import", ()) in js.imports
+    assert CallFact("init", "this", "src/dayjs.js::Dayjs.constructor", 10) in js.calls
+    assert CallFact("fmt", "ns", "src/dayjs.js::Dayjs.format", 12) in js.calls
+    assert CallFact("Dayjs", "", "src/dayjs.js::Dayjs.parse", 13, "new") in js.calls
+    assert js.bases == (BaseFact("Dayjs", "src/dayjs.js::Dayjs", "Base", "extends", 9),)
+
+    go = _read("client.go").facts
+    assert go.package == "x"
+    assert [(i.spec, i.kind, i.names) for i in go.imports] == [
+        ("x", "package", ()), ("fmt", "import", ()), ("os", "import", (("*", "f"),))]
+    assert CallFact("Println", "fmt", "src/client.go::Client.Get", 28) in go.calls
+    assert {(b.owner, b.base, b.relation) for b in go.bases} == {
+        ("Client", "io.Reader", "embeds"), ("Client", "Base", "embeds"), ("I", "io.Closer", "embeds")}
+
+    java = _read("A.java").facts
+    assert java.package == "a.b"
+    assert [(i.spec, i.kind) for i in java.imports] == [
+        ("a.b", "package"), ("a.b.C.d", "import_static"), ("a.b.*", "import"), ("x.Y", "import")]
+    assert {(b.owner, b.base, b.relation) for b in java.bases} == {
+        ("A", "B", "extends"), ("A", "I", "implements"), ("A", "J", "implements"), ("A.K", "L", "extends")}
+    assert CallFact("g", "C", "src/A.java::A.m", 9) in java.calls
+
+    rs = _read("printer.rs").facts
+    assert [(i.spec, i.kind, i.names) for i in rs.imports] == [
+        ("crate::a", "use", (("a", "a"),)), ("crate::a::b", "use", (("b", "b"),)),
+        ("crate::a::c", "use", (("c", "d"),)), ("crate::a::e::*", "use", ()),
+        ("std::io", "use", (("io", "io"),)), ("m", "mod", ())]
+    assert BaseFact("S", "src/printer.rs::S", "fmt::Display", "implements", 11) in rs.bases
+    assert CallFact("new", "S", "src/printer.rs::S.fmt", 12) in rs.calls
+    assert CallFact("new", "Vec", "src/printer.rs::S.fmt", 12) in rs.calls      # Vec::<u8>::new()
+    assert CallFact("g", "self", "src/printer.rs::S.fmt", 12) in rs.calls
+
+    c = _read("jv.c").facts
+    assert [(i.spec, i.kind) for i in c.imports] == [("jv.h", "include_local"), ("stdio.h", "include_system")]
+    assert CallFact("cb", "p", "src/jv.c::jv_free", 14) in c.calls
+
+    cpp = _read("format.cpp").facts
+    assert {(b.base, b.relation) for b in cpp.bases} == {("base", "extends"), ("other", "extends")}
+    assert CallFact("b", "A", "src/format.cpp::fmt.detail.formatter.f", 11) in cpp.calls
+    assert CallFact("run", "obj", "src/format.cpp::fmt.detail.formatter.f", 11) in cpp.calls
+    assert CallFact("Foo", "", "src/format.cpp::fmt.detail.formatter.f", 11, "new") in cpp.calls
+
+    ts = _read("fixer.ts").facts
+    assert {(b.owner, b.base, b.relation) for b in ts.bases} == {
+        ("Fixer", "Base", "extends"), ("Fixer", "IFixer", "implements"), ("Fixer", "Other", "implements"),
+        ("IFixer", "Runnable", "extends")}
+    assert CallFact("parse", "Utils.Color", "src/fixer.ts::apply", 19) in ts.calls
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_facts_survive_a_json_round_trip(name):
+    facts = _read(name).facts
+    assert ForeignFacts.from_dict(facts.to_dict()) == facts
+
+
+def test_a_file_with_a_syntax_error_is_read_as_far_as_it_parses():
+    parsed = _read("Bad.java")
+    assert parsed.parse_error == "syntax error near line 3"
+    assert parsed.nodes[0].parse_error == "syntax error near line 3"
+    assert ("Ok.fine", "method") in [(n.qualname, n.kind) for n in parsed.nodes]
+    assert any(n.name == "g" for n in parsed.nodes)     # definitions after the error are read too
+
+
+def test_containment_hangs_out_of_line_definitions_under_their_type():
+    nodes = _read("dayjs.js").nodes[1:]
+    edges = dict((child, parent) for parent, child in file_contains(
+        "src/dayjs.js", [(n.node_id, plain_qualname(n.qualname), n.start_line, n.end_line) for n in nodes]))
+    assert edges["src/dayjs.js::Dayjs.add"] == "src/dayjs.js::Dayjs"        # prototype assignment
+    assert edges["src/dayjs.js::Dayjs.y#2"] == "src/dayjs.js::Dayjs"
+    assert edges["src/dayjs.js::m.inner"] == "src/dayjs.js::m"
+    assert edges["src/dayjs.js::f"] == "src/dayjs.js"
+    cpp = _read("format.cpp").nodes[1:]
+    edges = dict((child, parent) for parent, child in file_contains(
+        "src/format.cpp", [(n.node_id, plain_qualname(n.qualname), n.start_line, n.end_line) for n in cpp]))
+    assert edges["src/format.cpp::fmt.detail.formatter.f"] == "src/format.cpp::fmt.detail.formatter"
+    assert edges["src/format.cpp::fmt.w"] == "src/format.cpp"       # namespaces are no nodes
+
+
+def test_the_registry_covers_every_suffix_and_tsx_uses_the_tsx_grammar():
+    for suffix, language in LANGUAGE_OF_SUFFIX.items():
+        assert language == "python" or language in READERS
+        assert is_foreign(f"x{suffix}") == (language != "python")
+    assert language_of("include/fmt/format.h") == "c" and language_of("a.hpp") == "cpp"
+    assert reader_for("a.py") is None and reader_for("README.md") is None
+    tsx = b"export const App = () => <div onClick={() => go()}>hi</div>;\n"
+    parsed = read_foreign("src/App.tsx", tsx)
+    assert parsed.parse_error is None and [n.qualname for n in parsed.nodes[1:]] == ["App"]
+    assert set(reader_versions()) == set(READERS) | {"facts"}
+
+
+def test_no_grammar_is_fetched_at_run_time():
+    # The wheels carry compiled grammars: a Language is made from the module's pointer.
+    import tree_sitter
+    import tree_sitter_go
+
+    assert tree_sitter.Language(tree_sitter_go.language()) is not None
+    for language in READERS:
+        parsed = read_foreign(f"x{next(s for s, l in LANGUAGE_OF_SUFFIX.items() if l == language)}", b"")
+        assert parsed.nodes[0].kind == "file" and parsed.parse_error is None
+
+
+def test_undecodable_bytes_and_an_empty_file_do_not_stop_a_reader():
+    parsed = read_foreign("a.c", b"/* \xff\xfe */\nint f(void) { return 0; }\n")
+    assert [n.qualname for n in parsed.nodes[1:]] == ["f"]
+    assert read_foreign("a.rs", b"").nodes[0].end_line == 1
