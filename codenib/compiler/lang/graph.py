@@ -114,6 +114,7 @@ class Repo:
         self.by_name: dict[tuple[str, str], list[Def]] = {}  # (family, name) -> defs
         self.members: dict[tuple, dict[str, Def]] = {}        # container key -> name -> first def
         self.bases: dict[tuple, list[Def]] = {}              # container key -> resolved base types
+        self.types: dict[tuple, Def] = {}                    # container key -> the type itself
         self.rules_of: dict[str, Rules] = {}
         self._imports: dict[str, tuple[tuple[ImportFact, tuple[str, ...]], ...]] = {}
         defs = sorted(defs, key=lambda d: d.node_id)
@@ -132,6 +133,8 @@ class Repo:
             if rules is None:
                 continue
             self.by_name.setdefault((family(d.file), d.name), []).append(d)
+            if d.kind == "class":
+                self.types.setdefault(rules.container_key(d.file, d.plain), d)
             if d.container:
                 self.members.setdefault(rules.container_key(d.file, d.container), {}).setdefault(d.name, d)
 
@@ -198,17 +201,53 @@ class Repo:
             plain = plain.rpartition(".")[0]
         return None
 
-    def unique_method(self, rel: str, name: str) -> Def | None:
-        """The one method called `name` among the files an untyped receiver can reach."""
+    def unique_method(self, rel: str, name: str, exclude: Def | None = None) -> Def | None:
+        """The one method called `name` among the files an untyped receiver can reach.
+
+        Methods it overrides (same name in its base types, e.g. the interface or trait
+        method it implements) do not count as other candidates: the implementation is
+        taken. The caller itself is no candidate (`self.inner.len()` inside `len` is
+        delegation, far more often than recursion on another object).
+        """
         rules = self.rules(rel)
         visible = set(rules.visible_files(self, rel))
-        found = None
-        for d in self.by_name.get((family(rel), name), ()):
-            if d.kind == "method" and d.file in visible:
-                if found is not None:
-                    return None
-                found = d
-        return found
+        found = [d for d in self.by_name.get((family(rel), name), ())
+                 if d.kind == "method" and (d.file in visible or self._type_file(rules, d) in visible)
+                 and (exclude is None or d.node_id != exclude.node_id)]
+        if len(found) <= 1:
+            return found[0] if found else None
+        overridden = set()
+        for d in found:
+            key = rules.container_key(d.file, d.container)
+            for base in self._ancestors(key):
+                m = self.members.get(self.key_of(base), {}).get(name)
+                if m is not None:
+                    overridden.add(m.node_id)
+        left = [d for d in found if d.node_id not in overridden]
+        return left[0] if len(left) == 1 else None
+
+    def _type_file(self, rules: Rules, d: Def) -> str | None:
+        """The file defining the type a method belongs to (an out-of-line C++ method's
+        class is in a header the caller includes)."""
+        owner = self.types.get(rules.container_key(d.file, d.container))
+        return owner.file if owner is not None else None
+
+    def _ancestors(self, key: tuple) -> list[Def]:
+        """The base types of a container, transitively (breadth first, each once)."""
+        out: list[Def] = []
+        seen = {key}
+        frontier = [key]
+        for _ in range(MAX_BASE_DEPTH):
+            nxt = []
+            for k in frontier:
+                for base in self.bases.get(k, ()):
+                    bkey = self.key_of(base)
+                    if bkey not in seen:
+                        seen.add(bkey)
+                        out.append(base)
+                        nxt.append(bkey)
+            frontier = nxt
+        return out
 
     def caller_def(self, call: CallFact) -> Def | None:
         return self.by_id.get(call.caller)

@@ -139,16 +139,19 @@ class CRules(Rules):
             return self._function(repo, rel, call.callee)
         if call.receiver == "this":
             return repo.enclosing_member(rel, caller, call.callee)
-        if "::" in call.receiver or (language_of(rel) == "cpp" and call.receiver[:1].isupper()
-                                     and call.receiver.isidentifier() and self._scoped(context, call.receiver)):
-            qual = call.receiver.removeprefix("::").replace("::", ".")
+        if language_of(rel) == "c":
+            return None         # `s.f()` / `s->f()` in C: a function pointer in a struct
+        # The facts spell `ns::f()` and `obj.f()` alike (receiver "ns", "obj"): a receiver
+        # that names a class or namespace from the caller's scope outwards is a qualifier.
+        qual = call.receiver.removeprefix("::").replace("::", ".")
+        if qual.replace(".", "").replace("_", "").isalnum():
             owner = self._scoped(context, qual)
             if owner is not None and owner.kind == "class":
                 return repo.member(repo.key_of(owner), call.callee)
-            return self._scoped(context, f"{qual}.{call.callee}")
-        if language_of(rel) == "c":
-            return None
-        return repo.unique_method(rel, call.callee)
+            d = self._scoped(context, f"{qual}.{call.callee}")
+            if d is not None or "::" in call.receiver:
+                return d
+        return repo.unique_method(rel, call.callee, exclude=caller)
 
 
 RULES = CRules

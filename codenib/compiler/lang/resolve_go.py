@@ -120,7 +120,7 @@ class GoRules(Rules):
             m = _RECEIVER.match(caller.signature)
             if m and m.group(1) == call.receiver:
                 return repo.member(self.container_key(rel, caller.container), call.callee)
-        return repo.unique_method(rel, call.callee)
+        return repo.unique_method(rel, call.callee, exclude=repo.caller_def(call))
 
 
 RULES = GoRules

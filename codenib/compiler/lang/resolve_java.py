@@ -113,9 +113,9 @@ class JavaRules(Rules):
         if "(" not in call.receiver and call.receiver[:1].isupper() or "." in call.receiver \
                 and call.receiver.rpartition(".")[2][:1].isupper():
             owner = self.resolve_type(repo, rel, call.receiver, context)
-            if owner is not None:
-                return repo.member(repo.key_of(owner), call.callee)
-        return repo.unique_method(rel, call.callee)
+            # A type name (`Math.round`) outside the repository: no repository method.
+            return repo.member(repo.key_of(owner), call.callee) if owner is not None else None
+        return repo.unique_method(rel, call.callee, exclude=repo.caller_def(call))
 
     def _static_import(self, repo: Repo, rel: str, name: str) -> Def | None:
         for fact, targets in repo.imports(rel):

@@ -130,7 +130,7 @@ class JsRules(Rules):
                 return repo.member(repo.key_of(owner), call.callee)
             if owner is not None:
                 return None         # a function object's own property: nothing we know
-        return repo.unique_method(rel, call.callee)
+        return repo.unique_method(rel, call.callee, exclude=repo.caller_def(call))
 
     def _super_member(self, repo: Repo, rel: str, caller: Def | None, name: str) -> Def | None:
         plain = caller.container if caller is not None else ""

@@ -200,7 +200,7 @@ class RustRules(Rules):
                 return repo.member(repo.key_of(owner), call.callee)
             if owner is not None or not receiver[:1].islower():
                 return None
-        return repo.unique_method(rel, call.callee)
+        return repo.unique_method(rel, call.callee, exclude=repo.caller_def(call))
 
 
 RULES = RustRules
