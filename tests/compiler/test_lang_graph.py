@@ -176,11 +176,15 @@ def test_who_calls_a_go_and_a_java_function_through_index_and_query(tmp_path, ca
     idx = tmp_path / "idx"
     assert main(["index", str(repo), "--out", str(idx), "--no-dense", "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["query", str(idx), "who calls Trim?", "--json", "-k", "10"]) == 0
-    found = {r["node_id"] for r in json.loads(capsys.readouterr().out)["results"]}
-    callers = {"svc/internal/util/strings.go::Logger.Log", "svc/client/client.go::NewClient",
-               "svc/internal/util/strings_test.go::helperForTests"}
-    assert callers <= found, found
-    assert main(["query", str(idx), "who calls Util.square?", "--json", "-k", "10"]) == 0
-    found = {r["node_id"] for r in json.loads(capsys.readouterr().out)["results"]}
-    assert {"jvm/" + _J + "app/Circle.java::Circle.area", "jvm/" + _J + "app/Main.java::Main.run"} <= found, found
+    # The callers come from calls edges (the graph walk found them), ranked first.
+    for question, callers in (
+            ("who calls Trim?", {"svc/internal/util/strings.go::Logger.Log", "svc/client/client.go::NewClient",
+                                 "svc/internal/util/strings_test.go::helperForTests"}),
+            ("who calls Util.square?", {"jvm/" + _J + "app/Circle.java::Circle.area",
+                                        "jvm/" + _J + "app/Main.java::Main.run"})):
+        assert main(["query", str(idx), question, "--json", "-k", "10"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["plan"] == "structural_graph"
+        assert out["trace"]["detail"]["graph_nodes"] == len(callers), out["trace"]["detail"]
+        top = {r["node_id"] for r in out["results"][:len(callers)]}
+        assert top == callers, out["results"]
