@@ -117,6 +117,7 @@ class Repo:
         self.types: dict[tuple, Def] = {}                    # container key -> the type itself
         self.rules_of: dict[str, Rules] = {}
         self._imports: dict[str, tuple[tuple[ImportFact, tuple[str, ...]], ...]] = {}
+        self._visible: dict[str, frozenset[str]] = {}
         defs = sorted(defs, key=lambda d: d.node_id)
         for d in defs:
             self.by_id[d.node_id] = d
@@ -210,7 +211,9 @@ class Repo:
         delegation, far more often than recursion on another object).
         """
         rules = self.rules(rel)
-        visible = set(rules.visible_files(self, rel))
+        visible = self._visible.get(rel)
+        if visible is None:
+            visible = self._visible[rel] = frozenset(rules.visible_files(self, rel))
         found = [d for d in self.by_name.get((family(rel), name), ())
                  if d.kind == "method" and (d.file in visible or self._type_file(rules, d) in visible)
                  and (exclude is None or d.node_id != exclude.node_id)]

@@ -31,6 +31,8 @@ def _is_test(rel: str) -> bool:
 
 class GoRules(Rules):
     def setup(self, repo: Repo, files: list[str]) -> None:
+        self._bindings: dict[tuple[str, str], list[str] | None] = {}    # lookups made once each
+        self._same: dict[str, list[str]] = {}
         self.dir_files: dict[str, list[str]] = {}
         for rel in files:
             self.dir_files.setdefault(posixpath.dirname(rel), []).append(rel)
@@ -75,6 +77,12 @@ class GoRules(Rules):
 
     def _package_binding(self, repo: Repo, rel: str, local: str) -> list[str] | None:
         """The files of the package a file imports under `local`, or None."""
+        key = (rel, local)
+        if key not in self._bindings:
+            self._bindings[key] = self._find_binding(repo, rel, local)
+        return self._bindings[key]
+
+    def _find_binding(self, repo: Repo, rel: str, local: str) -> list[str] | None:
         for fact, targets in repo.imports(rel):
             if fact.kind != "import" or not targets:
                 continue
@@ -89,6 +97,11 @@ class GoRules(Rules):
         return None
 
     def _same_package(self, repo: Repo, rel: str) -> list[str]:
+        if rel not in self._same:
+            self._same[rel] = self._find_same_package(repo, rel)
+        return self._same[rel]
+
+    def _find_same_package(self, repo: Repo, rel: str) -> list[str]:
         facts = repo.facts.get(rel)
         return self._package_files(repo, posixpath.dirname(rel), _is_test(rel),
                                    facts.package if facts is not None and facts.package else None)
