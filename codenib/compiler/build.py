@@ -32,6 +32,7 @@ from codenib.compiler.build_terms import _term_counts
 from codenib.compiler.graph import build_graph
 from codenib.compiler.lang import is_foreign
 from codenib.compiler.lang.contains import foreign_contains
+from codenib.compiler.lang.graph import foreign_edges, read_manifests
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.workers import _Workers
 from codenib.errors import BadInputError
@@ -174,7 +175,9 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             py_sources = {rel: raw for rel, raw in sources.items() if not is_foreign(rel)}
             graph = build_graph(py_sources, facts, root_package, previous.graph if previous else None,
                                 options.progress, trees)
-            edges = _all_edges(graph.edges, nodes)
+            all_facts = _foreign_facts(nodes, foreign_facts, previous, sources)
+            edges = _all_edges(graph.edges, nodes, {rel: f for rel, (_, f) in all_facts.items()},
+                               list(sources), read_manifests(repo, sources))
             n_parsed = len(fresh)
             del sources, trees, py_sources, foreign_facts
             seconds["graph"] = time.perf_counter() - t0
@@ -205,7 +208,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 dense_info = build_dense(_nodes_of(nodes), staging / artifact.DENSE_DIR, options, log)
                 seconds["dense"] = time.perf_counter() - t0
 
-            incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer)
+            incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer, all_facts)
             kinds = nodes.column("kind").to_pylist()
             nodes_by_kind = Counter(kinds)
             edges_by_type = Counter(edges.column("type").to_pylist())
@@ -253,14 +256,40 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     )
 
 
-def _all_edges(python_edges, nodes):
-    """edges.parquet: the Python graph's edges and the other languages' containment, sorted."""
+def _foreign_facts(nodes, fresh: dict, previous, sources: dict) -> dict:
+    """rel -> (content sha256, ForeignFacts) of every non-Python file: those parsed now, those
+    an earlier index kept for the same bytes, and the rest (found in the per-file store,
+    which holds no facts) read again from the bytes of this build."""
+    import pyarrow.compute as pc
+
+    from codenib.compiler.lang import ForeignFacts, read_foreign
+
+    files = nodes.filter(pc.and_(pc.equal(nodes.column("kind"), "file"),
+                                 pc.not_equal(nodes.column("language"), "python")))
+    old = (previous.foreign_facts or {}) if previous is not None else {}
+    out = {}
+    for rel, sha, lang in zip(files.column("file").to_pylist(), files.column("content_sha256").to_pylist(),
+                              files.column("language").to_pylist()):
+        facts = fresh.get(rel)
+        if facts is None and rel in old and old[rel][0] == sha:
+            facts = old[rel][1]
+        if facts is None:
+            raw = sources.get(rel)
+            facts = read_foreign(rel, raw).facts if raw is not None else ForeignFacts(rel, lang)
+        out[rel] = (sha, facts)
+    return out
+
+
+def _all_edges(python_edges, nodes, foreign_facts: dict, paths: list[str], manifests: dict):
+    """edges.parquet: the Python graph's edges, the other languages' containment and their
+    imports, calls and inherits (`codenib.compiler.lang.graph`), sorted."""
     import pyarrow as pa
 
-    foreign = foreign_contains(nodes)
-    if foreign.num_rows == 0:
+    parts = [t for t in (foreign_contains(nodes), foreign_edges(nodes, foreign_facts, paths, manifests))
+             if t.num_rows]
+    if not parts:
         return python_edges
-    table = pa.concat_tables([python_edges, foreign])
+    table = pa.concat_tables([python_edges] + parts)
     return table.sort_by([("src", "ascending"), ("dst", "ascending"), ("type", "ascending")]).combine_chunks()
 
 

@@ -9,6 +9,8 @@
     incr/keys.parquet        dependency keys read by some unit, with owner file and digest
     incr/reads.parquet       (unit row, key row): which keys each unit read
     incr/terms_*.npy, incr/terms_vocab.json   BM25 term counts of every node row
+    incr/foreign_facts.parquet  per non-Python file: content sha256 and its `ForeignFacts`
+                             (JSON): what the other languages' graph is resolved from
 
 Nodes are not repeated here: a file's rows of nodes.parquet are its parse results.
 Nothing is pickled.
@@ -40,6 +42,7 @@ UNITS_FILE = "units.parquet"
 UNIT_EDGES_FILE = "unit_edges.parquet"
 KEYS_FILE = "keys.parquet"
 READS_FILE = "reads.parquet"
+FOREIGN_FACTS_FILE = "foreign_facts.parquet"
 #: Bumped when the layout of `incr/` changes.
 STATE_VERSION = 1
 
@@ -52,11 +55,13 @@ class Previous:
     graph: GraphState | None        # None: nodes and edges are not reusable
     nodes: pa.Table | None
     terms: DocTerms | None          # None: BM25 counts are not reusable (other tokenizer)
+    foreign_facts: dict | None = None   # rel -> (content sha256, ForeignFacts) of non-Python files
 
 
 def save_state(folder: Path, graph: GraphState, terms: DocTerms, root_package: str | None,
-               tokenizer: TokenizerConfig) -> None:
-    """Write `incr/` under the staging folder `folder`."""
+               tokenizer: TokenizerConfig, foreign_facts: dict | None = None) -> None:
+    """Write `incr/` under the staging folder `folder` (`foreign_facts`: rel -> (content
+    sha256, ForeignFacts) of the non-Python files)."""
     incr = folder / INCR_DIR
     incr.mkdir(parents=True, exist_ok=True)
     (incr / STATE_FILE).write_text(json.dumps(_meta(root_package, tokenizer), indent=2, sort_keys=True))
@@ -76,6 +81,25 @@ def save_state(folder: Path, graph: GraphState, terms: DocTerms, root_package: s
     pq.write_table(pa.table({"unit": pa.array(graph.reads_unit, pa.int32()),
                              "key": pa.array(graph.reads_key, pa.int32())}), incr / READS_FILE)
     terms.save(incr)
+    rows = sorted((foreign_facts or {}).items())
+    pq.write_table(pa.table({"path": [p for p, _ in rows], "content_sha256": [sha for _, (sha, _) in rows],
+                             "facts": [json.dumps(f.to_dict(), sort_keys=True) for _, (_, f) in rows]},
+                            schema=pa.schema([("path", pa.string()), ("content_sha256", pa.string()),
+                                              ("facts", pa.string())])),
+                   incr / FOREIGN_FACTS_FILE)
+
+
+def _load_foreign_facts(incr: Path) -> dict:
+    """What `save_state` wrote of the non-Python files' facts ({} when absent or unreadable:
+    those files are read again)."""
+    from codenib.compiler.lang import ForeignFacts
+
+    try:
+        cols = _read(incr / FOREIGN_FACTS_FILE).to_pydict()
+        return {p: (sha, ForeignFacts.from_dict(json.loads(text)))
+                for p, sha, text in zip(cols["path"], cols["content_sha256"], cols["facts"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def load_previous(index_dir: Path, root_package: str | None, tokenizer: TokenizerConfig,
@@ -113,7 +137,7 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
             terms = None
     else:
         log(f"reuse: {index_dir} was tokenized with other settings; tokenizing every node again")
-    return Previous(index_dir, graph, nodes, terms)
+    return Previous(index_dir, graph, nodes, terms, _load_foreign_facts(incr))
 
 
 def _read(path: Path) -> pa.Table:

@@ -1,0 +1,2 @@
+#include "../src/jv.h"
+int parse(const char *s);

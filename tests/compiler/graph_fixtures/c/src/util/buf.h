@@ -1,0 +1,1 @@
+void buf_reset(void);

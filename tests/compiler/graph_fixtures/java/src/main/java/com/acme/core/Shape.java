@@ -1,0 +1,6 @@
+package com.acme.core;
+
+/** A shape. */
+public interface Shape {
+    double area();
+}

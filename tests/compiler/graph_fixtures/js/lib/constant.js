@@ -1,0 +1,4 @@
+export const FORMAT_DEFAULT = 'YYYY'
+export function normalize(u) {
+  return u.toLowerCase()
+}

@@ -1,0 +1,5 @@
+const helper = (d) => d
+
+export default function Plugin(d) {
+  return helper(d)
+}

@@ -1,0 +1,1 @@
+export { Color, clamp } from './color'
