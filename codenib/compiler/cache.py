@@ -24,7 +24,7 @@ from pathlib import Path
 
 from codenib.compiler.lang import reader_versions
 from codenib.compiler.parse import PARSE_VERSION
-from codenib.engines.languages import language_of
+from codenib.engines.languages import languages_of
 from codenib.tokens import TokenizerConfig
 from codenib.types import NODES_SCHEMA, Node
 
@@ -86,7 +86,8 @@ class FileCache:
             tmp.unlink(missing_ok=True)
 
     def _path(self, rel_path: str, content_sha256: str) -> Path:
-        reader = self._versions.get(language_of(rel_path) or "", 0)
+        # A `.h` may be read as C or C++: both readers' versions key it.
+        reader = "/".join(str(self._versions.get(lang, 0)) for lang in languages_of(rel_path)) or "0"
         key = hashlib.sha256(f"{self._salt}\0{rel_path}\0{content_sha256}\0{reader}".encode("utf-8", "surrogatepass"))
         digest = key.hexdigest()
         return self.root / f"v{CACHE_VERSION}" / digest[:2] / f"{digest}.json"

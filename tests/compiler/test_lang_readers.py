@@ -263,3 +263,25 @@ def test_a_reader_compiles_its_parser_and_query_once_per_grammar():
     assert ts_reader._tools("a.tsx") is ts_reader._tools("d.tsx") is not ts_reader._tools("a.ts")
     go_reader = reader_for("a.go")
     assert go_reader._tools("a.go") is go_reader._tools("b.go")
+
+
+@pytest.mark.parametrize("text, language", [
+    (b"#ifndef A_H\n#define A_H\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint jv_parse(const char *s);\n"
+     b"struct jv { int kind; };\n#endif\n", "c"),
+    (b"#pragma once\nnamespace fmt {\nclass buffer {\n public:\n  void push_back(int c) {}\n};\n}\n", "cpp"),
+    (b"FMT_BEGIN_NAMESPACE\ntemplate <typename T> class basic_buffer {\n  T* ptr_;\n};\nFMT_END_NAMESPACE\n", "cpp"),
+    (b"#include <string>\ninline std::string name() { return \"x\"; }\n", "cpp"),
+    # `class` as a C identifier, and `new` too: stays C
+    (b"struct node { int class; struct node *new; };\nint classify(int class);\n", "c"),
+], ids=["c-header", "namespace-class", "template", "std", "c-keywords-as-names"])
+def test_a_header_is_read_as_cpp_when_its_text_is_cpp(text, language):
+    assert language_of("include/x.h", text) == language
+    parsed = read_foreign("include/x.h", text)
+    assert parsed.nodes[0].language == language
+
+
+def test_a_cpp_header_keeps_its_classes_and_methods():
+    text = b"#pragma once\nnamespace fmt {\nclass buffer {\n public:\n  void push_back(int c) {}\n};\n}\n"
+    parsed = read_foreign("include/fmt/base.h", text)
+    assert [(n.qualname, n.kind) for n in parsed.nodes[1:]] == [("fmt.buffer", "class"),
+                                                                ("fmt.buffer.push_back", "method")]

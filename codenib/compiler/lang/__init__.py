@@ -29,9 +29,10 @@ READERS: dict[str, str] = {
 _loaded: dict[str, TreeReader] = {}
 
 
-def reader_for(rel_path: str) -> TreeReader | None:
-    """The reader of a file by its suffix; None for Python files and unknown suffixes."""
-    language = language_of(rel_path)
+def reader_for(rel_path: str, raw: bytes | None = None) -> TreeReader | None:
+    """The reader of a file by its suffix (and its bytes, for `.h`); None for Python files and
+    unknown suffixes."""
+    language = language_of(rel_path, raw)
     if language is None or language not in READERS:
         return None
     reader = _loaded.get(language)
@@ -55,7 +56,7 @@ def reader_versions() -> dict[str, int]:
 
 def read_foreign(rel_path: str, raw: bytes) -> ForeignParse:
     """Nodes and facts of a non-Python file (raises KeyError for a suffix no reader takes)."""
-    reader = reader_for(rel_path)
+    reader = reader_for(rel_path, raw)
     if reader is None:
         raise KeyError(f"no reader for {rel_path}")
     return reader.read(rel_path, raw)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.engines.languages import language_of
@@ -105,8 +106,9 @@ class Repo:
     """Every non-Python definition and fact of a build, indexed for the rules."""
 
     def __init__(self, defs: Iterable[Def], facts: Mapping[str, ForeignFacts], paths: Iterable[str],
-                 manifests: Mapping[str, bytes]):
+                 manifests: Mapping[str, bytes], languages: Mapping[str, str] | None = None):
         self.facts = dict(facts)
+        self.languages = dict(languages or {})   # rel -> the language its reader used
         self.paths = frozenset(paths)
         self.manifests = dict(manifests)
         self.by_id: dict[str, Def] = {}
@@ -140,6 +142,10 @@ class Repo:
                 self.members.setdefault(rules.container_key(d.file, d.container), {}).setdefault(d.name, d)
 
     # --- lookups the rules share -----------------------------------------------------------
+    def language(self, rel: str) -> str | None:
+        """The language a file was read as (a `.h` may be C or C++), else by its suffix."""
+        return self.languages.get(rel) or language_of(rel)
+
     def rules(self, rel: str) -> Rules | None:
         language = language_of(rel)
         module = RULES.get(language or "")
@@ -310,7 +316,9 @@ def defs_of_nodes(nodes: pa.Table) -> list[Def]:
 def foreign_edges(nodes: pa.Table, facts: Mapping[str, ForeignFacts], paths: Iterable[str],
                   manifests: Mapping[str, bytes] | None = None) -> pa.Table:
     """The imports, calls and inherits edges of the non-Python files (EDGES_SCHEMA, sorted)."""
-    repo = Repo(defs_of_nodes(nodes), facts, paths, manifests or {})
+    files = nodes.filter(pc.equal(nodes.column("kind"), "file")).select(["file", "language"]).to_pydict()
+    languages = dict(zip(files["file"], files["language"]))
+    repo = Repo(defs_of_nodes(nodes), facts, paths, manifests or {}, languages)
     edges = resolve_edges(repo)
     rows = sorted(edges.items())
     return pa.table({"src": [k[0] for k, _ in rows], "dst": [k[1] for k, _ in rows],

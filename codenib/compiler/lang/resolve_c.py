@@ -139,7 +139,7 @@ class CRules(Rules):
             return self._function(repo, rel, call.callee)
         if call.receiver == "this":
             return repo.enclosing_member(rel, caller, call.callee)
-        if language_of(rel) == "c":
+        if repo.language(rel) == "c":
             return None         # `s.f()` / `s->f()` in C: a function pointer in a struct
         # The facts spell `ns::f()` and `obj.f()` alike (receiver "ns", "obj"): a receiver
         # that names a class or namespace from the caller's scope outwards is a qualifier.
