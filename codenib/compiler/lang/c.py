@@ -11,7 +11,7 @@ _DECLARATOR_WRAPPERS = frozenset({"function_declarator", "pointer_declarator", "
 
 class CReader(TreeReader):
     language = "c"
-    version = 1
+    version = 2      # 2: a `.h` with C++ lines goes to the C++ reader
     type_nodes = ("struct_specifier", "union_specifier", "enum_specifier")
     query_source = """
     (function_definition) @def
