@@ -7,12 +7,16 @@ snapshot's read with the first as `--reuse` (only the new commits), as `codenib 
 The older snapshot is the first-parent ancestor of the newer one `--step` commits back; the
 newer one is the first-parent commit of REV whose history holds about `--commits` commits.
 `--check` also reads the newer snapshot in full and compares the tables (incremental = full).
+Each phase prints wall seconds and CPU seconds (this process and its workers): on a machine
+shared with other work the wall time says little, the CPU time divided by the workers is
+what 2 idle cores would take for the parallel part.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -50,6 +54,28 @@ def _snapshot(repo: pygit2.Repository, rev: str, commits: int) -> str:
     return str(chain[lo])
 
 
+def _write(folder: Path, tables):
+    write_history(folder, tables)
+    return tables
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(jobs: int, work):
+    """Run `work(map_chunks)` with its own worker pool (closed, so its CPU time is counted)."""
+    t0, c0 = time.perf_counter(), _cpu()
+    with _Workers(jobs) as workers:
+        def map_chunks(fn, chunks):
+            return workers.map(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
+
+        result = work(map_chunks)
+    return result, {"wall_seconds": round(time.perf_counter() - t0, 2), "cpu_seconds": round(_cpu() - c0, 2)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", required=True, help="a bare mirror or .git folder")
@@ -65,28 +91,20 @@ def main() -> int:
     old = str(old.id)
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     results = {"mirror": args.mirror, "old": old, "new": new, "jobs": args.jobs}
-    with _Workers(args.jobs) as workers, tempfile.TemporaryDirectory() as tmp:
-        def map_chunks(fn, chunks):
-            return workers.map(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
-
+    with tempfile.TemporaryDirectory() as tmp:
         here = Path(tmp)
-        t0 = time.perf_counter()
-        first = read_history(resolve(HistorySpec(Path(args.mirror), old), here), set(), None, map_chunks, log)
-        write_history(here, first)
-        results["full_seconds"] = round(time.perf_counter() - t0, 2)
-        results["full_commits"] = first.commits.num_rows
-        results["full_changes"] = first.changes.num_rows
+        first, results["full"] = _timed(args.jobs, lambda m: _write(here, read_history(
+            resolve(HistorySpec(Path(args.mirror), old), here), set(), None, m, log)))
+        results["full"].update(commits=first.commits.num_rows, changes=first.changes.num_rows)
         (here / "manifest.json").write_text(json.dumps({"history": manifest_entry(first)}))
         out = here / "next"
         out.mkdir()
-        t0 = time.perf_counter()
-        second = read_history(resolve(HistorySpec(Path(args.mirror), new), here), set(), here, map_chunks, log)
-        write_history(out, second)
-        results["incremental_seconds"] = round(time.perf_counter() - t0, 2)
-        results["incremental_read"] = second.info["read"]
-        results["incremental_commits"] = second.commits.num_rows
+        second, results["incremental"] = _timed(args.jobs, lambda m: _write(out, read_history(
+            resolve(HistorySpec(Path(args.mirror), new), here), set(), here, m, log)))
+        results["incremental"].update(read=second.info["read"], commits=second.commits.num_rows)
         if args.check:
-            full = read_history(resolve(HistorySpec(Path(args.mirror), new), here), set(), None, map_chunks, log)
+            full, results["full_new"] = _timed(args.jobs, lambda m: read_history(
+                resolve(HistorySpec(Path(args.mirror), new), here), set(), None, m, log))
             results["incremental_equals_full"] = (full.commits.equals(second.commits)
                                                   and full.changes.equals(second.changes))
     print(json.dumps(results, indent=2))
