@@ -44,9 +44,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from codenib.artifact import HISTORY_DIR
 from codenib.errors import BadInputError
 
-from codenib.artifact import HISTORY_DIR
 COMMITS_FILE = "commits.parquet"
 CHANGES_FILE = "changes.parquet"
 #: Bumped when what is read from the same commits changes.
