@@ -27,6 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="an earlier index of this repository: unchanged files keep their nodes, edges, "
                         "BM25 counts and vectors; only what changed is parsed, resolved and encoded "
                         "(the result equals a full build)")
+    p.add_argument("--history", nargs="?", const="", default=None, metavar="[GITDIR][@REV]",
+                   help="also read the repository's past into history/: the commits reachable from REV "
+                        "(default HEAD) of GITDIR (default REPO/.git; a checkout without .git needs "
+                        "MIRROR@BASE), their messages and the files and functions each changed; "
+                        "with --reuse, only the commits the earlier index lacks")
     p.add_argument("--cache", metavar="DIR",
                    help="per-file parse store shared by the indexes of a repository; "
                         "when not given, .codenib-cache next to --out")
@@ -49,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.history import HistorySpec
     from codenib.errors import BadInputError
     from codenib.tokens import TokenizerConfig
 
@@ -74,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         cache=Path(args.cache) if args.cache else None,
         use_cache=not args.no_cache,
+        history=HistorySpec.parse(args.history) if args.history is not None else None,
     )
     summary = build_index(args.repo, args.out, options)
     print(summary.render(), file=sys.stderr)

@@ -30,6 +30,7 @@ from codenib.compiler.build_parse import (
 )
 from codenib.compiler.build_terms import _term_counts
 from codenib.compiler.graph import build_graph
+from codenib.compiler.history import HistorySpec
 from codenib.compiler.lang import is_foreign
 from codenib.compiler.lang.contains import foreign_contains
 from codenib.compiler.lang.graph import foreign_edges, read_manifests
@@ -63,6 +64,8 @@ class BuildOptions:
     cache: Path | None = None           # per-file store (nodes, term counts) shared by indexes;
                                         # None: `.codenib-cache` next to the output folder
     use_cache: bool = True
+    history: "HistorySpec | None" = None   # --history: read the commits up to a revision
+                                        # (codenib.compiler.history); None: no history/
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,10 @@ class BuildSummary:
             lines.append(f"  reused     from {r['from']}: {r['files_kept']} files unchanged, "
                          f"{r['files_parsed']} parsed, {r['units_resolved']} definitions resolved again "
                          f"({r['units_kept']} kept), {r['texts_tokenized']} texts tokenized")
+        history = self.manifest.get("history")
+        if history:
+            lines.append(f"  history    {history['commits']} commits to {history['head'][:12]} "
+                         f"({history['read']} read, {history['reused']} reused), {history['changes']} changes")
         stages = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
         rate = f"{self.files / total:.0f} files/s, {n_nodes / total:.0f} nodes/s" if total > 0 else ""
         lines.append(f"  time       {total:.1f}s  ({stages}; {rate})")
@@ -119,6 +126,19 @@ class BuildSummary:
 
 
 Logger = Callable[[str], None]
+
+
+def _read_history(source, nodes, options: BuildOptions, workers: _Workers, log: Logger):
+    """The history tables of `source`, reusing `options.reuse`'s history where it can."""
+    from codenib.compiler import history as hist
+
+    def map_chunks(fn, chunks):
+        if workers.size <= 1 or len(chunks) <= 1:
+            return [fn(c) for c in chunks]
+        return workers.map(fn, chunks, "history", "chunk", options.progress)
+
+    return hist.read_history(source, set(nodes.column("node_id").to_pylist()),
+                             Path(options.reuse) if options.reuse is not None else None, map_chunks, log)
 
 
 def build_index(repo: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
@@ -140,6 +160,11 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     if options.reuse is not None:
         artifact.read_manifest(options.reuse, verify=True)
     Tokenizer(options.tokenizer)    # bad settings fail here, before any work
+    history_source = None
+    if options.history is not None:     # a bad GITDIR or REV fails here too
+        from codenib.compiler import history as hist
+
+        history_source = hist.resolve(options.history, repo)
     seconds: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -182,6 +207,12 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             del sources, trees, py_sources, foreign_facts
             seconds["graph"] = time.perf_counter() - t0
 
+            history_tables = None
+            if history_source is not None:
+                t0 = time.perf_counter()
+                history_tables = _read_history(history_source, nodes, options, workers, log)
+                seconds["history"] = time.perf_counter() - t0
+
         parse_errors = [(f, e) for f, (_, ok, e) in sorted(facts.items()) if not ok]
         for path, err in parse_errors:
             what = "indexed as far as it parses" if is_foreign(path) else "indexed as a file node without definitions"
@@ -190,6 +221,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
         with artifact.atomic_index_dir(out, options.force) as staging:
             pq.write_table(nodes, staging / artifact.NODES_FILE)
             pq.write_table(edges, staging / artifact.EDGES_FILE)
+            if history_tables is not None:
+                hist.write_history(staging, history_tables)
 
             t0 = time.perf_counter()
             from codenib.compiler import sparse
@@ -219,6 +252,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                          "files_resolved": graph.files_parsed, "units_resolved": graph.units_resolved,
                          "units_kept": graph.units_kept, "files_scanned": graph.scanned,
                          "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized}
+            extra = {} if history_tables is None else {"history": hist.manifest_entry(history_tables)}
             manifest = artifact.write_manifest(staging, {
                 "source_root_name": repo.resolve().name,
                 "root_package": root_package,
@@ -236,6 +270,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 "build_seconds": {k: round(v, 3) for k, v in seconds.items()},
                 "reuse": reuse,
                 "cache": {"path": str(store.root), "files_found": len(cached)} if store is not None else None,
+                **extra,
             })
     if store is not None and fresh:
         t0 = time.perf_counter()

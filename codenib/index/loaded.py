@@ -76,6 +76,17 @@ class LoadedIndex:
         self._lock = threading.Lock()
 
     @property
+    def history(self):
+        """The index's `history/` as a `codenib.index.history.History` (None when built
+        without `--history`); loaded on first use."""
+        with self._lock:
+            if not hasattr(self, "_history"):
+                from codenib.index.history import History
+
+                self._history = History.load(self.path, self.manifest)
+            return self._history
+
+    @property
     def name(self) -> str:
         return self.manifest.get("source_root_name") or self.path.name
 

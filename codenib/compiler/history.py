@@ -1,0 +1,373 @@
+"""`--history`: the commits reachable from a revision and what each changed, as Parquet.
+
+    history/commits.parquet   id, time (author time, Unix seconds), message, parents,
+                              is_fix, files (how many files the commit changed)
+    history/changes.parquet   commit, file, node_id, lines, exists
+
+Only commits reachable from the revision are read (ancestors of the snapshot, never a later
+commit nor one of another branch). Decisions, documented in the README:
+
+- A commit's changes are its diff against its only parent (a root commit: against the empty
+  tree). A merge commit is recorded (message, time, parents) with no changes: its diff
+  against the first parent repeats the changes of the merged commits, which are read on
+  their own, and would count them twice.
+- Each changed file gets a row whose node_id is the file's path. For files a CodeNib reader
+  takes (Python, and the tree-sitter languages), each hunk is mapped onto the definitions of
+  the file *at that commit* (the blob parsed once, cached by blob id): added and modified
+  lines on the new side, pure deletions on the old side; a line counts for its innermost
+  definition. `lines` is the number of changed lines attributed to the row (null for files
+  no reader takes: their diff is not computed, only that they changed).
+- Node ids are those of the commit's tree (`path::qualname`); `exists` says whether that id
+  is a node of the index being built (a definition renamed or moved since keeps its old id,
+  and `exists` false: rename detection on every commit would cost more than the history
+  it recovers).
+- `is_fix`: the message matches `FIX_PATTERN` (fix, bug, error, crash, regression, or
+  "issue/closes/fixes/resolves #N"). A heuristic, as in the bug-localisation literature.
+
+History only grows: a build with `--reuse OLD`, where OLD's history head is an ancestor of
+the new revision (and was read by the same readers), reads only the commits OLD lacks; the
+tables equal a full read (commits are stored newest first, ties by id).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from codenib.artifact import HISTORY_DIR
+from codenib.errors import BadInputError
+
+COMMITS_FILE = "commits.parquet"
+CHANGES_FILE = "changes.parquet"
+#: Bumped when what is read from the same commits changes.
+HISTORY_VERSION = 1
+#: Commit messages that say a defect was repaired.
+FIX_PATTERN = re.compile(
+    r"\b(?:fix(?:e[sd]|ing)?|bug(?:fix)?s?|errors?|crash(?:es|ed)?|regressions?)\b"
+    r"|\b(?:issue|close[sd]?|fixe[sd]|resolve[sd]?)\s*#\d+", re.IGNORECASE)
+#: Parsed blobs a worker keeps (a blob is needed again when the file next changes).
+BLOB_CACHE = 4096
+
+COMMITS_SCHEMA = pa.schema([("id", pa.string()), ("time", pa.int64()), ("message", pa.string()),
+                            ("parents", pa.list_(pa.string())), ("is_fix", pa.bool_()),
+                            ("files", pa.int32())])
+CHANGES_SCHEMA = pa.schema([("commit", pa.string()), ("file", pa.string()), ("node_id", pa.string()),
+                            ("lines", pa.int32()), ("exists", pa.bool_())])
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySpec:
+    """What `--history [GITDIR][@REV]` names: a git directory (None: REPO/.git) and a revision."""
+
+    gitdir: Path | None = None
+    rev: str = "HEAD"
+
+    @classmethod
+    def parse(cls, text: str) -> "HistorySpec":
+        """`""`, `GITDIR`, `@REV` or `GITDIR@REV` (a GITDIR that exists as given wins over a split)."""
+        text = text.strip()
+        if not text:
+            return cls()
+        if "@" not in text or Path(text).exists():
+            return cls(Path(text), "HEAD")
+        gitdir, rev = text.rsplit("@", 1)
+        if not rev:
+            raise BadInputError(f"--history {text!r} names no revision after '@'",
+                                fix="pass --history GITDIR@REV with a commit id, branch or tag")
+        return cls(Path(gitdir) if gitdir else None, rev)
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySource:
+    """A resolved `HistorySpec`: the git directory and the commit the history ends at."""
+
+    gitdir: str
+    rev: str
+    head: str
+    head_time: int
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTables:
+    """The two tables of `history/` and how they were obtained."""
+
+    commits: pa.Table
+    changes: pa.Table
+    info: dict
+
+
+def resolve(spec: HistorySpec, repo_root: Path) -> HistorySource:
+    """Open the git directory and resolve the revision to a commit.
+
+    Raises:
+        BadInputError: a missing or unreadable git directory, a repository without .git when
+            no GITDIR is given, an unknown revision, or one that is not a commit.
+    """
+    import pygit2
+
+    if spec.gitdir is None:
+        gitdir = repo_root / ".git"
+        if not gitdir.exists():
+            raise BadInputError("--history without a GITDIR reads the repository's own .git, and there "
+                                "is none (a checkout made with `git archive`?)", path=str(repo_root),
+                                fix="pass --history MIRROR@BASE: a clone or bare mirror of the repository "
+                                    "and the commit the checkout was made from")
+    else:
+        gitdir = spec.gitdir
+        if not gitdir.exists():
+            raise BadInputError("the --history git directory does not exist", path=str(gitdir),
+                                fix="pass the .git folder of a clone or a bare mirror (--history GITDIR@REV)")
+    try:
+        repo = pygit2.Repository(str(gitdir))
+    except pygit2.GitError as exc:
+        raise BadInputError(f"not a git repository: {exc}", path=str(gitdir),
+                            fix="pass the .git folder of a clone or a bare mirror (--history GITDIR@REV)") from exc
+    try:
+        obj = repo.revparse_single(spec.rev)
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise BadInputError(f"--history revision {spec.rev!r} is not known to the repository", path=str(gitdir),
+                            fix="pass a commit id, branch or tag of that repository after '@' "
+                                "(fetch it first if the mirror is older)") from exc
+    try:
+        commit = obj.peel(pygit2.Commit)
+    except (ValueError, pygit2.GitError, TypeError) as exc:
+        raise BadInputError(f"--history revision {spec.rev!r} is a {obj.type_str}, not a commit",
+                            path=str(gitdir), fix="pass a commit id, branch or tag after '@'") from exc
+    return HistorySource(str(Path(gitdir).absolute()), spec.rev, str(commit.id), int(commit.author.time))
+
+
+def reader_versions() -> dict:
+    """The readers' versions: a history read by others is not reused."""
+    from codenib.compiler import lang
+    from codenib.compiler.parse import PARSE_VERSION
+
+    return {"history": HISTORY_VERSION, "python": PARSE_VERSION, **lang.reader_versions()}
+
+
+def read_history(source: HistorySource, node_ids: set[str], previous: Path | None,
+                 map_chunks: Callable[[Callable, list], list], log: Callable[[str], None]) -> HistoryTables:
+    """Read the history ending at `source.head`; with `previous` (an index folder whose
+    manifest carries a history), only the commits it lacks. `map_chunks(fn, chunks)` runs
+    `fn` over each chunk (in worker processes), results in order."""
+    import pygit2
+
+    t0 = time.perf_counter()
+    repo = pygit2.Repository(source.gitdir)
+    head = pygit2.Oid(hex=source.head)
+    old = _previous_history(previous, repo, head, log)
+    walker = repo.walk(head, pygit2.enums.SortMode.TOPOLOGICAL)
+    if old is not None:
+        walker.hide(pygit2.Oid(hex=old[2]))
+    ids = [str(c.id) for c in walker]
+    n_chunks = max(1, min(len(ids) // 200, 16))
+    chunks = [(source.gitdir, ids[i * len(ids) // n_chunks:(i + 1) * len(ids) // n_chunks])
+              for i in range(n_chunks)] if ids else []
+    commit_rows: list[tuple] = []
+    change_rows: list[tuple] = []
+    for rows, changes in map_chunks(_read_chunk, chunks):
+        commit_rows += rows
+        change_rows += changes
+    commits = pa.Table.from_pylist([dict(zip(COMMITS_SCHEMA.names, r)) for r in commit_rows],
+                                   schema=COMMITS_SCHEMA)
+    changes = pa.Table.from_pylist([dict(zip(CHANGES_SCHEMA.names, r + (False,))) for r in change_rows],
+                                   schema=CHANGES_SCHEMA)
+    reused = 0
+    if old is not None:
+        reused = old[0].num_rows
+        commits = pa.concat_tables([commits, old[0]])
+        changes = pa.concat_tables([changes, old[1]])
+    commits, changes = _canonical(commits, changes, node_ids)
+    info = {"source": source.gitdir, "rev": source.rev, "head": source.head, "head_time": source.head_time,
+            "commits": commits.num_rows, "changes": changes.num_rows, "read": len(ids),
+            "reused": reused, "readers": reader_versions(),
+            "seconds": round(time.perf_counter() - t0, 3)}
+    return HistoryTables(commits, changes, info)
+
+
+def write_history(folder: Path, tables: HistoryTables) -> None:
+    """Write the two tables under `folder` (the index staging folder)."""
+    out = folder / HISTORY_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(tables.commits, out / COMMITS_FILE)
+    pq.write_table(tables.changes, out / CHANGES_FILE)
+
+
+def manifest_entry(tables: HistoryTables) -> dict:
+    """What the manifest says of the history (`seconds` aside, the same for equal tables)."""
+    return dict(tables.info)
+
+
+# --- reading commits (in worker processes) --------------------------------------------------
+
+def _read_chunk(args: tuple[str, list[str]]) -> tuple[list[tuple], list[tuple]]:
+    """Commit rows and change rows of the commits `ids` of the repository at `gitdir`."""
+    import pygit2
+
+    gitdir, ids = args
+    repo = pygit2.Repository(gitdir)
+    cache: OrderedDict = OrderedDict()
+    commits, changes = [], []
+    for cid in ids:
+        commit = repo[pygit2.Oid(hex=cid)]
+        parents = [str(p) for p in commit.parent_ids]
+        message = commit.message
+        rows: list[tuple] = []
+        n_files = 0
+        if len(parents) <= 1:
+            diff = (repo.diff(commit.parents[0], commit, context_lines=0) if parents
+                    else commit.tree.diff_to_tree(swap=True, context_lines=0))
+            n_files = len(diff)
+            for i, delta in enumerate(diff.deltas):
+                rows += _file_changes(repo, diff, i, delta, cache)
+        commits.append((cid, int(commit.author.time), message, parents,
+                        bool(FIX_PATTERN.search(message)), n_files))
+        changes += [(cid, *r) for r in rows]
+    return commits, changes
+
+
+def _file_changes(repo, diff, i: int, delta, cache: OrderedDict) -> list[tuple]:
+    """(file, node_id, lines) rows of one changed file."""
+    import pygit2
+
+    deleted = delta.status == pygit2.enums.DeltaStatus.DELETED
+    path = delta.old_file.path if deleted else delta.new_file.path
+    language = _language(path)
+    if language is None or _is_submodule(delta):
+        return [(path, path, None)]
+    patch = diff[i]
+    if patch is None or patch.delta.is_binary:
+        return [(path, path, None)]
+    counts: Counter = Counter()
+    total = 0
+    new_index = old_index = None
+    for hunk in patch.hunks:
+        total += hunk.old_lines + hunk.new_lines
+        if hunk.new_lines > 0:
+            if new_index is None:
+                new_index = _spans(repo, delta.new_file.id, path, language, cache)
+            _count(new_index, hunk.new_start, hunk.new_lines, counts)
+        elif hunk.old_lines > 0:
+            if old_index is None:
+                old_index = _spans(repo, delta.old_file.id, delta.old_file.path, language, cache)
+            _count(old_index, hunk.old_start, hunk.old_lines, counts)
+    rows = [(path, path, total)]
+    rows += [(path, f"{path}::{suffix}", n) for suffix, n in sorted(counts.items())]
+    return rows
+
+
+def _count(index: tuple[list[str], np.ndarray], start: int, n: int, counts: Counter) -> None:
+    """Add each line start..start+n-1 to its innermost definition's count."""
+    names, owner = index
+    seg = owner[start:start + n]
+    seg = seg[seg >= 0]
+    if seg.size:
+        for j, c in zip(*np.unique(seg, return_counts=True)):
+            counts[names[j]] += int(c)
+
+
+def _spans(repo, oid, path: str, language: str, cache: OrderedDict) -> tuple[list[str], np.ndarray]:
+    """The definitions of a blob (qualname suffixes of their ids) and, per line (1-based), the
+    innermost one's position (-1: none). Cached by (blob id, language)."""
+    key = (str(oid), language)
+    hit = cache.get(key)
+    if hit is not None:
+        cache.move_to_end(key)
+        return hit
+    raw = repo[oid].data
+    nodes = _definitions(path, raw, language)
+    n_lines = raw.count(b"\n") + 2
+    owner = np.full(n_lines + 1, -1, dtype=np.int32)
+    names: list[str] = []
+    prefix = len(path) + 2
+    # Outer definitions first, so that inner ones overwrite their lines.
+    for node in sorted(nodes, key=lambda n: (n.start_line, -n.end_line)):
+        owner[node.start_line:node.end_line + 1] = len(names)
+        names.append(node.node_id[prefix:])
+    cache[key] = (names, owner)
+    if len(cache) > BLOB_CACHE:
+        cache.popitem(last=False)
+    return names, owner
+
+
+def _definitions(path: str, raw: bytes, language: str) -> list:
+    """The non-file nodes the index's own reader finds in `raw` (none when it cannot parse)."""
+    if language == "python":
+        from codenib.compiler.parse import parse_source
+
+        return parse_source(path, raw).nodes[1:]
+    from codenib.compiler.lang import read_foreign
+
+    return read_foreign(path, raw).nodes[1:]
+
+
+def _language(path: str) -> str | None:
+    """'python', a foreign reader's language, or None (the file is recorded, not parsed)."""
+    from codenib.compiler.lang import READERS
+    from codenib.engines.languages import language_of
+
+    if path.endswith(".py"):
+        return "python"
+    language = language_of(path)
+    return language if language in READERS else None
+
+
+def _is_submodule(delta) -> bool:
+    return delta.new_file.mode == 0o160000 or delta.old_file.mode == 0o160000
+
+
+# --- reuse and order ------------------------------------------------------------------------
+
+def _previous_history(previous: Path | None, repo, head, log: Callable[[str], None]
+                      ) -> tuple[pa.Table, pa.Table, str] | None:
+    """OLD's tables and head when they can be extended to `head`, else None (said on `log`)."""
+    import pygit2
+
+    if previous is None:
+        return None
+    try:
+        entry = json.loads((previous / "manifest.json").read_text()).get("history")
+    except (OSError, ValueError):
+        entry = None
+    if not isinstance(entry, dict) or not entry.get("head"):
+        log(f"history: {previous} has no history; reading every commit")
+        return None
+    if entry.get("readers") != reader_versions():
+        log(f"history: {previous}'s history was read by other readers; reading every commit")
+        return None
+    old_head = entry["head"]
+    try:
+        old_oid = pygit2.Oid(hex=old_head)
+        related = old_oid == head or repo.descendant_of(head, old_oid)
+    except (KeyError, ValueError, pygit2.GitError):
+        related = False
+    if not related:
+        log(f"history: {previous}'s head {old_head[:12]} is not an ancestor of {str(head)[:12]}; "
+            "reading every commit")
+        return None
+    folder = previous / HISTORY_DIR
+    commits = pq.ParquetFile(folder / COMMITS_FILE).read().cast(COMMITS_SCHEMA)
+    changes = pq.ParquetFile(folder / CHANGES_FILE).read().cast(CHANGES_SCHEMA)
+    return commits, changes, old_head
+
+
+def _canonical(commits: pa.Table, changes: pa.Table, node_ids: set[str]) -> tuple[pa.Table, pa.Table]:
+    """Commits newest first (ties by id), changes in commit order then file and node id, and
+    `exists` against this index's nodes: the same tables however the commits were read."""
+    commits = commits.sort_by([("time", "descending"), ("id", "ascending")]).combine_chunks()
+    rank = pc.index_in(changes["commit"], value_set=commits["id"])
+    exists = pc.is_in(changes["node_id"], value_set=pa.array(sorted(node_ids), pa.string()))
+    changes = changes.set_column(changes.schema.get_field_index("exists"), "exists", exists)
+    changes = (changes.append_column("_rank", rank)
+               .sort_by([("_rank", "ascending"), ("file", "ascending"), ("node_id", "ascending")])
+               .drop_columns(["_rank"]).combine_chunks())
+    return commits, changes

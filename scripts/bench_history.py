@@ -1,0 +1,115 @@
+"""Time `--history` on a real repository: a full read of about N commits, then the next
+snapshot's read with the first as `--reuse` (only the new commits), as `codenib index` does.
+
+    python scripts/bench_history.py --mirror /work/.mirror/sphinx-doc+sphinx/repo \\
+        --commits 10000 --step 20 --jobs 2 [--check]
+
+The older snapshot is the first-parent ancestor of the newer one `--step` commits back; the
+newer one is the first-parent commit of REV whose history holds about `--commits` commits.
+`--check` also reads the newer snapshot in full and compares the tables (incremental = full).
+Each phase prints wall seconds and CPU seconds (this process and its workers): on a machine
+shared with other work the wall time says little, the CPU time divided by the workers is
+what 2 idle cores would take for the parallel part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pygit2
+
+from codenib.compiler.history import HistorySpec, manifest_entry, read_history, resolve, write_history
+from codenib.compiler.workers import _Workers
+
+
+def _count(repo: pygit2.Repository, oid) -> int:
+    return sum(1 for _ in repo.walk(oid, pygit2.enums.SortMode.NONE))
+
+
+def _snapshot(repo: pygit2.Repository, rev: str, commits: int) -> str:
+    """The first-parent ancestor of `rev` whose history holds at most `commits` commits (the
+    newest such one, by bisection along the first-parent chain)."""
+    chain = []
+    c = repo.revparse_single(rev).peel(pygit2.Commit)
+    while True:
+        chain.append(c.id)
+        if not c.parents:
+            break
+        c = c.parents[0]
+    lo, hi = 0, len(chain) - 1          # chain[0] newest; counts fall as the index grows
+    if _count(repo, chain[0]) <= commits:
+        return str(chain[0])
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _count(repo, chain[mid]) <= commits:
+            hi = mid
+        else:
+            lo = mid + 1
+    return str(chain[lo])
+
+
+def _write(folder: Path, tables):
+    write_history(folder, tables)
+    return tables
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(jobs: int, work):
+    """Run `work(map_chunks)` with its own worker pool (closed, so its CPU time is counted)."""
+    t0, c0 = time.perf_counter(), _cpu()
+    with _Workers(jobs) as workers:
+        def map_chunks(fn, chunks):
+            return workers.map(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
+
+        result = work(map_chunks)
+    return result, {"wall_seconds": round(time.perf_counter() - t0, 2), "cpu_seconds": round(_cpu() - c0, 2)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mirror", required=True, help="a bare mirror or .git folder")
+    ap.add_argument("--rev", default="HEAD")
+    ap.add_argument("--commits", type=int, default=10_000)
+    ap.add_argument("--step", type=int, default=20, help="first-parent commits between the two snapshots")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--check", action="store_true", help="also read the newer snapshot in full and compare")
+    args = ap.parse_args()
+    repo = pygit2.Repository(args.mirror)
+    new = _snapshot(repo, args.rev, args.commits)
+    old = repo.revparse_single(f"{new}~{args.step}")
+    old = str(old.id)
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    results = {"mirror": args.mirror, "old": old, "new": new, "jobs": args.jobs}
+    with tempfile.TemporaryDirectory() as tmp:
+        here = Path(tmp)
+        first, results["full"] = _timed(args.jobs, lambda m: _write(here, read_history(
+            resolve(HistorySpec(Path(args.mirror), old), here), set(), None, m, log)))
+        results["full"].update(commits=first.commits.num_rows, changes=first.changes.num_rows)
+        (here / "manifest.json").write_text(json.dumps({"history": manifest_entry(first)}))
+        out = here / "next"
+        out.mkdir()
+        second, results["incremental"] = _timed(args.jobs, lambda m: _write(out, read_history(
+            resolve(HistorySpec(Path(args.mirror), new), here), set(), here, m, log)))
+        results["incremental"].update(read=second.info["read"], commits=second.commits.num_rows)
+        if args.check:
+            full, results["full_new"] = _timed(args.jobs, lambda m: read_history(
+                resolve(HistorySpec(Path(args.mirror), new), here), set(), None, m, log))
+            results["incremental_equals_full"] = (full.commits.equals(second.commits)
+                                                  and full.changes.equals(second.changes))
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

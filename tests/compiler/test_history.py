@@ -1,0 +1,230 @@
+"""`codenib index --history`: ancestry, hunk mapping, reuse, validation, and the unchanged
+index without it. The repositories are real git repositories made with pygit2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pygit2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codenib import artifact
+from codenib.commands.cli import main
+from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.history import HistorySpec, read_history, resolve
+from codenib.errors import BadInputError, IndexFormatError
+
+A1 = "def f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nclass K:\n    def m(self):\n        pass\n"
+A2 = A1.replace("return 1", "return 10")
+A3 = "def f():\n    return 10\n\n\nclass K:\n    def m(self):\n        return 0\n"
+
+
+def _commit(repo: pygit2.Repository, files: dict[str, str | None], message: str, t: int,
+            parents: list, ref: str | None = "HEAD") -> pygit2.Oid:
+    """Write `files` (None deletes) into the work tree and commit them at time `t`."""
+    root = Path(repo.workdir)
+    for rel, text in files.items():
+        path = root / rel
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    repo.index.add_all()
+    repo.index.write()
+    tree = repo.index.write_tree()
+    sig = pygit2.Signature("t", "t@example.org", t, 0)
+    return repo.create_commit(ref, sig, sig, message, tree, parents)
+
+
+@pytest.fixture()
+def git_repo(tmp_path):
+    """c1 - c2 - c3 on the main line, `other` branching at c2, and a merge c4 of both.
+
+    The work tree (what is indexed) holds c3's files; c4 and the branch come after them."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = _commit(repo, {"a.py": A1}, "initial", 1_000, [])
+    c2 = _commit(repo, {"a.py": A2}, "Fix crash in f (issue #3)", 2_000, [c1])
+    c3 = _commit(repo, {"a.py": A3, "README.txt": "hello\n"}, "refactor m, drop g", 3_000, [c2])
+    other = _commit(repo, {"a.py": A2, "README.txt": None, "b.py": "def h():\n    return 3\n"},
+                    "other branch adds h", 2_500, [c2], ref="refs/heads/other")
+    c4 = _commit(repo, {"a.py": A3, "README.txt": "hello\n"}, "Merge other", 4_000, [c3, other])
+    (root / "b.py").unlink()    # the work tree indexed: c3's files
+    return {"root": root, "repo": repo, "c1": str(c1), "c2": str(c2), "c3": str(c3),
+            "other": str(other), "c4": str(c4)}
+
+
+def _tables(index_dir: Path) -> tuple[list[dict], list[dict]]:
+    folder = index_dir / artifact.HISTORY_DIR
+    return (pq.read_table(folder / "commits.parquet").to_pylist(),
+            pq.read_table(folder / "changes.parquet").to_pylist())
+
+
+def _build(repo_root: Path, out: Path, history: HistorySpec | None, reuse: Path | None = None) -> dict:
+    return build_index(repo_root, out, BuildOptions(dense=False, progress=False, use_cache=False, jobs=1,
+                                                    history=history, reuse=reuse)).manifest
+
+
+def test_only_ancestors_of_rev_reach_the_index(git_repo, tmp_path):
+    """Indexed at c2: c3 (made after it) and the other branch's commit never appear."""
+    _build(git_repo["root"], tmp_path / "idx", HistorySpec(None, git_repo["c2"]))
+    commits, changes = _tables(tmp_path / "idx")
+    assert [c["id"] for c in commits] == [git_repo["c2"], git_repo["c1"]]
+    later = {git_repo["c3"], git_repo["c4"], git_repo["other"]}
+    assert not later & {c["commit"] for c in changes}
+    assert not any("b.py" in c["file"] for c in changes)
+    # The merge's ancestry holds the branch; indexed at the merge, its commit appears.
+    _build(git_repo["root"], tmp_path / "idx4", HistorySpec(None, git_repo["c4"]))
+    ids = [c["id"] for c in _tables(tmp_path / "idx4")[0]]
+    assert ids == [git_repo["c4"], git_repo["c3"], git_repo["other"], git_repo["c2"], git_repo["c1"]]
+
+
+def test_hunks_map_onto_the_definitions_of_each_commit(git_repo, tmp_path):
+    manifest = _build(git_repo["root"], tmp_path / "idx", HistorySpec(None, "HEAD"))
+    commits, changes = _tables(tmp_path / "idx")
+    by_id = {c["id"]: c for c in commits}
+    assert by_id[git_repo["c2"]]["is_fix"] and not by_id[git_repo["c1"]]["is_fix"]
+    assert by_id[git_repo["c4"]]["files"] == 0 and len(by_id[git_repo["c4"]]["parents"]) == 2
+    assert by_id[git_repo["c3"]]["files"] == 2
+    rows = {(c["commit"], c["node_id"]): (c["lines"], c["exists"]) for c in changes}
+    c1, c2, c3 = git_repo["c1"], git_repo["c2"], git_repo["c3"]
+    # c1 adds 11 lines: f 1-2, g 5-6, K's own line 9, K.m 10-11 (blank lines belong to none).
+    assert {k[1]: v for k, v in rows.items() if k[0] == c1} == {
+        "a.py": (11, True), "a.py::f": (2, True), "a.py::g": (2, False),
+        "a.py::K": (1, True), "a.py::K.m": (2, True)}
+    # c2 changes f's return: one line out, one in; the new side names f.
+    assert {k[1]: v for k, v in rows.items() if k[0] == c2} == {"a.py": (2, True), "a.py::f": (1, True)}
+    # c3 deletes g (old side: its two lines) and changes m's body (new side); README has no reader.
+    assert {k[1]: v for k, v in rows.items() if k[0] == c3} == {
+        "README.txt": (None, False), "a.py": (6, True), "a.py::g": (2, False), "a.py::K.m": (1, True)}
+    assert not any(c["commit"] == git_repo["c4"] for c in changes)
+    assert manifest["history"]["head"] == git_repo["c4"] and manifest["history"]["commits"] == 5
+
+
+def test_without_history_the_index_is_unchanged(git_repo, tmp_path):
+    """Every artifact of a build without --history is byte-identical to one with it (the
+    history is an addition), and the manifest names no history."""
+    plain = _build(git_repo["root"], tmp_path / "plain", None)
+    with_history = _build(git_repo["root"], tmp_path / "hist", HistorySpec())
+    assert "history" not in plain and not (tmp_path / "plain" / artifact.HISTORY_DIR).exists()
+    extra = {k: v for k, v in with_history["artifacts"].items() if not k.startswith("history/")}
+    assert extra == plain["artifacts"]
+    assert set(with_history) - set(plain) == {"history"}
+
+
+def test_reuse_reads_only_new_commits_and_equals_a_full_read(git_repo, tmp_path):
+    _build(git_repo["root"], tmp_path / "old", HistorySpec(None, git_repo["c2"]))
+    manifest = _build(git_repo["root"], tmp_path / "new", HistorySpec(None, git_repo["c4"]), reuse=tmp_path / "old")
+    _build(git_repo["root"], tmp_path / "full", HistorySpec(None, git_repo["c4"]))
+    assert manifest["history"]["read"] == 3 and manifest["history"]["reused"] == 2
+    assert _tables(tmp_path / "new") == _tables(tmp_path / "full")
+    # OLD's head not an ancestor (the other branch): everything is read again.
+    _build(git_repo["root"], tmp_path / "branch", HistorySpec(None, git_repo["other"]))
+    manifest = _build(git_repo["root"], tmp_path / "new2", HistorySpec(None, git_repo["c3"]),
+                      reuse=tmp_path / "branch")
+    assert manifest["history"]["read"] == 3 and manifest["history"]["reused"] == 0
+
+
+def test_loader_checks_the_history_checksums(git_repo, tmp_path):
+    _build(git_repo["root"], tmp_path / "idx", HistorySpec())
+    artifact.read_manifest(tmp_path / "idx", verify=True)
+    path = tmp_path / "idx" / artifact.HISTORY_DIR / "changes.parquet"
+    path.write_bytes(path.read_bytes()[:-1] + b"x")
+    with pytest.raises(IndexFormatError, match="changes.parquet"):
+        artifact.read_manifest(tmp_path / "idx", verify=True)
+    (tmp_path / "idx" / artifact.HISTORY_DIR / "extra.parquet").write_bytes(b"")
+    with pytest.raises(IndexFormatError, match="extra.parquet"):
+        artifact.read_manifest(tmp_path / "idx", verify=False)
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("", HistorySpec(None, "HEAD")), ("@v1", HistorySpec(None, "v1")),
+    ("/m/repo", HistorySpec(Path("/m/repo"), "HEAD")), ("/m/repo@abc", HistorySpec(Path("/m/repo"), "abc")),
+])
+def test_history_spec_parsing(spec, expected):
+    assert HistorySpec.parse(spec) == expected
+
+
+def test_bad_history_input_exits_2(git_repo, tmp_path, capsys):
+    root = git_repo["root"]
+    tree = str(git_repo["repo"].revparse_single("HEAD").tree.id)
+    cases = [
+        (str(root), str(tmp_path / "nope") + "@HEAD", "does not exist"),
+        (str(root), "@no-such-rev", "not known"),
+        (str(root), f"@{tree}", "not a commit"),
+        (str(root), str(tmp_path) + "@HEAD", "not a git repository"),
+    ]
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    (archive / "a.py").write_text(A3)
+    cases.append((str(archive), "", "MIRROR@BASE"))
+    for repo_arg, history, needle in cases:
+        code = main(["index", repo_arg, "--out", str(tmp_path / "out"), "--no-dense", "--quiet",
+                     "--no-cache", "--history", history])
+        err = capsys.readouterr().err
+        assert code == 2, (history, err)
+        assert needle in err and "fix:" in err
+        assert not (tmp_path / "out").exists()
+    # A git-archive checkout indexed with MIRROR@BASE reads the mirror's history.
+    code = main(["index", str(archive), "--out", str(tmp_path / "out"), "--no-dense", "--quiet",
+                 "--no-cache", "--history", f"{root / '.git'}@{git_repo['c3']}"])
+    assert code == 0
+    assert [c["id"] for c in _tables(tmp_path / "out")[0]][0] == git_repo["c3"]
+
+
+# --- incremental equals full, on random linear histories ------------------------------------
+
+_BODIES = st.lists(st.sampled_from(["f", "g", "h", "k"]), min_size=0, max_size=4, unique=True)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(_BODIES, st.integers(0, 3), st.booleans()), min_size=2, max_size=6),
+       data=st.data())
+def test_incremental_history_equals_full(tmp_path_factory, steps, data):
+    """Any split of a linear history: reading up to the split, then the rest with the first
+    as `previous`, gives the tables of one full read."""
+    root = tmp_path_factory.mktemp("prop")
+    repo = pygit2.init_repository(str(root / "repo"), initial_head="main")
+    parents: list = []
+    heads = []
+    for i, (names, ret, fix) in enumerate(steps):
+        text = "".join(f"def {n}():\n    return {ret + j}\n\n" for j, n in enumerate(names))
+        message = ("fix: " if fix else "change ") + " ".join(names)
+        files = {"m.py": text}
+        if i % 3 != 2:
+            files["n/o.py"] = f"x = {i}\n"
+        elif (root / "repo" / "n/o.py").exists():
+            files["n/o.py"] = None      # deleted now and then
+        oid = _commit(repo, files, message, 1_000 + i * 10, parents)
+        parents = [oid]
+        heads.append(str(oid))
+    split = data.draw(st.integers(0, len(heads) - 1))
+    node_ids = {"m.py", "m.py::f", "m.py::k"}
+    gitdir = root / "repo" / ".git"
+
+    def read(rev, previous=None):
+        return read_history(resolve(HistorySpec(gitdir, rev), root / "repo"), node_ids, previous,
+                            lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+
+    first = read(heads[split])
+    old = root / "old"
+    old.mkdir()
+    from codenib.compiler.history import manifest_entry, write_history
+
+    write_history(old, first)
+    (old / "manifest.json").write_text(json.dumps({"history": manifest_entry(first)}))
+    incremental = read(heads[-1], old)
+    full = read(heads[-1])
+    assert incremental.info["read"] == len(heads) - 1 - split
+    assert incremental.commits.equals(full.commits) and incremental.changes.equals(full.changes)
+    assert full.commits.num_rows == len(heads)
+
+
+def test_unknown_rev_is_bad_input(git_repo):
+    with pytest.raises(BadInputError, match="not known"):
+        resolve(HistorySpec(None, "nope"), git_repo["root"])
