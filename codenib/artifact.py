@@ -221,7 +221,12 @@ def atomic_dir(out: str | os.PathLike, last_file: str) -> Iterator[Path]:
     staging = out.parent / f".{out.name}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
     try:
-        yield staging
+        try:
+            yield staging
+        except OSError as exc:
+            if not outputs.storage_failure(exc):
+                raise
+            raise outputs.disk_write_error(exc, _failed_file(exc, staging, out)) from exc
         if not (staging / last_file).is_file():
             raise CodeNibError(f"internal: the folder was finished without {last_file}", path=str(staging))
         old = None
@@ -234,6 +239,18 @@ def atomic_dir(out: str | os.PathLike, last_file: str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _failed_file(exc: OSError, staging: Path, out: Path) -> Path:
+    """The file of `out` whose write failed: the error's own file name, else the file written
+    last in the staging folder (a `write()` error names no file), as it would be in `out`."""
+    named = Path(exc.filename) if isinstance(exc.filename, str) else None
+    if named is None:
+        files = [p for p in staging.rglob("*") if p.is_file() and not p.is_symlink()]
+        named = max(files, key=lambda p: p.stat().st_mtime_ns, default=None)
+    if named is None:
+        return out
+    return out / named.relative_to(staging) if named.is_relative_to(staging) else named
 
 
 def _check_self_checksum(path: Path, manifest: dict[str, Any], fix: str) -> None:
