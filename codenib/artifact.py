@@ -87,6 +87,7 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
     if not path.is_file():
         raise IndexFormatError(f"no {MANIFEST}: this is not a complete CodeNib index "
                                "(an interrupted build leaves none)", path=str(folder), fix=fix_rebuild)
+    check_confined(folder, [MANIFEST])
     try:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -101,6 +102,8 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
             f"({__version__}) reads version {FORMAT_VERSION}", path=str(path), fix=fix_rebuild)
     _check_self_checksum(path, manifest, fix_rebuild)
     check_listing(folder, manifest)
+    listed = manifest["artifacts"]
+    check_confined(folder, [*listed, *(d for d in LOADED_DIRS if (folder / d).exists())])
     if verify:
         verify_artifacts(folder, manifest)
     return manifest
@@ -140,6 +143,33 @@ def check_listing(folder: Path, manifest: dict[str, Any]) -> None:
         if rel not in listed:
             raise IndexFormatError(f"the loader reads {rel}, but the manifest does not list it (added "
                                    "or edited after the build)", path=str(folder / rel), fix=fix)
+
+
+def check_confined(folder: Path, names: list[str]) -> None:
+    """Each of `names` (relative to `folder`), and every folder on its way, resolves inside
+    the index folder (links resolved): a link leading out is never read, whatever its bytes.
+
+    Raises:
+        IndexFormatError: naming the first file or folder that leads out, and where.
+    """
+    try:
+        base = Path(folder).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise IndexFormatError(f"cannot resolve the index folder: {exc}", path=str(folder),
+                               fix="pass an index folder that exists") from exc
+    for rel in names:
+        path = Path(folder) / rel
+        try:
+            target = path.resolve(strict=False)
+        except (OSError, RuntimeError):   # a link loop
+            target = None
+        if target is None or not target.is_relative_to(base):
+            where = f"a symbolic link to {target}" if target is not None else "a symbolic link loop"
+            raise IndexFormatError(
+                f"{rel} is {where}, outside the index folder {base}; an index only reads files inside "
+                "its own folder", path=str(path),
+                fix=f"replace the link with a copy of the file, or rebuild the index with `codenib index REPO "
+                    f"--out {folder}`")
 
 
 def verify_artifacts(folder: Path, manifest: dict[str, Any]) -> None:
