@@ -103,7 +103,7 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
     _check_self_checksum(path, manifest, fix_rebuild)
     check_listing(folder, manifest)
     listed = manifest["artifacts"]
-    check_confined(folder, [*listed, *(d for d in LOADED_DIRS if (folder / d).exists())])
+    check_confined(folder, [*(d for d in LOADED_DIRS if (folder / d).exists()), *listed])
     if verify:
         verify_artifacts(folder, manifest)
     return manifest
@@ -164,9 +164,9 @@ def check_confined(folder: Path, names: list[str]) -> None:
         except (OSError, RuntimeError):   # a link loop
             target = None
         if target is None or not target.is_relative_to(base):
-            where = f"a symbolic link to {target}" if target is not None else "a symbolic link loop"
+            where = f"leads to {target} through a symbolic link" if target is not None else "is a symbolic link loop"
             raise IndexFormatError(
-                f"{rel} is {where}, outside the index folder {base}; an index only reads files inside "
+                f"{rel} {where}, outside the index folder {base}; an index only reads files inside "
                 "its own folder", path=str(path),
                 fix=f"replace the link with a copy of the file, or rebuild the index with `codenib index REPO "
                     f"--out {folder}`")

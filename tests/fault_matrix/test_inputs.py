@@ -152,13 +152,13 @@ CASES = [
     # Item 10: every file an index reads stays inside its folder, not only the folder name.
     Case("query: a file of the index is a link out of its folder",
          ("query", "{user}/indexes/click", "who calls echo?"),
-         2, "codenib query: error: {user}/indexes/click/edges.parquet: edges.parquet is a symbolic link to "
-            "{user}/idx/click/edges.parquet, outside the index folder", setup="file-link"),
+         2, "codenib query: error: {user}/indexes/click/edges.parquet: edges.parquet leads to "
+            "{user}/idx/click/edges.parquet through a symbolic link, outside the index folder", setup="file-link"),
     Case("run --index-root: a file of an index is a link out of the root",
          ("run", "--queries", "{user}/q/file-link.parquet", "--index-root", "{user}/indexes", "--out", "{out}",
           "--quiet"),
-         0, "warning: {user}/indexes/linked/edges.parquet: edges.parquet is a symbolic link to "
-            "{user}/idx/click/edges.parquet, outside the index folder",
+         0, "warning: {user}/indexes/linked/edges.parquet: edges.parquet leads to "
+            "{user}/idx/click/edges.parquet through a symbolic link, outside the index folder",
          plan_errors={"escape": "outside the index folder", "ok": None}, setup="file-link-root"),
 ]
 
