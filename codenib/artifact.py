@@ -88,6 +88,7 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
     if not path.is_file():
         raise IndexFormatError(f"no {MANIFEST}: this is not a complete CodeNib index "
                                "(an interrupted build leaves none)", path=str(folder), fix=fix_rebuild)
+    check_confined(folder, [MANIFEST])
     try:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -102,6 +103,8 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
             f"({__version__}) reads version {FORMAT_VERSION}", path=str(path), fix=fix_rebuild)
     _check_self_checksum(path, manifest, fix_rebuild)
     check_listing(folder, manifest)
+    listed = manifest["artifacts"]
+    check_confined(folder, [*(d for d in LOADED_DIRS if (folder / d).exists()), *listed])
     if verify:
         verify_artifacts(folder, manifest)
     return manifest
@@ -141,6 +144,33 @@ def check_listing(folder: Path, manifest: dict[str, Any]) -> None:
         if rel not in listed:
             raise IndexFormatError(f"the loader reads {rel}, but the manifest does not list it (added "
                                    "or edited after the build)", path=str(folder / rel), fix=fix)
+
+
+def check_confined(folder: Path, names: list[str]) -> None:
+    """Each of `names` (relative to `folder`), and every folder on its way, resolves inside
+    the index folder (links resolved): a link leading out is never read, whatever its bytes.
+
+    Raises:
+        IndexFormatError: naming the first file or folder that leads out, and where.
+    """
+    try:
+        base = Path(folder).resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise IndexFormatError(f"cannot resolve the index folder: {exc}", path=str(folder),
+                               fix="pass an index folder that exists") from exc
+    for rel in names:
+        path = Path(folder) / rel
+        try:
+            target = path.resolve(strict=False)
+        except (OSError, RuntimeError):   # a link loop
+            target = None
+        if target is None or not target.is_relative_to(base):
+            where = f"leads to {target} through a symbolic link" if target is not None else "is a symbolic link loop"
+            raise IndexFormatError(
+                f"{rel} {where}, outside the index folder {base}; an index only reads files inside "
+                "its own folder", path=str(path),
+                fix=f"replace the link with a copy of the file, or rebuild the index with `codenib index REPO "
+                    f"--out {folder}`")
 
 
 def verify_artifacts(folder: Path, manifest: dict[str, Any]) -> None:
@@ -222,7 +252,12 @@ def atomic_dir(out: str | os.PathLike, last_file: str) -> Iterator[Path]:
     staging = out.parent / f".{out.name}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
     try:
-        yield staging
+        try:
+            yield staging
+        except OSError as exc:
+            if not outputs.storage_failure(exc):
+                raise
+            raise outputs.disk_write_error(exc, _failed_file(exc, staging, out)) from exc
         if not (staging / last_file).is_file():
             raise CodeNibError(f"internal: the folder was finished without {last_file}", path=str(staging))
         old = None
@@ -235,6 +270,18 @@ def atomic_dir(out: str | os.PathLike, last_file: str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _failed_file(exc: OSError, staging: Path, out: Path) -> Path:
+    """The file of `out` whose write failed: the error's own file name, else the file written
+    last in the staging folder (a `write()` error names no file), as it would be in `out`."""
+    named = Path(exc.filename) if isinstance(exc.filename, str) else None
+    if named is None:
+        files = [p for p in staging.rglob("*") if p.is_file() and not p.is_symlink()]
+        named = max(files, key=lambda p: p.stat().st_mtime_ns, default=None)
+    if named is None:
+        return out
+    return out / named.relative_to(staging) if named.is_relative_to(staging) else named
 
 
 def _check_self_checksum(path: Path, manifest: dict[str, Any], fix: str) -> None:

@@ -55,5 +55,10 @@ class MissingDependencyError(CodeNibError):
         )
 
 
+class DiskWriteError(CodeNibError):
+    """The storage refused a write (a full disk, a quota, an I/O error): not bad input, so
+    exit 1; the message names the file being written."""
+
+
 class RerankError(CodeNibError):
     """A reranker failed for a whole request (per-window failures are recorded, not raised)."""

@@ -11,18 +11,47 @@ Core level (standard library only).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
-from codenib.errors import BadInputError
+from codenib.errors import BadInputError, DiskWriteError
 
 #: Names of temporary files: `.NAME.PID-NONCE.tmp`, one per process and write.
 TMP_NAME = re.compile(r"\..+\.\d+-[0-9a-f]{8}\.tmp")
+
+
+#: errno values of a write the storage refused: a full disk, a quota, an I/O error, a file
+#: over the file system's limit. None of them is bad input (exit 1, not 2).
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
+STORAGE_FIX = "free space on the disk that holds it (or raise your quota), then run the command again"
+
+
+def storage_failure(exc: BaseException) -> bool:
+    """Whether `exc` is a write the storage refused (see `STORAGE_ERRNOS`)."""
+    return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
+
+
+def disk_write_error(exc: OSError, path: str | os.PathLike) -> DiskWriteError:
+    """The `DiskWriteError` of `exc` naming `path` (`write()` errors carry no file name)."""
+    return DiskWriteError(f"cannot write {path}: {os.strerror(exc.errno)}", path=str(path), fix=STORAGE_FIX)
+
+
+@contextmanager
+def writing(path: str | os.PathLike) -> Iterator[None]:
+    """Turn a write the storage refuses inside the block into a `DiskWriteError` naming `path`."""
+    try:
+        yield
+    except OSError as exc:
+        if not storage_failure(exc):
+            raise
+        raise disk_write_error(exc, path) from exc
 
 
 @dataclass(frozen=True)

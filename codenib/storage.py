@@ -9,7 +9,11 @@ the command line or `run_job`), and travel to the actors as data:
 
 * `CODENIB_S3_ENDPOINT` (else `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`): an S3 API
   other than AWS's, e.g. `http://127.0.0.1:9000` for a MinIO or moto server;
-* `AWS_REGION` (else `AWS_DEFAULT_REGION`).
+* `AWS_REGION` (else `AWS_DEFAULT_REGION`);
+* `CODENIB_S3_CONNECT_TIMEOUT` (seconds, default 5), `CODENIB_S3_REQUEST_TIMEOUT` (seconds
+  without a byte moving, default 20) and `CODENIB_S3_ATTEMPTS` (tries per request, default 3):
+  an endpoint that accepts connections and never answers fails after about
+  attempts x (connect + request timeout), naming the endpoint, instead of hanging the job.
 
 Credentials are never read here: pyarrow (the AWS SDK) and boto3 find them themselves
 (environment, `~/.aws`, an instance or pod role), on every node.
@@ -32,11 +36,22 @@ from codenib.errors import BadInputError, CodeNibError
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 ENDPOINT_ENVS = ("CODENIB_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 REGION_ENVS = ("AWS_REGION", "AWS_DEFAULT_REGION")
-#: Seconds before a request to the store gives up (an unreachable endpoint must not hang a job).
+#: Seconds before a request to the store gives up (an unreachable endpoint must not hang a job):
+#: the defaults, and the variables that replace them (name -> (default, smallest allowed)).
 CONNECT_TIMEOUT_S = 5.0
-REQUEST_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_S = 20.0
+ATTEMPTS = 3
+TIMEOUT_ENVS = {"CODENIB_S3_CONNECT_TIMEOUT": "connect_timeout", "CODENIB_S3_REQUEST_TIMEOUT": "request_timeout",
+                "CODENIB_S3_ATTEMPTS": "attempts"}
+#: What pyarrow's AWS SDK says when no answer came (curl 28: timeout; 7: refused; 6: no host).
+_NO_ANSWER = re.compile(r"NETWORK_CONNECTION|curlCode: (?:6|7|28)\b|Timeout was reached")
 STORE_FIX = ("check the URI, that the bucket exists and that this machine may read and write it "
              "(AWS credentials; for another S3 API set CODENIB_S3_ENDPOINT, e.g. http://127.0.0.1:9000)")
+
+
+NO_ANSWER_FIX = ("check that CODENIB_S3_ENDPOINT names an S3 API that runs and that this machine reaches it; "
+                 "a slow store gets more time with CODENIB_S3_REQUEST_TIMEOUT, CODENIB_S3_CONNECT_TIMEOUT "
+                 "(seconds) and CODENIB_S3_ATTEMPTS")
 
 
 class StorageError(BadInputError):
@@ -55,6 +70,9 @@ class StorageConfig:
 
     endpoint: str | None = None
     region: str | None = None
+    connect_timeout: float = CONNECT_TIMEOUT_S
+    request_timeout: float = REQUEST_TIMEOUT_S
+    attempts: int = ATTEMPTS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "StorageConfig":
@@ -64,7 +82,19 @@ class StorageConfig:
         if endpoint and not urlsplit(endpoint).netloc:
             raise BadInputError(f"the S3 endpoint {endpoint!r} is not a URL",
                                 fix="set CODENIB_S3_ENDPOINT to e.g. http://127.0.0.1:9000 or https://s3.example.com")
-        return cls(endpoint, region)
+        limits = {field: _positive(name, env[name], whole=field == "attempts")
+                  for name, field in TIMEOUT_ENVS.items() if env.get(name)}
+        return cls(endpoint, region, **limits)
+
+    @property
+    def where(self) -> str:
+        """The S3 API in words, for messages."""
+        return f"the S3 endpoint {self.endpoint}" if self.endpoint else "AWS S3"
+
+    def no_answer(self, uri: str, what: str, detail: str) -> str:
+        """The message of a request that got no answer in time (or no connection)."""
+        return (f"{self.where} did not answer (to {what} {uri}; {self.attempts} attempt(s), "
+                f"connect timeout {self.connect_timeout:g} s, request timeout {self.request_timeout:g} s): {detail}")
 
     def open(self, uri: str) -> "Store":
         """The store at `uri` (a folder or an object)."""
@@ -84,8 +114,9 @@ class Store:
         scheme, _, rest = self.uri.partition("://")
         with self._errors(self.uri, "open"):
             if scheme.lower() == "s3":
-                kwargs: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S, "request_timeout": REQUEST_TIMEOUT_S,
-                                          "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=3)}
+                kwargs: dict[str, Any] = {
+                    "connect_timeout": config.connect_timeout, "request_timeout": config.request_timeout,
+                    "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=config.attempts)}
                 if config.endpoint:
                     parts = urlsplit(config.endpoint)
                     kwargs["endpoint_override"] = parts.netloc
@@ -209,9 +240,8 @@ class Store:
         if not self.bucket:
             self.fs.create_dir(self.path(name).rpartition("/")[0], recursive=True)
 
-    @staticmethod
     @contextmanager
-    def _errors(uri: str, what: str, write: bool = False) -> Iterator[None]:
+    def _errors(self, uri: str, what: str, write: bool = False) -> Iterator[None]:
         try:
             yield
         except CodeNibError:
@@ -219,11 +249,25 @@ class Store:
         except (OSError, ValueError) as exc:
             text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
             cls = StorageIOError if write else StorageError
+            if _NO_ANSWER.search(text):
+                raise cls(self.config.no_answer(uri, what, text), path=uri, fix=NO_ANSWER_FIX) from exc
             raise cls(f"cannot {what} {uri}: {text}", path=uri, fix=STORE_FIX) from exc
 
 
 class StorageIOError(CodeNibError):
     """A write to the store failed while a job ran (exit 1: re-running the job resumes it)."""
+
+
+def _positive(name: str, value: str, whole: bool) -> float | int:
+    """The number in variable `name`; it must be above zero (a whole number for `whole`)."""
+    try:
+        number = int(value) if whole else float(value)
+    except ValueError:
+        number = 0
+    if not number > 0 or number != number or number == float("inf"):
+        kind = "a whole number above 0, e.g. 3" if whole else "a number of seconds above 0, e.g. 20"
+        raise BadInputError(f"${name} is {value!r}; expected {kind}", fix=f"set {name} to {kind}, or unset it")
+    return number
 
 
 def split_name(uri: str) -> tuple[str, str]:

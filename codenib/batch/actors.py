@@ -159,7 +159,7 @@ class GraphActor:
         return ray.get_runtime_context().get_node_id()
 
     def run_shard(self, shard: Shard):
-        if not shard.index_path:  # every query already carries its own error
+        if not shard.index_path or all(r.error for r in shard.rows):  # every query carries its own error
             return failed_shard(shard, self.options, "index not found")
         # A load failure raises: the driver retries the shard, and records it as failed
         # (retried on resume) if it keeps failing.

@@ -188,7 +188,7 @@ def _local_runner(options: RunOptions, shard_opts: ShardOptions, cache: IndexCac
         llm = LLMReranker(LLMConfig.from_dict(options.llm))
 
     def run(shard: Shard):
-        if not shard.index_path:
+        if not shard.index_path or all(r.error for r in shard.rows):   # an unusable index is not loaded
             return failed_shard(shard, shard_opts, "index not found")
         index = cache.get(shard.index_path, shard.index_sha)
         return process_shard(shard, index, LocalEngines(index, llm), shard_opts, llm)

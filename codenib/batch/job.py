@@ -297,17 +297,24 @@ def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
         global _reaper
         from codenib.batch.reaper import start_reaper, unmark
 
+        global _private_root
+        from codenib.batch.raydir import private_root, ray_temp_dir, seal
+
         _force_loopback(ray)
+        root = private_root()   # Ray makes its folders 777: they go where only this user reaches
         # The watchdog first: every process this Ray starts carries its marker.
         _reaper = start_reaper()
         try:
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=dashboard,
-                     dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+                     dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1",
+                     _temp_dir=ray_temp_dir(root), **kwargs)
         except BaseException:
             _release_reaper()
             raise
         finally:
             unmark()
+        _private_root = root
+        seal(root)
     return True
 
 
@@ -316,10 +323,16 @@ def stop_ray() -> None:
     whatever of it is left (its agents outlive `ray.shutdown()` otherwise)."""
     import ray
 
+    global _private_root
     try:
         ray.shutdown()
     finally:
         _release_reaper()
+        if _private_root is not None:
+            from codenib.batch.raydir import seal
+
+            seal(_private_root)   # folders the session made after start (workers' logs, runtime_resources)
+            _private_root = None
 
 
 # --- private helpers -----------------------------------------------------------------------------
@@ -397,6 +410,8 @@ def _collect_cache_stats(actors: list) -> None:
 _LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 #: The watchdog of the embedded Ray this process started (None: none, or it joined a cluster).
 _reaper = None
+#: The private folder of the embedded Ray this process started (`codenib.batch.raydir`).
+_private_root = None
 
 
 def _release_reaper() -> None:

@@ -40,7 +40,11 @@ from codenib.batch.sinkbase import ShardSink, parse_holder
 from codenib.errors import BadInputError
 from codenib.outputs import tmp_path
 from codenib.results import LOCK, MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, STAGING, SUCCESS
-from codenib.storage import StorageConfig, StorageError, is_uri
+from codenib.storage import NO_ANSWER_FIX, StorageConfig, StorageError, is_uri
+
+#: botocore's errors of a request that got no answer in time, or no connection.
+_NO_ANSWER_ERRORS = frozenset({"ConnectTimeoutError", "ReadTimeoutError", "EndpointConnectionError",
+                               "ConnectionClosedError"})
 
 
 class ObjectStoreSink(ShardSink):
@@ -220,7 +224,11 @@ class ObjectStoreSink(ShardSink):
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
             if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
                 return False
-            raise StorageError(f"cannot create {self.store.uri_of(name)}: {exc}", path=self.store.uri_of(name),
+            uri = self.store.uri_of(name)
+            if type(exc).__name__ in _NO_ANSWER_ERRORS:
+                raise StorageError(self.storage.no_answer(uri, "create", str(exc)), path=uri,
+                                   fix=NO_ANSWER_FIX) from exc
+            raise StorageError(f"cannot create {uri}: {exc}", path=uri,
                                fix="check the bucket's permissions and CODENIB_S3_ENDPOINT") from exc
         return True
 
@@ -284,4 +292,5 @@ def _s3_client(storage: StorageConfig):
     except ImportError:
         return None
     return boto3.client("s3", endpoint_url=storage.endpoint, region_name=storage.region or "us-east-1",
-                        config=Config(connect_timeout=5, read_timeout=60, retries={"max_attempts": 3}))
+                        config=Config(connect_timeout=storage.connect_timeout, read_timeout=storage.request_timeout,
+                                      retries={"total_max_attempts": storage.attempts, "mode": "standard"}))

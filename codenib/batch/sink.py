@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 
 from codenib.artifact import pid_alive
 from codenib.batch.sinkbase import ShardSink, parse_holder
-from codenib.errors import BadInputError
-from codenib.outputs import TMP_NAME, foreign_files, remove_foreign, tmp_path
+from codenib.errors import BadInputError, DiskWriteError
+from codenib.outputs import TMP_NAME, foreign_files, remove_foreign, tmp_path, writing
 from codenib.results import (MANIFEST, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, ResultsFolder,
                              check_results_dir)
 from codenib.types import PLANS_SCHEMA
@@ -116,19 +116,28 @@ class ParquetSink(ShardSink):
     def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
         staged_results = tmp_path(self.folder.staging / name)
         staged_plans = tmp_path(self.folder.staging / f"plans-{name}")
-        pq.write_table(results, staged_results)
-        pq.write_table(plans, staged_plans)
+        try:
+            with writing(self.out / name):
+                pq.write_table(results, staged_results)
+            with writing(self.folder.plan_parts / name):
+                pq.write_table(plans, staged_plans)
+        except BaseException:
+            staged_results.unlink(missing_ok=True)   # nothing half-written stays (a full disk)
+            staged_plans.unlink(missing_ok=True)
+            raise
         os.replace(staged_plans, self.folder.plan_parts / name)
         os.replace(staged_results, self.out / name)
 
     def _put_plans(self, parts: list[str], meta: dict[str, bytes]) -> None:
         tmp = tmp_path(self.folder.staging / PLANS)
-        write_plans(tmp, (self.folder.plan_parts / name for name in parts), meta)
+        with writing(self.folder.plans_path):
+            write_plans(tmp, (self.folder.plan_parts / name for name in parts), meta)
         os.replace(tmp, self.folder.plans_path)
         self._clear_leftovers()
 
     def _put_success(self, body: bytes) -> None:
-        self.folder.success_path.write_bytes(body)
+        with writing(self.folder.success_path):
+            self.folder.success_path.write_bytes(body)
 
     # -- private helpers ----------------------------------------------------------------------
 
@@ -187,9 +196,12 @@ class ParquetSink(ShardSink):
                 self.log(f"{self.out}: taking over the lock of pid {previous.get('pid')} on "
                          f"{previous.get('host')}, which is no longer running")
             data = json.dumps(me).encode()
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, data, 0)
-        except BaseException:
+            with writing(path):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, data, 0)
+        except BaseException as exc:
+            if isinstance(exc, DiskWriteError) and _same_file(fd, path):
+                path.unlink()      # still held: an empty _LOCK would be all the folder holds
             os.close(fd)
             raise
         self._lock_fd = fd
@@ -209,8 +221,12 @@ class ParquetSink(ShardSink):
 
     def _write_manifest(self) -> None:
         tmp = tmp_path(self.folder.manifest_path)
-        tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True))
-        os.replace(tmp, self.folder.manifest_path)
+        try:
+            with writing(self.folder.manifest_path):
+                tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True))
+            os.replace(tmp, self.folder.manifest_path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def _leftovers(folder: ResultsFolder) -> list[Path]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from codenib.errors import CodeNibError
+from codenib.outputs import disk_write_error, storage_failure
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,14 @@ def execute(name: str, run: Callable[[argparse.Namespace], int], args: argparse.
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
             raise  # the reader of stdout went away (`| head`): cli.main ends quietly
+        if storage_failure(exc):
+            # A full disk, a quota, an I/O error: not bad input. Write sites name their file
+            # (`codenib.outputs.writing`); one that did not is still reported, not a traceback.
+            where = exc.filename or "an output file (the failing write did not name it)"
+            print(f"codenib {name}: error: {disk_write_error(exc, where)}", file=sys.stderr)
+            return 1
         # A path the user gave that cannot be read or written (a folder where a file was
-        # expected, no permission, a full disk): say which, not a traceback.
+        # expected, no permission): say which, not a traceback.
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"codenib {name}: error: {where}{exc.strerror or exc} (fix: check the path "
               "and its permissions)", file=sys.stderr)

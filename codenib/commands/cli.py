@@ -6,9 +6,13 @@ import argparse
 import gc
 import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 from codenib import __version__
 from codenib.commands import REGISTRY, execute, stdout_reader_gone
+from codenib.errors import DiskWriteError
+from codenib.outputs import writing
 
 #: The status a shell reports for a Unix tool that SIGPIPE ended (128 + 13): what
 #: `codenib query ... | head -1` ends with once `head` has what it wants.
@@ -18,6 +22,11 @@ EXIT_READER_GONE = 141
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `codenib` console script."""
     _offline_environment()
+    with _terminal_streams():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -25,7 +34,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return 2
         code = execute(args.command, REGISTRY[args.command].run, args)
-        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        try:
+            sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        except DiskWriteError as exc:
+            print(f"codenib {args.command}: error: {exc}", file=sys.stderr)
+            _discard_stdout()   # the interpreter's last flush would fail again
+            return exc.exit_code
         return code
     except BrokenPipeError:
         if not stdout_reader_gone():
@@ -60,6 +74,56 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         cmd.add_arguments(p)
     return parser
+
+
+class _NamedStdout:
+    """sys.stdout whose refused writes (`> file` on a full disk) say it was standard output:
+    a `write()` error names no file. Everything else is the stream's own."""
+
+    NAME = "standard output"
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with writing(self.NAME):
+            return self._stream.write(text)
+
+    def flush(self) -> None:
+        with writing(self.NAME):
+            self._stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _terminal_streams() -> Iterator[None]:
+    """While a command runs: stdout and stderr write what their encoding cannot hold as
+    backslash escapes (`PYTHONIOENCODING=ascii`, a C locale) instead of raising
+    UnicodeEncodeError, and stdout names itself in a refused write. Restored afterwards (the
+    command line may run inside another program, e.g. the tests)."""
+    saved = []
+    for stream in (sys.stdout, sys.stderr):
+        errors = getattr(stream, "errors", None)
+        if errors is not None and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+                saved.append((stream, errors))
+            except (OSError, ValueError):   # closed, or a write already failed
+                pass
+    stdout = sys.stdout
+    sys.stdout = _NamedStdout(stdout)
+    try:
+        yield
+    finally:
+        if sys.stdout.__class__ is _NamedStdout:
+            sys.stdout = stdout
+        for stream, errors in saved:
+            try:
+                stream.reconfigure(errors=errors)
+            except (OSError, ValueError):
+                pass
 
 
 def _discard_stdout() -> None:

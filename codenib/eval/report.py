@@ -154,7 +154,8 @@ def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool 
     with atomic_dir(out, REPORT_MANIFEST) as staging:
         figures = write_plots(evaluation, staging) if plots else []
         (staging / "metrics.json").write_text(json.dumps(_jsonable(evaluation.summary), indent=2) + "\n")
-        _write_per_query(evaluation, staging / "per_query.parquet")
+        with outputs.writing(out / "per_query.parquet"):   # pyarrow deletes a file it failed to write
+            _write_per_query(evaluation, staging / "per_query.parquet")
         (staging / "report.md").write_text(render_markdown(evaluation, figures))
         if html:
             page = render_html(evaluation, {name: (staging / name).read_bytes() for name in figures})

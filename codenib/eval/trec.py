@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from codenib.errors import BadInputError
+from codenib.outputs import writing
 from codenib.eval.io import Warn, warn_stderr
 
 
@@ -66,23 +67,33 @@ def trec_lines(path: Path, width: int, what: str, fix: str) -> Iterator[tuple[in
 def write_trec_run(rows: Iterable[TrecRow], path: str | os.PathLike) -> int:
     """Write `rows` as a TREC run (atomically); returns the number of lines."""
     p = Path(path)
+    rows = list(rows)
+    for r in rows:
+        for what, value in (("qid", r.qid), ("node id", r.docno), ("tag", r.tag)):
+            if not value or any(c.isspace() for c in value):
+                raise BadInputError(f"{what} {value!r} is empty or holds whitespace and "
+                                    "cannot be written to a TREC run", path=str(p),
+                                    fix="keep the results in Parquet, or rename it")
+    if p.exists() and not p.is_file():
+        # A device or a pipe (/dev/stdout, a FIFO): written in place. A rename would replace
+        # the device node itself (as root, `/dev/full` became a regular file).
+        with writing(p), open(p, "w", encoding="utf-8") as fh:
+            fh.writelines(_trec_line(r) for r in rows)
+        return len(rows)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
-    n = 0
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for r in rows:
-                for what, value in (("qid", r.qid), ("node id", r.docno), ("tag", r.tag)):
-                    if not value or any(c.isspace() for c in value):
-                        raise BadInputError(f"{what} {value!r} is empty or holds whitespace and "
-                                            "cannot be written to a TREC run", path=str(p),
-                                            fix="keep the results in Parquet, or rename it")
-                fh.write(f"{r.qid} Q0 {r.docno} {r.rank} {r.score!r} {r.tag}\n")
-                n += 1
-        os.replace(tmp, p)
+        with writing(p):
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.writelines(_trec_line(r) for r in rows)
+            os.replace(tmp, p)
     finally:
         tmp.unlink(missing_ok=True)
-    return n
+    return len(rows)
+
+
+def _trec_line(r: TrecRow) -> str:
+    return f"{r.qid} Q0 {r.docno} {r.rank} {r.score!r} {r.tag}\n"
 
 
 def trec_rows(run: Mapping[str, Sequence[str]], scores: Mapping[str, Sequence[float]],

@@ -12,6 +12,7 @@ with connections to anything but loopback refused.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -45,11 +46,12 @@ class Case:
     name: str
     argv: tuple[str, ...]
     exit_code: int
-    first_line: str                    # must appear in stderr's first line ("" : stderr is empty)
+    first_line: str | None             # must open stderr's first line ("": stderr is empty; None: unchecked)
     run: str = "in-process"            # in-process | subprocess | closed-stdout
     env: dict[str, str] = field(default_factory=dict)
     plan_errors: dict[str, str | None] = field(default_factory=dict)   # qid -> text in its error (None: no error)
     setup: str = ""                    # what the case adds to its user folder (see _setup)
+    after: str = ""                    # what must hold afterwards besides (see _after)
 
 
 CASES = [
@@ -125,6 +127,39 @@ CASES = [
           "{user}/llm-http-remote.toml"),
          2, "codenib query: error: the API key in $CODENIB_LLM_API_KEY would go in clear text over http to 10.0.0.5",
          env={"CODENIB_LLM_API_KEY": SECRET}),
+    # Issue 27, item 2: an S3 endpoint that accepts connections and never answers ends the job.
+    Case("run --out s3://: an endpoint that accepts and never answers",
+         ("run", "--queries", "{user}/q/plain.jsonl", "--index", "{user}/indexes/click", "--out", "s3://b/out",
+          "--local-below", "0"),
+         2, "codenib run: error: the S3 endpoint http://127.0.0.1:{silent} did not answer (to reach the bucket of "
+            "s3://b/out; 1 attempt(s)", run="subprocess",
+         env={"CODENIB_S3_ENDPOINT": "http://127.0.0.1:{silent}", "CODENIB_S3_CONNECT_TIMEOUT": "2",
+              "CODENIB_S3_REQUEST_TIMEOUT": "2", "CODENIB_S3_ATTEMPTS": "1", "AWS_ACCESS_KEY_ID": "fault-matrix",
+              "AWS_SECRET_ACCESS_KEY": "fault-matrix", "AWS_EC2_METADATA_DISABLED": "true"}),
+    # Item 3: the embedded Ray's temp folder is this user's alone (Ray makes its folders 777).
+    Case("run --local-below 0: the embedded Ray's folders are private",
+         ("run", "--queries", "{user}/q/plain.jsonl", "--index", "{user}/indexes/click", "--out", "{out}",
+          "--local-below", "0", "--quiet"),
+         0, None, run="subprocess", env={"TMPDIR": "{raytmp}"}, after="ray-private"),
+    # Item 7: output never crashes on the terminal's encoding.
+    Case("query: PYTHONIOENCODING=ascii, a non-ASCII query",
+         ("query", "{user}/indexes/click", "who calls \u00e9ch\u00f6?"), 0, "", run="subprocess",
+         env={"PYTHONIOENCODING": "ascii"}, after="escaped-stdout"),
+    # Item 8: a full disk is not bad input, and the message names what was being written.
+    Case("query: stdout on a full disk (> /dev/full)",
+         ("query", "{user}/indexes/click", "who calls echo?", "--json"),
+         1, "codenib query: error: cannot write standard output: No space left on device", run="full-stdout"),
+    # Item 10: every file an index reads stays inside its folder, not only the folder name.
+    Case("query: a file of the index is a link out of its folder",
+         ("query", "{user}/indexes/click", "who calls echo?"),
+         2, "codenib query: error: {user}/indexes/click/edges.parquet: edges.parquet leads to "
+            "{user}/idx/click/edges.parquet through a symbolic link, outside the index folder", setup="file-link"),
+    Case("run --index-root: a file of an index is a link out of the root",
+         ("run", "--queries", "{user}/q/file-link.parquet", "--index-root", "{user}/indexes", "--out", "{out}",
+          "--quiet"),
+         0, "warning: {user}/indexes/linked/edges.parquet: edges.parquet leads to "
+            "{user}/idx/click/edges.parquet through a symbolic link, outside the index folder",
+         plan_errors={"escape": "outside the index folder", "ok": None}, setup="file-link-root"),
 ]
 
 
@@ -150,6 +185,9 @@ def template(tmp_path_factory, fixture_index_dir, sparse_only_index_dir):
     pq.write_table(pa.table({"qid": pa.array([b"a", b"b"], pa.binary()), "query": ["helper", "slugify"]}),
                    q / "binary-qid.parquet")
     (q / "numbers.jsonl").write_text('{"qid": "a", "query": 1}\n{"qid": "b", "query": 2}\n')
+    (q / "plain.jsonl").write_text('{"qid": "a", "query": "who calls slugify"}\n{"qid": "b", "query": "Store an item"}\n')
+    pq.write_table(pa.table({"qid": ["escape", "ok"], "query": ["helper", "helper"], "index": ["linked", "click"]}),
+                   q / "file-link.parquet")
     (user / "llm-any-variable.toml").write_text('[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
                                                 'api_key_env = "AWS_SECRET_ACCESS_KEY"\n')
     (user / "llm-http-remote.toml").write_text('[llm]\nendpoint = "http://10.0.0.5:8000/v1"\nmodel = "m"\n'
@@ -175,17 +213,67 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.fixture(scope="module")
+def silent_endpoint():
+    """A port on 127.0.0.1 that accepts connections and never answers (a hung S3 endpoint)."""
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+@pytest.fixture
+def raytmp():
+    """A short TMPDIR (Ray's socket paths must stay under 108 bytes), removed afterwards."""
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="cnfm", dir="/tmp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_fault_matrix_inputs(case, template, local_ray, tmp_path, monkeypatch, capsys):
+def test_fault_matrix_inputs(case, template, local_ray, tmp_path, monkeypatch, capsys, request):
+    if case.run == "full-stdout" and not Path("/dev/full").is_char_device():
+        pytest.skip("no /dev/full on this system")
     user = tmp_path / "user"
     shutil.copytree(template, user, symlinks=True)
     _setup(case.setup, user)
     out = tmp_path / "out"
-    argv = [a.format(user=user, out=out) for a in case.argv]
+    slots = {"user": user, "out": out}
+    if "{silent}" in repr(case):
+        slots["silent"] = request.getfixturevalue("silent_endpoint")
+    if "{raytmp}" in repr(case):
+        slots["raytmp"] = request.getfixturevalue("raytmp")
+    argv = [a.format(**slots) for a in case.argv]
+    case = dataclasses.replace(case, env={k: v.format(**slots) for k, v in case.env.items()})
     before = _hashes(user)
     code, first = _run(case, argv, monkeypatch, capsys)
-    assert (code, first if not case.first_line else first[:len(case.first_line.format(user=user))]) == \
-        (case.exit_code, case.first_line.format(user=user)), f"stderr first line: {first!r}"
+    if case.first_line is None:          # stderr's first line is Ray's or the job's, not checked
+        assert code == case.exit_code, f"stderr first line: {first!r}"
+    else:
+        expected = case.first_line.format(**slots)
+        assert (code, first if not expected else first[:len(expected)]) == (case.exit_code, expected), \
+            f"stderr first line: {first!r}"
+    _after(case.after, slots)
     assert _hashes(user, keys=before) == before, "a file of the user's changed"
     if case.exit_code == 2:
         assert not out.exists(), "bad input left output behind"
@@ -205,13 +293,43 @@ def test_fault_matrix_covers_every_item_of_part_b():
     for needle in ("not UTF-8", "../idx/click", "absolute", "../../../tmp/x", "binary", "stdout closed",
                    "http:// to another machine", "api_key_env", "plain-http endpoint"):
         assert needle in names, needle
+    # Issue 27's items 2, 3, 7, 8 and 10.
+    for needle in ("never answers", "Ray's folders are private", "PYTHONIOENCODING=ascii", "full disk",
+                   "a link out of its folder", "a link out of the root"):
+        assert needle in names, needle
 
 
 # --- helpers ---------------------------------------------------------------------------------------
 
+def _after(what: str, slots: dict) -> None:
+    """The checks of `Case.after`."""
+    if what == "ray-private":
+        # The embedded Ray ran under TMPDIR: its root there is 0700, and no folder under TMPDIR
+        # (Ray's session, logs/, sockets/, runtime_resources/) is writable by group or others.
+        tmp = Path(slots["raytmp"])
+        root = tmp / f"codenib-ray-{os.getuid()}"
+        assert root.is_dir() and (root.stat().st_mode & 0o777) == 0o700, sorted(p.name for p in tmp.iterdir())
+        assert any(root.rglob("session_*")), "the embedded Ray did not use the private folder"
+        open_to_others = [str(p) for p in [tmp, *tmp.rglob("*")]
+                          if p.is_dir() and not p.is_symlink() and p.stat().st_mode & 0o022]
+        assert not open_to_others, open_to_others
+    elif what == "escaped-stdout":
+        assert "ch\\xf6" in _LAST_STDOUT[0], _LAST_STDOUT[0][-400:]   # the query's own words, escaped
+
+
+_LAST_STDOUT = [""]
+
+
 def _setup(what: str, user: Path) -> None:
     """Files that name the case's own copy of the user folder (made before hashing)."""
-    if what == "absolute":
+    if what in ("file-link", "file-link-root"):
+        # Same bytes as the file it replaces, so checksums pass: only where it leads is wrong.
+        index = user / "indexes" / ("click" if what == "file-link" else "linked")
+        if what == "file-link-root":
+            shutil.copytree(user / "indexes" / "click", index)
+        (index / "edges.parquet").unlink()
+        (index / "edges.parquet").symlink_to(user / "idx" / "click" / "edges.parquet")
+    elif what == "absolute":
         pq.write_table(pa.table({"qid": ["escape", "ok"], "query": ["helper", "helper"],
                                  "index": [str(user / "idx" / "click"), "click"]}), user / "q" / "absolute.parquet")
     elif what == "link":
@@ -245,8 +363,15 @@ def _run(case: Case, argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
                                       timeout=SUBPROCESS_TIMEOUT_S)
             finally:
                 os.close(write_end)
+        elif case.run == "full-stdout":
+            # stdout is the file descriptor of /dev/full: every write fails with ENOSPC. (Never
+            # a path: a command that renames into place, run as root, would replace the device.)
+            with open("/dev/full", "wb") as full:
+                done = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, env=env,
+                                      timeout=SUBPROCESS_TIMEOUT_S)
         else:
             done = subprocess.run(command, capture_output=True, env=env, timeout=SUBPROCESS_TIMEOUT_S)
+            _LAST_STDOUT[0] = done.stdout.decode("ascii", "replace")
         code, err = done.returncode, done.stderr.decode("utf-8", "replace")
     assert SECRET not in err
     lines = [line for line in err.splitlines() if line.strip()]

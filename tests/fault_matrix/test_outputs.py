@@ -8,8 +8,10 @@ Helpers stay in this file (tests/fault_matrix/ has no shared conftest).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -52,6 +54,7 @@ class Case:
     exit: int
     first_line: str
     after: Callable[[Path], None] | None = None
+    fault: Callable[[pytest.MonkeyPatch], None] | None = None   # a failure injected while it runs
 
 
 # --- the world -------------------------------------------------------------------------------
@@ -273,6 +276,54 @@ def demo_over_foreign_folder(w, tmp):
 DEMO_SETUPS = (demo_results_with_thesis, demo_report_with_notes, demo_over_foreign_folder)
 
 
+def run_fresh(w, tmp):
+    return _run_argv(w, tmp / "results")
+
+
+def eval_export_trec(w, tmp):
+    return ["eval", "--results", str(w.run), "--export-trec", str(tmp / "run.trec")]
+
+
+def index_fresh(w, tmp):
+    return _index_argv(w, tmp / "idx")
+
+
+# --- injected faults (issue 27, item 8: a full disk) -------------------------------------------
+
+def _enospc(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))   # as write() raises it: no file name
+
+
+def disk_full_on_parquet(monkeypatch):
+    monkeypatch.setattr("pyarrow.parquet.write_table", _enospc)
+
+
+def disk_full_on_trec(monkeypatch):
+    replace = os.replace
+
+    def full(src, dst, *args, **kwargs):
+        if str(dst).endswith(".trec"):
+            _enospc()
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", full)
+
+
+def disk_full_on_json(monkeypatch):
+    """The BM25 parameters file of an index build fails half-way through (bm25s writes it
+    with json.dump)."""
+    dump = json.dump
+
+    def full(obj, fh, *args, **kwargs):
+        if str(getattr(fh, "name", "")).endswith("params.index.json"):
+            fh.write("{")            # half-written, then the disk is full
+            fh.flush()
+            _enospc()
+        return dump(obj, fh, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dump", full)
+
+
 # --- checks of the control rows ------------------------------------------------------------
 
 def index_rebuilt_without_notes(tmp):
@@ -295,6 +346,13 @@ def run_left_as_it_was(tmp):
 
 def nothing_written(tmp):
     assert not (tmp / "results").exists()
+
+
+def nothing_half_written(tmp):
+    """Nothing of the failed write stays: no staged or partial file, no lock."""
+    left = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+    assert not [p for p in left if p.endswith(".tmp") or "_staging/" in p or p.endswith("_LOCK")
+                or "staging-" in p or ".trec" in p], left
 
 
 # --- the matrix --------------------------------------------------------------------------------
@@ -343,6 +401,16 @@ CASES = [
     Case("run --force over a complete folder, file in _staging/", run_complete_with_staging_file_forced, 0, r"",
          run_resumed_without_draft),
     Case("run over a complete folder, nothing foreign", run_complete_clean, 0, r"already complete", run_left_as_it_was),
+    # Issue 27, item 8: a full disk is not bad input (exit 1), and the message names the file.
+    Case("run: the disk is full when a shard is written", run_fresh, 1,
+         r"^codenib run: error: cannot write \S*/results/part-00000\.parquet: No space left on device",
+         nothing_half_written, disk_full_on_parquet),
+    Case("eval --export-trec: the disk is full", eval_export_trec, 1,
+         r"^codenib eval: error: cannot write \S*/run\.trec: No space left on device", nothing_half_written,
+         disk_full_on_trec),
+    Case("index: the disk is full half-way through a file", index_fresh, 1,
+         r"^codenib index: error: cannot write \S*/idx/sparse/params\.index\.json: No space left on device",
+         nothing_half_written, disk_full_on_json),
 ]
 
 
@@ -352,6 +420,8 @@ def test_outputs(case: Case, world: World, tmp_path: Path, request, capsys):
         request.getfixturevalue("no_build")
     try:
         argv = case.setup(world, tmp_path)
+        if case.fault is not None:
+            case.fault(request.getfixturevalue("monkeypatch"))
         capsys.readouterr()
         before = _hashes(tmp_path)
         code = main(argv)
@@ -364,7 +434,7 @@ def test_outputs(case: Case, world: World, tmp_path: Path, request, capsys):
             assert "(fix: " in first, first
             assert _hashes(tmp_path) == before, f"{case.name}: the refused command changed files"
         elif case.first_line:
-            assert re.search(case.first_line, err), err
+            assert re.search(case.first_line, err, re.MULTILINE), err
         if case.after is not None:
             case.after(tmp_path)
     finally:
