@@ -215,7 +215,12 @@ def damaged_parts(manifest: dict[str, Any], stat: Callable[[str], PartStat], *,
     out: list[Damage] = []
     shards = manifest.get("shards") if isinstance(manifest, dict) else None
     for key, shard in sorted(shards.items() if isinstance(shards, dict) else ()):
-        if not isinstance(shard, dict) or "file" not in shard or (shard.get("failed") and not failed):
+        if not isinstance(shard, dict) or not str(key).isdigit() or (shard.get("failed") and not failed):
+            continue
+        if shard.get("file") != part_name(int(key)):
+            # Only the shard's own name is read (or removed on resume): never a path the manifest made up.
+            out.append(Damage(int(key), part_name(int(key)), f"is listed under another name, {shard.get('file')!r}",
+                              f"shard {key} as {part_name(int(key))}"))
             continue
         for folder, rows_key, sha_key in SHARD_FILES:
             rel = f"{folder}/{shard['file']}" if folder else shard["file"]

@@ -65,11 +65,13 @@ class ShardSink(ABC):
         for d in damage:
             self.log(f"{self.location}: {d}; shard {d.shard} runs again")
         self._forget_completion()
+        bad = {d.shard for d in damage}
         shards = self._manifest["shards"]
-        files = [shards.pop(f"{shard:05d}")["file"] for shard in sorted({d.shard for d in damage})]
+        for key in [k for k in shards if str(k).isdigit() and int(k) in bad]:
+            del shards[key]
         self._write_manifest()
-        for name in files:
-            self._remove_part(name)
+        for shard in sorted(bad):
+            self._remove_part(part_name(shard))   # the shard's own name, never one the manifest gave
 
     def finalize(self) -> Path | str:
         """Write `plans.parquet` from the committed shards, then `_SUCCESS` (last)."""

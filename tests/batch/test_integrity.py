@@ -138,3 +138,19 @@ def test_on_object_storage_a_damaged_part_is_redone_and_eval_refuses_it(s3_endpo
     summary = run_job(options(qpath, sparse_only_index_dir, uri), log=logged.append)
     assert summary.shards_run == 1 and any("part-00003.parquet" in m for m in logged), logged
     assert "_SUCCESS" in listing(s3_endpoint, bucket, "runs/x")
+
+
+def test_a_manifest_entry_naming_another_file_is_damage_and_that_file_is_left_alone(finished, sparse_only_index_dir,
+                                                                                    tmp_path):
+    qpath, done = finished
+    out = shutil.copytree(done, tmp_path / "run")
+    keep = tmp_path / "keep.txt"
+    keep.write_text("not a part")
+    path = out / "_manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["shards"]["00001"]["file"] = "../keep.txt"
+    path.write_text(json.dumps(manifest))
+    logged = []
+    summary = run_job(options(qpath, sparse_only_index_dir, out), log=logged.append)
+    assert summary.shards_run == 1 and any("listed under another name" in m for m in logged), logged
+    assert keep.read_text() == "not a part" and rows_of(out) == rows_of(done)
