@@ -4,7 +4,8 @@
 RESULTS_DIR/
   part-NNNNN.parquet         result rows of shard N (RESULTS_SCHEMA)
   _plans/part-NNNNN.parquet  plan rows of shard N (PLANS_SCHEMA)
-  _manifest.json             job fingerprint, metadata and committed shards
+  _manifest.json             job fingerprint, metadata and committed shards (per shard: its
+                             part's rows and sha256, its plan part's rows and sha256)
   plans.parquet              every plan row, written once every shard is committed
   _SUCCESS                   written last
   _staging/                  shards being written (removed when the job ends)
@@ -14,12 +15,16 @@ RESULTS_DIR/
 Nothing else belongs in a results folder: a job stops (exit 2) at any other file, unless `--force`
 (see `codenib.outputs`). Temporary files carry the writing process's id (`outputs.tmp_path`).
 
+A folder is whole only when every part its manifest lists is there with the rows and sha256
+recorded at commit (`damaged_parts`): a resumed job redoes a damaged shard, a reader refuses it.
+
 Core level: the batch sink writes through these names; evaluation, re-ranking and the demo
 read through `ResultsFolder`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -28,6 +33,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from codenib.errors import BadInputError
 from codenib.outputs import TMP_NAME, Ownership, foreign_files, refuse_foreign, refuse_unknown
 from codenib.types import RESULTS_SCHEMA
 
@@ -155,6 +161,116 @@ def read_results(path: str | Path) -> pa.Table:
     return ResultsFolder(path).rows()
 
 
+# --- whether the committed parts are whole ----------------------------------------------------
+
+#: A committed file as found: its sha256 and its rows (-1: not a readable Parquet file);
+#: None when it is missing.
+PartStat = tuple[str, int] | None
+#: The files of a committed shard: (folder, manifest key of its rows, key of its sha256).
+SHARD_FILES = (("", "rows", "sha256"), (PLAN_PARTS, "queries", "plans_sha256"))
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A committed file that is not what its commit recorded."""
+
+    shard: int
+    file: str        # relative to the results folder
+    found: str       # "is missing", "holds 1 rows", ...
+    expected: str    # what the manifest recorded
+
+    def __str__(self) -> str:
+        return f"{self.file} {self.found}; the manifest recorded {self.expected}"
+
+
+def digest_bytes(data: bytes) -> tuple[str, int]:
+    """sha256 and rows of a Parquet file's bytes (rows -1 when they are not Parquet)."""
+    import pyarrow.parquet as pq
+
+    return hashlib.sha256(data).hexdigest(), _rows(lambda: pq.ParquetFile(pa.BufferReader(data)))
+
+
+def digest_file(path: Path) -> PartStat:
+    """sha256 and rows of a Parquet file, read in chunks (None when it is not a file)."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest(), _rows(lambda: pq.ParquetFile(path))
+
+
+def damaged_parts(manifest: dict[str, Any], stat: Callable[[str], PartStat], *,
+                  failed: bool = True) -> list[Damage]:
+    """The committed files that are missing or differ from what their commit recorded, in
+    shard order. `stat(rel)` digests one file; `failed=False` skips shards recorded as failed
+    (a re-run redoes them anyway).
+
+    A manifest written before checksums were recorded (no `sha256`) is checked by presence
+    and rows only: a part rewritten with its own number of rows passes there.
+    """
+    out: list[Damage] = []
+    shards = manifest.get("shards") if isinstance(manifest, dict) else None
+    for key, shard in sorted(shards.items() if isinstance(shards, dict) else ()):
+        if not isinstance(shard, dict) or not str(key).isdigit() or (shard.get("failed") and not failed):
+            continue
+        if shard.get("file") != part_name(int(key)):
+            # Only the shard's own name is read (or removed on resume): never a path the manifest made up.
+            out.append(Damage(int(key), part_name(int(key)), f"is listed under another name, {shard.get('file')!r}",
+                              f"shard {key} as {part_name(int(key))}"))
+            continue
+        for folder, rows_key, sha_key in SHARD_FILES:
+            rel = f"{folder}/{shard['file']}" if folder else shard["file"]
+            damage = _damage(int(key), rel, stat(rel), shard.get(rows_key), shard.get(sha_key))
+            if damage is not None:
+                out.append(damage)
+    return out
+
+
+def check_parts(folder: ResultsFolder, manifest: dict[str, Any]) -> None:
+    """Refuse a folder whose committed parts are not whole (`damaged_parts`).
+
+    Raises:
+        BadInputError: naming the first damaged file, what was recorded and found, and the fix.
+    """
+    damage = damaged_parts(manifest, lambda rel: digest_file(folder.path / rel))
+    if not damage:
+        return
+    first = damage[0]
+    more = f" (and {len(damage) - 1} more damaged file(s))" if len(damage) > 1 else ""
+    command = "codenib rerank" if str(manifest.get("run_id", "")).startswith("rerank-") else "codenib run"
+    raise BadInputError(f"this committed part {first.found}; the manifest recorded {first.expected}{more}",
+                        path=str(folder.path / first.file),
+                        fix=f"re-run the same `{command}` command into {folder.path}: it checks every part and "
+                            "redoes the damaged shards")
+
+
+def _damage(shard: int, rel: str, found: PartStat, rows: Any, sha: Any) -> Damage | None:
+    recorded = (f"{rows} rows" if isinstance(rows, int) else "") + \
+        (f"{' and ' if isinstance(rows, int) else ''}sha256 {sha[:12]}..." if isinstance(sha, str) else "")
+    recorded = recorded or "it as committed"
+    if found is None:
+        return Damage(shard, rel, "is missing", recorded)
+    digest, n = found
+    if n < 0:
+        return Damage(shard, rel, "is not a readable Parquet file", recorded)
+    if isinstance(rows, int) and n != rows:
+        return Damage(shard, rel, f"holds {n} rows", recorded)
+    if isinstance(sha, str) and digest != sha:
+        return Damage(shard, rel, f"has other bytes (sha256 {digest[:12]}...)", recorded)
+    return None
+
+
+def _rows(open_file: Callable[[], Any]) -> int:
+    try:
+        return open_file().metadata.num_rows
+    except (OSError, pa.ArrowException):
+        return -1
+
+
 def _ours(entry: Path) -> bool:
     """Whether a top-level entry of a results folder has a name a job writes."""
     if entry.is_dir() and not entry.is_symlink():
@@ -182,8 +298,9 @@ def download_results(uri: str, storage, dest: Path) -> Path:
     (dest / PLAN_PARTS).mkdir(exist_ok=True)
     (dest / MANIFEST).write_text(json.dumps(manifest))
     for shard in manifest.get("shards", {}).values():
-        store.download(shard["file"], dest / shard["file"])
-        store.download(f"{PLAN_PARTS}/{shard['file']}", dest / PLAN_PARTS / shard["file"])
+        for rel in (shard["file"], f"{PLAN_PARTS}/{shard['file']}"):
+            if store.is_file(rel):  # a missing one is named by the reader's `check_parts`
+                store.download(rel, dest / rel)
     for name in (PLANS, SUCCESS):
         if store.is_file(name):
             store.download(name, dest / name)

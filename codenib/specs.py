@@ -36,6 +36,16 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 
 def iter_jsonl(path: str | Path, shown: str | None = None) -> Iterator[dict[str, Any]]:
     """`read_jsonl`, a row at a time; errors name `shown` (default: the path)."""
+    for _, row in iter_jsonl_lines(path, shown):
+        yield row
+
+
+def iter_jsonl_lines(path: str | Path, shown: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`iter_jsonl` with each row's line number (1-based, blank lines counted).
+
+    The file must be UTF-8: a byte that is not is bad input naming its line (JSON escapes of
+    any code point, lone surrogates included, are fine).
+    """
     path = Path(path)
     shown = shown or str(path)
     try:
@@ -51,6 +61,20 @@ def iter_jsonl(path: str | Path, shown: str | None = None) -> Iterator[dict[str,
                 if not isinstance(row, dict):
                     raise BadInputError(f"line {n} is not a JSON object", path=shown,
                                         fix='write one object per line, like {"qid": "q1", "query": "..."}')
-                yield row
+                yield n, row
     except UnicodeDecodeError as exc:
-        raise BadInputError(f"not UTF-8 text: {exc}", path=shown, fix="save the file as UTF-8") from None
+        raise BadInputError(f"{_undecodable_line(path)} is not UTF-8 text ({exc.reason}, byte "
+                            f"0x{exc.object[exc.start]:02x})", path=shown,
+                            fix="save the file as UTF-8; other characters can be written as JSON \\u escapes") from None
+
+
+def _undecodable_line(path: Path) -> str:
+    """`line N` of the first line that is not UTF-8 (the text reader decodes in blocks, so
+    its error knows a position in a block, not the line)."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"line {n}"
+    return "a line"

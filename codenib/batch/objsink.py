@@ -23,6 +23,7 @@ The same layout and the same guarantees as `ParquetSink`, without renames (a sto
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -39,7 +40,8 @@ from codenib.artifact import pid_alive
 from codenib.batch.sinkbase import ShardSink, parse_holder
 from codenib.errors import BadInputError
 from codenib.outputs import tmp_path
-from codenib.results import LOCK, MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, STAGING, SUCCESS
+from codenib.results import (LOCK, MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, STAGING, SUCCESS,
+                             PartStat, digest_bytes)
 from codenib.storage import NO_ANSWER_FIX, StorageConfig, StorageError, is_uri
 
 #: botocore's errors of a request that got no answer in time, or no connection.
@@ -84,6 +86,7 @@ class ObjectStoreSink(ShardSink):
                 self._created = not listing or set(listing) == {LOCK}
             else:
                 self._manifest = manifest
+                self.drop_damaged()
             self._clear_leftovers(self.store.listing())
             self._complete = self.store.is_file(SUCCESS)
         except BaseException:
@@ -130,16 +133,31 @@ class ObjectStoreSink(ShardSink):
     def location(self) -> str:
         return self.uri
 
-    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
+    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> tuple[str, str]:
         """PUT both under `_staging/`, copy them into place server-side, delete the staged ones."""
         staged_results = f"{STAGING}/{tmp_path(Path(name)).name}"
         staged_plans = f"{STAGING}/{tmp_path(Path('plans-' + name)).name}"
-        self.store.write_bytes(staged_results, _parquet(results))
-        self.store.write_bytes(staged_plans, _parquet(plans))
+        results_bytes, plans_bytes = _parquet(results), _parquet(plans)
+        self.store.write_bytes(staged_results, results_bytes)
+        self.store.write_bytes(staged_plans, plans_bytes)
         self.store.copy(staged_plans, f"{PLAN_PARTS}/{name}")
         self.store.copy(staged_results, name)
         self.store.delete(staged_plans, exists=True)
         self.store.delete(staged_results, exists=True)
+        return hashlib.sha256(results_bytes).hexdigest(), hashlib.sha256(plans_bytes).hexdigest()
+
+    def _stat(self, rel: str) -> PartStat:
+        # Read whole: a part is one shard's rows (a few MB), and the store has no cheaper
+        # checksum that is the same on every S3 implementation (ETags of multipart uploads differ).
+        return digest_bytes(self.store.read_bytes(rel)) if self.store.is_file(rel) else None
+
+    def _forget_completion(self) -> None:
+        for name in (SUCCESS, PLANS):
+            self.store.delete(name)
+
+    def _remove_part(self, name: str) -> None:
+        for rel in (name, f"{PLAN_PARTS}/{name}"):
+            self.store.delete(rel)
 
     def _put_plans(self, parts: list[str], meta: dict[str, bytes]) -> None:
         """Built in a local temporary file a part at a time, then one PUT (atomic on S3)."""

@@ -110,7 +110,9 @@ class RunOptions(JobOptions):
         if self.llm:
             from codenib.ops.llm_client import LLMConfig
 
-            LLMConfig.from_dict(self.llm)
+            # The budget may pick the LLM for any query: a key it could not send is refused now,
+            # before the output folder or Ray, not as a folder of error rows.
+            LLMConfig.from_dict(self.llm).check_key_route()
         if self.localise_weights:
             self.weights()
 
@@ -183,7 +185,7 @@ class RerankOptions(JobOptions):
                 raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
             from codenib.ops.llm_client import LLMConfig
 
-            LLMConfig.from_dict(self.llm)
+            LLMConfig.from_dict(self.llm).check_key_route()
         from codenib.storage import is_uri
 
         for name in ("results", "out", "queries", "index", "index_root"):

@@ -4,6 +4,7 @@ failing, column types checked; a query set on object storage is read from a loca
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Iterator
 
@@ -11,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.errors import BadInputError
-from codenib.specs import iter_jsonl
+from codenib.specs import iter_jsonl_lines
 from codenib.storage import StorageConfig, is_uri, split_name
 
 
@@ -111,23 +112,94 @@ def _schema(local: Path, shown: str) -> tuple[list[str], dict[str, pa.DataType],
         except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
             raise _unreadable(exc, shown) from exc
         return list(schema.names), {f.name: f.type for f in schema}, n_rows
-    samples: dict[str, dict] = {}
-    n_rows = 0
-    for records in _record_batches(local, 65_536, shown, keys=None):
-        n_rows += len(records)
-        for rec in records:
-            for k, v in rec.items():
-                seen = samples.setdefault(k, {})
-                kind = type(v)
-                if kind is int and kind in seen:
-                    seen[kind] = max(seen[kind], v, key=abs)
-                else:
-                    seen.setdefault(kind, _valid(v))
-    keys = sorted(samples)
-    try:
-        return keys, {k: pa.array(list(samples[k].values())).type for k in keys}, n_rows
-    except Exception as exc:  # noqa: BLE001 - Arrow's type inference errors
-        raise _unreadable(exc, shown) from exc
+    columns = JsonlColumns(shown)
+    for line, rec in _jsonl_rows(local, shown):
+        columns.add(line, rec)
+    types = columns.types()
+    return sorted(types), types, columns.rows
+
+
+#: The Arrow type a JSON value takes in a column, its name, and how a message names the value.
+_JSON_TYPES: dict[type, tuple[pa.DataType, str, str]] = {
+    str: (pa.string(), "string", "a string"),
+    int: (pa.int64(), "int64", "an integer"),
+    float: (pa.float64(), "double", "a number with a fraction"),
+    bool: (pa.bool_(), "bool", "true or false"),
+    dict: (pa.struct([]), "struct", "a JSON object"),
+    list: (pa.list_(pa.null()), "list", "a JSON array"),
+    type(None): (pa.null(), "null", "null"),
+}
+_INT64 = range(-2**63, 2**63)
+
+
+def _json_type(value) -> tuple[pa.DataType, str, str]:
+    """The Arrow type of one JSON value as a Parquet column would hold it, its name, and the
+    value's description."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return pa.float64(), "double", "NaN" if math.isnan(value) else "an infinity"
+    if type(value) is int and value not in _INT64:
+        return pa.decimal128(38, 0), "decimal128(38, 0)", "an integer beyond 64 bits"
+    return _JSON_TYPES[type(value)]
+
+
+class JsonlColumns:
+    """The columns of a JSONL query set, gathered a row at a time: the Arrow type of every
+    column, checked as a Parquet file's column types are (`COLUMN_TYPES`), naming the line.
+
+    A Parquet column has one type; so must a JSONL field: values of two types in one of
+    CodeNib's columns (`qid` 1 on one line and "b" on another) are bad input too. A column
+    CodeNib does not read may hold anything (objects and arrays are kept as JSON text).
+    """
+
+    def __init__(self, shown: str):
+        self.shown = shown
+        self.rows = 0
+        self._first: dict[str, dict[str, tuple[int, pa.DataType, str]]] = {}   # column -> type name -> first
+        self._samples: dict[str, dict[type, object]] = {}
+
+    def add(self, line: int, rec: dict) -> None:
+        self.rows += 1
+        for name, value in rec.items():
+            if name in COLUMN_TYPES:
+                typ, type_name, said = _json_type(value)
+                self._first.setdefault(name, {}).setdefault(type_name, (line, typ, said))
+            value = _scalar(value)
+            seen = self._samples.setdefault(name, {})
+            kind = type(value)
+            if kind is int and kind in seen:
+                seen[kind] = max(seen[kind], value, key=abs)   # the widest decides the integer type
+            else:
+                seen.setdefault(kind, _valid(value))
+
+    def types(self) -> dict[str, pa.DataType]:
+        """Each column's Arrow type (as Arrow infers it from all values).
+
+        Raises:
+            BadInputError: a field of CodeNib's holds a value of a type its column may not
+                have, or values of two types; naming the column, the line and the fix.
+        """
+        for name, seen in self._first.items():
+            allowed = COLUMN_TYPES[name]
+            expected = " or ".join(allowed)
+            for type_name, (line, typ, said) in sorted(seen.items(), key=lambda t: t[1][0]):
+                if not any(_type_is(typ, kind) for kind in (*allowed, "null")):
+                    raise BadInputError(f"column `{name}` has type {type_name}; expected {expected} (line {line} "
+                                        f"holds {said})", path=self.shown,
+                                        fix=f"write `{name}` as a JSON {expected} on every line")
+            kinds = sorted((line, type_name) for type_name, (line, _, _) in seen.items() if type_name != "null")
+            if len(kinds) > 1:
+                (a, ta), (b, tb) = kinds[:2]
+                raise BadInputError(f"column `{name}` mixes types: {ta} (line {a}) and {tb} (line {b}); a column "
+                                    "has one type", path=self.shown,
+                                    fix=f"write every `{name}` as a JSON string (quoted, e.g. \"{name}\": \"17\")")
+        out = {}
+        for name in sorted(self._samples):
+            try:
+                out[name] = pa.array(list(self._samples[name].values())).type
+            except (pa.ArrowException, OverflowError):
+                # A column CodeNib does not read, of mixed types: kept as text, never refused.
+                out[name] = pa.string()
+        return out
 
 
 def _unreadable(exc: BaseException, shown: str) -> BadInputError:
@@ -152,7 +224,7 @@ def _record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | 
             raise _unreadable(exc, shown) from exc
         return
     chunk: list[dict] = []
-    for rec in _jsonl_rows(local, shown):
+    for _, rec in _jsonl_rows(local, shown):
         if keys is None:
             chunk.append({k: _scalar(v) for k, v in rec.items()})
         else:
@@ -164,10 +236,11 @@ def _record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | 
         yield chunk
 
 
-def _jsonl_rows(path: Path, shown: str) -> Iterator[dict]:
-    """One JSON object per line, streamed (`codenib.specs.iter_jsonl`; errors name `shown`)."""
+def _jsonl_rows(path: Path, shown: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) per line, streamed (`codenib.specs.iter_jsonl_lines`; errors
+    name `shown`)."""
     try:
-        yield from iter_jsonl(path, shown)
+        yield from iter_jsonl_lines(path, shown)
     except OSError as exc:
         raise _unreadable(exc, shown) from exc
 
@@ -195,16 +268,23 @@ def _read_table(path: str | Path, storage: StorageConfig) -> tuple[pa.Table, lis
 
 
 def _read_jsonl(local: Path, shown: str) -> tuple[pa.Table, list[dict]]:
-    records = list(_jsonl_rows(local, shown))
+    columns = JsonlColumns(shown)
+    records = []
+    for line, rec in _jsonl_rows(local, shown):
+        columns.add(line, rec)
+        records.append(rec)
     if not records:
         raise BadInputError("the query set is empty", path=shown, fix="add at least one query")
-    keys = sorted({k for r in records for k in r})
+    types = columns.types()
+    keys = sorted(types)
     records = [{k: _scalar(r.get(k)) for k in keys} for r in records]
     # The table gives column names and types; lone surrogates (JSON "\udce9") stay in the
     # records, where the query's cleaning counts them (Arrow would refuse them).
     try:
-        return pa.table({k: [_valid(r[k]) for r in records] for k in keys}), records
-    except Exception as exc:  # noqa: BLE001 - Arrow's type inference errors
+        return pa.table({k: pa.array([_valid(r[k] if k in COLUMN_TYPES or not pa.types.is_string(types[k])
+                                             else _text(r[k])) for r in records], types[k])
+                         for k in keys}), records
+    except Exception as exc:  # noqa: BLE001 - Arrow's conversion errors
         raise _unreadable(exc, shown) from exc
 
 
@@ -239,6 +319,11 @@ def _has_surrogate(text: str) -> bool:
 
 def _scalar(v):
     return v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v)
+
+
+def _text(v):
+    """A value of a column CodeNib does not read, as text (that column may mix types)."""
+    return v if v is None or isinstance(v, str) else json.dumps(v)
 
 
 def _valid(v):

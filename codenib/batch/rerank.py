@@ -23,7 +23,7 @@ from codenib import __version__
 from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
 from codenib.batch.options import RerankOptions
 from codenib.errors import BadInputError
-from codenib.results import ResultsFolder, read_results
+from codenib.results import ResultsFolder, check_parts, read_results
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 #: Rerank actors at most, whatever the cluster size.
@@ -180,9 +180,11 @@ def _source_metadata(source: Path, allow_partial: bool) -> dict[str, Any]:
         raise BadInputError("the source run is not complete (no _SUCCESS)", path=str(source),
                             fix="finish it by re-running the same `codenib run`, or pass --allow-partial")
     try:
-        return folder.manifest()
+        meta = folder.manifest()
     except ValueError as exc:
         raise BadInputError(f"unreadable manifest: {exc}", path=str(manifest), fix="re-run the source job") from exc
+    check_parts(folder, meta)   # a part lost or changed since its commit: refused, naming it
+    return meta
 
 
 def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:

@@ -23,12 +23,12 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.artifact import pid_alive
+from codenib.artifact import pid_alive, sha256_file
 from codenib.batch.sinkbase import ShardSink, parse_holder
 from codenib.errors import BadInputError, DiskWriteError
 from codenib.outputs import TMP_NAME, foreign_files, remove_foreign, tmp_path, writing
-from codenib.results import (MANIFEST, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, ResultsFolder,
-                             check_results_dir)
+from codenib.results import (MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, PartStat,
+                             ResultsFolder, check_results_dir, digest_file)
 from codenib.types import PLANS_SCHEMA
 
 #: How long a process that lost the lock waits for the holder to write its name into `_LOCK`.
@@ -69,6 +69,7 @@ class ParquetSink(ShardSink):
                 self._created = created
             else:
                 self._manifest = manifest
+                self.drop_damaged()
             self.folder.plan_parts.mkdir(exist_ok=True)
             self.folder.staging.mkdir(exist_ok=True)
         except BaseException:
@@ -113,7 +114,7 @@ class ParquetSink(ShardSink):
     def location(self) -> Path:
         return self.out
 
-    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
+    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> tuple[str, str]:
         staged_results = tmp_path(self.folder.staging / name)
         staged_plans = tmp_path(self.folder.staging / f"plans-{name}")
         try:
@@ -125,8 +126,21 @@ class ParquetSink(ShardSink):
             staged_results.unlink(missing_ok=True)   # nothing half-written stays (a full disk)
             staged_plans.unlink(missing_ok=True)
             raise
+        sha, plans_sha = sha256_file(staged_results), sha256_file(staged_plans)
         os.replace(staged_plans, self.folder.plan_parts / name)
         os.replace(staged_results, self.out / name)
+        return sha, plans_sha
+
+    def _stat(self, rel: str) -> PartStat:
+        return digest_file(self.out / rel)
+
+    def _forget_completion(self) -> None:
+        self.folder.success_path.unlink(missing_ok=True)
+        self.folder.plans_path.unlink(missing_ok=True)
+
+    def _remove_part(self, name: str) -> None:
+        (self.out / name).unlink(missing_ok=True)
+        (self.out / PLAN_PARTS / name).unlink(missing_ok=True)
 
     def _put_plans(self, parts: list[str], meta: dict[str, bytes]) -> None:
         tmp = tmp_path(self.folder.staging / PLANS)

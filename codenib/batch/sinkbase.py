@@ -1,6 +1,9 @@
 """What the two results sinks share: `ParquetSink` (a local folder) and `ObjectStoreSink`
 (object storage) keep the same manifest of committed shards, stamp the same metadata on every
-row group, and commit and finalize in the same order; each says how bytes reach its store."""
+row group, and commit and finalize in the same order; each says how bytes reach its store.
+
+A commit records each part's rows and sha256; a resumed job checks every committed part
+against them (`drop_damaged`) and runs a shard whose part is missing or changed again."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from codenib.errors import BadInputError
-from codenib.results import METADATA_KEY, RESULTS_FORMAT, part_name
+from codenib.results import METADATA_KEY, RESULTS_FORMAT, PartStat, damaged_parts, part_name
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 
@@ -45,10 +48,30 @@ class ShardSink(ABC):
         meta = self._row_metadata()
         results = results.cast(RESULTS_SCHEMA).replace_schema_metadata(meta)
         plans = plans.cast(PLANS_SCHEMA).replace_schema_metadata(meta)
-        self._put_part(name, results, plans)
-        self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows,
-                                                       "queries": plans.num_rows, "failed": failed}
+        sha, plans_sha = self._put_part(name, results, plans)
+        self._manifest["shards"][f"{shard_id:05d}"] = {"file": name, "rows": results.num_rows, "sha256": sha,
+                                                       "queries": plans.num_rows, "plans_sha256": plans_sha,
+                                                       "failed": failed}
         self._write_manifest()
+
+    def drop_damaged(self) -> None:
+        """Uncommit every shard whose part or plan part is missing or not what its commit
+        recorded (rows, sha256), naming each file: the job runs it again. The folder stops
+        being complete first (`_SUCCESS` and `plans.parquet` go), so an interruption from here
+        on leaves a resumable folder, never one that claims to be whole."""
+        damage = damaged_parts(self._manifest, self._stat, failed=False)
+        if not damage:
+            return
+        for d in damage:
+            self.log(f"{self.location}: {d}; shard {d.shard} runs again")
+        self._forget_completion()
+        bad = {d.shard for d in damage}
+        shards = self._manifest["shards"]
+        for key in [k for k in shards if str(k).isdigit() and int(k) in bad]:
+            del shards[key]
+        self._write_manifest()
+        for shard in sorted(bad):
+            self._remove_part(part_name(shard))   # the shard's own name, never one the manifest gave
 
     def finalize(self) -> Path | str:
         """Write `plans.parquet` from the committed shards, then `_SUCCESS` (last)."""
@@ -71,8 +94,24 @@ class ShardSink(ABC):
         ...
 
     @abstractmethod
-    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> None:
-        """Make `name` and `_plans/name` appear whole (staged first), before the commit."""
+    def _put_part(self, name: str, results: pa.Table, plans: pa.Table) -> tuple[str, str]:
+        """Make `name` and `_plans/name` appear whole (staged first), before the commit;
+        returns the sha256 of the bytes written for each."""
+        ...
+
+    @abstractmethod
+    def _stat(self, rel: str) -> PartStat:
+        """The sha256 and rows of the committed file `rel` (None when it is missing)."""
+        ...
+
+    @abstractmethod
+    def _forget_completion(self) -> None:
+        """Remove `_SUCCESS`, then `plans.parquet` (a shard is to be written again)."""
+        ...
+
+    @abstractmethod
+    def _remove_part(self, name: str) -> None:
+        """Remove `name` and `_plans/name` if present (a shard no longer committed)."""
         ...
 
     @abstractmethod

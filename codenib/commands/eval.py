@@ -36,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="evaluate a results folder without _SUCCESS (unfinished run); missing "
                         "queries count as zero")
     p.add_argument("--export-trec", metavar="FILE",
-                   help="also write the results as a TREC run (qid Q0 docno rank score tag)")
+                   help="also write the results as a TREC run (qid Q0 docno rank score tag), atomically; "
+                        "an existing FILE is replaced only with --force")
     p.add_argument("--tag", help="run tag of the TREC export; without it, the results' run_tag "
                                  "or folder name")
     p.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
@@ -52,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "each query (text, plan, trace, top 10 with gold marked, gold ranks); with "
                         "--compare both runs side by side")
     p.add_argument("--force", action="store_true",
-                   help="replace a report folder that also holds files CodeNib did not write (deleting them)")
+                   help="replace a report folder that also holds files CodeNib did not write (deleting them), "
+                        "and an existing --export-trec FILE")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.html and (args.out is None or args.qrels is None):
         raise BadInputError("--html writes report.html into the report folder, so it needs --out and --qrels",
                             fix="pass --out REPORT_DIR and --qrels QRELS (or drop --html)")
+    if args.export_trec:
+        _check_export(Path(args.export_trec), args.force)
     if args.out and args.qrels is not None:
         # Before any work: a report folder that holds someone's files stops here, untouched.
         report.check_report_dir(Path(args.out).absolute(), args.force)
@@ -109,6 +113,18 @@ def run(args: argparse.Namespace) -> int:
         print(report.summary_json(evaluation))
     print(markdown.render_summary(evaluation), file=sys.stderr)
     return 0
+
+
+def _check_export(path: Path, force: bool) -> None:
+    """Before any work: the TREC run goes to a new file, or replaces one only with --force."""
+    from codenib.errors import BadInputError
+
+    if path.is_dir():
+        raise BadInputError("--export-trec names a folder", path=str(path),
+                            fix="pass a file path for the TREC run, e.g. run.trec")
+    if (path.exists() or path.is_symlink()) and not force:
+        raise BadInputError("--export-trec would overwrite this existing file; nothing was written", path=str(path),
+                            fix="pass another --export-trec FILE, or --force to replace it")
 
 
 def _local_results(path: str | None, tmp: str) -> str | None:

@@ -124,7 +124,9 @@ def _llm(path: str | None):
     from codenib.ops.llm import LLMReranker
     from codenib.ops.llm_client import LLMConfig
 
-    return LLMReranker(LLMConfig.from_dict(read_llm_config(path)))
+    config = LLMConfig.from_dict(read_llm_config(path))
+    config.check_key_route()   # before the index loads
+    return LLMReranker(config)
 
 
 COMMAND = Command("Answer one query against an index; print ranked nodes, the plan and its trace.",

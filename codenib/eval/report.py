@@ -223,13 +223,13 @@ def _evaluation_qids(results: Results, qrels: JudgedQrels, queries: QuerySet | N
             continue
         qs = metrics.judged_qids(judged)
         out[level] = [q for q in qs if allowed is None or q in allowed]
-    if qrels.nodes is None:
-        note(f"{qrels.source} judges files only; node-level measures are skipped")
     evaluated = set().union(*map(set, out.values())) if out else set()
     if not evaluated:
         raise BadInputError(f"qrels {qrels.source} hold no relevant judgment"
                             + (" for the query set" if queries is not None else ""),
                             path=qrels.source, fix="give at least one judgment relevance > 0")
+    if qrels.nodes is None:   # said only of qrels that judge something (empty ones are refused above)
+        note(f"{qrels.source} judges files only; node-level measures are skipped")
     missing = evaluated - results.qids
     if missing:
         note(f"{len(missing)} of {len(evaluated)} judged queries have no results; they count as zero")

@@ -14,7 +14,7 @@ import pyarrow as pa
 from codenib.errors import BadInputError
 from codenib.eval.io import Warn, read_parquet, warn_stderr
 from codenib.eval.trec import TrecRow, read_trec_run, trec_run_to_rankings
-from codenib.results import SUCCESS, ResultsFolder
+from codenib.results import SUCCESS, ResultsFolder, check_parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +111,7 @@ def read_results(path: str | os.PathLike, *, allow_partial: bool = False,
     if not complete:
         warn(f"{p}: no {SUCCESS}; evaluating {len(parts)} shard(s) of an unfinished run "
              "(--allow-partial): queries not run yet count as zero")
+    _check_committed(folder)
     if not parts:
         warn(f"{p}: no part-*.parquet files; every query counts as zero")
     rankings, scores, kind_of, index_of, tag = _group_rankings(folder.rows(_read_part, _empty_results()))
@@ -262,6 +263,19 @@ def _merge_plans(path: Path, attrs: dict[str, dict[str, str]]
         if plan:
             attrs["plan"][qid] = plan
     return chosen, errors, traces
+
+
+def _check_committed(folder: ResultsFolder) -> None:
+    """Every part the manifest lists is there, with the rows and sha256 of its commit (a
+    folder without a readable manifest has nothing to check against: `_read_manifest` warns)."""
+    if not folder.manifest_path.is_file():
+        return
+    try:
+        manifest = folder.manifest()
+    except (OSError, ValueError):
+        return
+    if isinstance(manifest, dict):
+        check_parts(folder, manifest)
 
 
 def _read_manifest(folder: ResultsFolder, warn: Warn) -> dict:

@@ -18,15 +18,13 @@ then from the environment variable the config names; no repr, log line or error 
 from __future__ import annotations
 
 import logging
-import os
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from codenib.errors import BadInputError, RerankError
-from codenib.ops.llm_client import ChatClient, LLMConfig
+from codenib.ops.llm_client import ChatClient, LLMConfig, api_key
 from codenib.ops.llm_prompts import (CHARS_PER_TOKEN, LISTWISE_SYSTEM, POINTWISE_SYSTEM, listwise_user,
                                      parse_listwise, parse_pointwise, pointwise_user, prompt_messages)
 from codenib.ops.retrieve import Candidates, QueriedNode
@@ -182,11 +180,7 @@ class _Context:
 
     @classmethod
     def build(cls, config: LLMConfig) -> "_Context":
-        key = (os.environ.get(config.api_key_env) or "").strip() or None
-        if key is not None and re.search(r"[\s\x00-\x1f\x7f]", key):
-            # An HTTP client could quote the bad header value in its error, so refuse it here.
-            raise BadInputError(f"the API key in ${config.api_key_env} contains whitespace or control characters",
-                                fix=f"export {config.api_key_env} with the key alone")
+        key = api_key(config)
         return cls(config, ChatClient(config, key), config.max_prompt_tokens * CHARS_PER_TOKEN, key)
 
     def record(self, error: str) -> str:

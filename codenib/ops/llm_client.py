@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import ssl
@@ -128,6 +129,46 @@ class LLMConfig:
         """Plain settings (the key's variable name, never the key)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def check_key_route(self, environ: Mapping[str, str] | None = None) -> None:
+        """Refuse, before any work, a key that the client would refuse to send (`check_route`):
+        a command checks this up front instead of writing a folder of error rows.
+
+        Raises:
+            BadInputError: the key in `api_key_env` is malformed, or would go over plain http
+                to another machine.
+        """
+        check_route(self, api_key(self, environ))
+
+
+def api_key(config: LLMConfig, environ: Mapping[str, str] | None = None) -> str | None:
+    """The key in `config.api_key_env` (None when unset or blank).
+
+    Raises:
+        BadInputError: it holds whitespace or control characters (an HTTP client could quote
+            the bad header value in its error, so it is refused here, unquoted).
+    """
+    environ = os.environ if environ is None else environ
+    key = (environ.get(config.api_key_env) or "").strip() or None
+    if key is not None and re.search(r"[\s\x00-\x1f\x7f]", key):
+        raise BadInputError(f"the API key in ${config.api_key_env} contains whitespace or control characters",
+                            fix=f"export {config.api_key_env} with the key alone")
+    return key
+
+
+def check_route(config: LLMConfig, key: str | None) -> None:
+    """A key goes only over https or to this machine (loopback), never in clear text across
+    a network; host names are not resolved (see `codenib.hosts`).
+
+    Raises:
+        BadInputError: a key with a plain-http endpoint on another machine.
+    """
+    parts = urlsplit(config.endpoint)
+    if key and parts.scheme != "https" and not is_loopback(parts.hostname or ""):
+        raise BadInputError(f"the API key in ${config.api_key_env} would go in clear text over http to "
+                            f"{parts.hostname} (LLM reranker endpoint {config.endpoint})",
+                            fix=f"use an https endpoint, or a server on 127.0.0.1, or "
+                                f"unset {config.api_key_env} for a server that needs no key")
+
 
 @dataclass(frozen=True, slots=True)
 class ChatReply:
@@ -149,11 +190,7 @@ class ChatClient:
     """
 
     def __init__(self, config: LLMConfig, api_key: str | None):
-        parts = urlsplit(config.endpoint)
-        if api_key and parts.scheme != "https" and not is_loopback(parts.hostname or ""):
-            raise BadInputError(f"the API key in ${config.api_key_env} would go in clear text over http to "
-                                f"{parts.hostname}", fix=f"use an https endpoint, or a server on 127.0.0.1, or "
-                                f"unset {config.api_key_env} for a server that needs no key")
+        check_route(config, api_key)
         self.url = f"{config.endpoint}/chat/completions"
         self._config = config
         headers = {"Content-Type": "application/json", "Accept": "application/json",

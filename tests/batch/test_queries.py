@@ -256,3 +256,50 @@ def test_a_set_that_interleaves_its_indexes_gets_a_hint_and_a_grouped_one_does_n
     assert any(hint in w and "sort the set by `index`" in w for w in mixed.warnings)
     tidy = read_query_set(write_queries(tmp_path / "tidy.parquet", grouped), index_root=root)
     assert not any("interleaved" in w for w in tidy.warnings)
+
+
+# --- JSONL fields are checked as Parquet columns are ------------------------------------------------
+
+@pytest.mark.parametrize("lines,message", [
+    (['{"qid": {"id": 1}, "query": "helper"}'],
+     "column `qid` has type struct; expected string or integer (line 1 holds a JSON object)"),
+    (['{"qid": "a", "query": "helper"}', '{"qid": ["b"], "query": "slugify"}'],
+     "column `qid` has type list; expected string or integer (line 2 holds a JSON array)"),
+    (['{"qid": "a", "query": {"text": "helper"}}'],
+     "column `query` has type struct; expected string (line 1 holds a JSON object)"),
+    (['{"qid": "a", "query": "helper"}', '{"qid": "b", "query": NaN}'],
+     "column `query` has type double; expected string (line 2 holds NaN)"),
+    (['{"qid": true, "query": "helper"}'],
+     "column `qid` has type bool; expected string or integer (line 1 holds true or false)"),
+    (['{"qid": 1, "query": "helper"}', '', '{"qid": "b", "query": "slugify"}'],
+     "column `qid` mixes types: int64 (line 1) and string (line 3); a column has one type"),
+    (['{"qid": "a", "query": "helper", "budget": 3}'],
+     "column `budget` has type int64; expected string (line 1 holds an integer)"),
+])
+def test_jsonl_field_types_are_checked_as_parquet_columns_are(tmp_path, sparse_only_index_dir, lines, message):
+    from codenib.batch.query_files import load_query_records
+
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for read in (lambda: read_query_set(path, index=sparse_only_index_dir), lambda: load_query_records(path)):
+        with pytest.raises(BadInputError) as info:
+            read()
+        assert message in str(info.value) and str(path) in str(info.value) and "fix:" in str(info.value)
+
+
+def test_a_jsonl_column_codenib_does_not_read_may_hold_anything(tmp_path, sparse_only_index_dir):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"qid": "a", "query": "helper", "meta": {"x": 1}}\n{"qid": "b", "query": "slugify", "meta": 2}\n')
+    qs = read_query_set(path, index=sparse_only_index_dir)
+    assert [(r.qid, r.error) for r in qs.rows] == [("a", None), ("b", None)]
+    from codenib.batch.query_files import load_query_records
+
+    table, records = load_query_records(path)
+    assert table.column("meta").to_pylist() == ['{"x": 1}', "2"] and [r["qid"] for r in records] == ["a", "b"]
+
+
+def test_jsonl_bytes_that_are_not_utf8_are_refused_naming_the_line(tmp_path, sparse_only_index_dir):
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(b'{"qid": "a", "query": "helper"}\n{"qid": "b", "query": "caf\xe9"}\n')
+    with pytest.raises(BadInputError, match=r"line 2 is not UTF-8 text.*fix: save the file as UTF-8"):
+        read_query_set(path, index=sparse_only_index_dir)

@@ -242,3 +242,29 @@ def test_rewriting_a_report_that_holds_a_users_file_touches_nothing(small_case, 
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert main(argv + ["--force"]) == 0
     assert not (out / "NOTES.txt").exists() and (out / "report.md").is_file()
+
+
+def test_export_trec_refuses_an_existing_file_without_force(small_case, tmp_path, capsys):
+    trec = tmp_path / "mine.trec"
+    trec.write_text("the user's own run\n")
+    assert main(["eval", "--results", str(small_case["results"]), "--export-trec", str(trec)]) == 2
+    err = _error(capsys)
+    assert str(trec) in err and "--force" in err
+    assert trec.read_text() == "the user's own run\n"
+    assert main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+                 "--export-trec", str(trec)]) == 2
+    assert trec.read_text() == "the user's own run\n" and str(trec) in _error(capsys)
+    assert main(["eval", "--results", str(small_case["results"]), "--export-trec", str(trec), "--force"]) == 0
+    assert len(trec.read_text().splitlines()) == 7
+    capsys.readouterr()
+    assert main(["eval", "--results", str(small_case["results"]), "--export-trec", str(tmp_path)]) == 2
+    assert "--export-trec names a folder" in _error(capsys)
+
+
+def test_empty_qrels_are_refused_without_the_files_only_note(small_case, tmp_path, capsys):
+    qrels = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"qid": pa.array([], pa.string()), "node_id": pa.array([], pa.string()),
+                             "relevance": pa.array([], pa.int64())}), qrels)
+    code = main(["eval", "--results", str(small_case["results"]), "--qrels", str(qrels)])
+    err = capsys.readouterr().err
+    assert code == 2 and "judges files only" not in err, err

@@ -160,6 +160,36 @@ CASES = [
          0, "warning: {user}/indexes/linked/edges.parquet: edges.parquet leads to "
             "{user}/idx/click/edges.parquet through a symbolic link, outside the index folder",
          plan_errors={"escape": "outside the index folder", "ok": None}, setup="file-link-root"),
+    # Issue 27 item 5: JSONL fields are checked as Parquet columns are, naming the line.
+    Case("run: JSONL `qid` that is an object",
+         ("run", "--queries", "{user}/q/qid-object.jsonl", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/qid-object.jsonl: column `qid` has type struct; expected string or integer "
+            "(line 2 holds a JSON object)"),
+    Case("run: JSONL `qid` that is a list",
+         ("run", "--queries", "{user}/q/qid-list.jsonl", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/qid-list.jsonl: column `qid` has type list; expected string or integer "
+            "(line 1 holds a JSON array)"),
+    Case("run: JSONL `query` that is an object",
+         ("run", "--queries", "{user}/q/query-object.jsonl", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/query-object.jsonl: column `query` has type struct; expected string "
+            "(line 1 holds a JSON object)"),
+    Case("run: JSONL qids of mixed types",
+         ("run", "--queries", "{user}/q/qid-mixed.jsonl", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/qid-mixed.jsonl: column `qid` mixes types: int64 (line 1) and string "
+            "(line 2); a column has one type"),
+    Case("run: JSONL `query` NaN",
+         ("run", "--queries", "{user}/q/query-nan.jsonl", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/query-nan.jsonl: column `query` has type double; expected string "
+            "(line 2 holds NaN)"),
+    Case("run: JSONL bytes that are not UTF-8",
+         ("run", "--queries", "{user}/q/latin1.jsonl", "--index", "{user}/indexes/click", "--out", "{out}"),
+         2, "codenib run: error: {user}/q/latin1.jsonl: line 2 is not UTF-8 text"),
+    # Issue 27 item 6: the key's route is checked before any work (no folder, no Ray, no connection).
+    Case("run --llm-config: a key and a plain-http endpoint on another machine",
+         ("run", "--queries", "{user}/q/parent.parquet", "--index", "{user}/indexes/click", "--out", "{out}",
+          "--llm-config", "{user}/llm-http-remote.toml", "--local-below", "0", "--quiet"),
+         2, "codenib run: error: the API key in $CODENIB_LLM_API_KEY would go in clear text over http to 10.0.0.5",
+         env={"CODENIB_LLM_API_KEY": SECRET}),
 ]
 
 
@@ -188,6 +218,13 @@ def template(tmp_path_factory, fixture_index_dir, sparse_only_index_dir):
     (q / "plain.jsonl").write_text('{"qid": "a", "query": "who calls slugify"}\n{"qid": "b", "query": "Store an item"}\n')
     pq.write_table(pa.table({"qid": ["escape", "ok"], "query": ["helper", "helper"], "index": ["linked", "click"]}),
                    q / "file-link.parquet")
+    for name, lines in (("qid-object", ['{"qid": "a", "query": "helper"}', '{"qid": {"id": 2}, "query": "slugify"}']),
+                        ("qid-list", ['{"qid": ["a"], "query": "helper"}']),
+                        ("query-object", ['{"qid": "a", "query": {"text": "helper"}}']),
+                        ("qid-mixed", ['{"qid": 1, "query": "helper"}', '{"qid": "b", "query": "slugify"}']),
+                        ("query-nan", ['{"qid": "a", "query": "helper"}', '{"qid": "b", "query": NaN}'])):
+        (q / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    (q / "latin1.jsonl").write_bytes(b'{"qid": "a", "query": "helper"}\n{"qid": "b", "query": "caf\xe9"}\n')
     (user / "llm-any-variable.toml").write_text('[llm]\nendpoint = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
                                                 'api_key_env = "AWS_SECRET_ACCESS_KEY"\n')
     (user / "llm-http-remote.toml").write_text('[llm]\nendpoint = "http://10.0.0.5:8000/v1"\nmodel = "m"\n'
@@ -296,6 +333,14 @@ def test_fault_matrix_covers_every_item_of_part_b():
     # Issue 27's items 2, 3, 7, 8 and 10.
     for needle in ("never answers", "Ray's folders are private", "PYTHONIOENCODING=ascii", "full disk",
                    "a link out of its folder", "a link out of the root"):
+        assert needle in names, needle
+
+
+def test_fault_matrix_covers_items_5_and_6_of_issue_27():
+    # Items 1 and 4 are outputs: tests/fault_matrix/test_outputs.py.
+    names = " ".join(c.name for c in CASES)
+    for needle in ("`qid` that is an object", "`qid` that is a list", "`query` that is an object",
+                   "qids of mixed types", "`query` NaN", "run --llm-config: a key and a plain-http endpoint"):
         assert needle in names, needle
 
 

@@ -232,6 +232,49 @@ def run_complete_clean(w, tmp):
     return _run_argv(w, _copy(w.run, tmp / "results"))
 
 
+def _truncate(part: Path) -> None:
+    pq.write_table(pq.read_table(part).slice(0, 1), part)
+
+
+def run_complete_part_missing(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    (out / "part-00000.parquet").unlink()
+    return _run_argv(w, out)
+
+
+def run_complete_part_with_fewer_rows(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _truncate(out / "part-00000.parquet")
+    return _run_argv(w, out)
+
+
+def eval_part_missing(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    (out / "part-00000.parquet").unlink()
+    return ["eval", "--results", str(out), "--qrels", str(w.qrels), "--out", str(tmp / "report"), "--no-plots"]
+
+
+def eval_part_with_fewer_rows(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _truncate(out / "part-00000.parquet")
+    return ["eval", "--results", str(out), "--qrels", str(w.qrels), "--out", str(tmp / "report"), "--no-plots"]
+
+
+def rerank_of_a_source_missing_a_part(w, tmp):
+    source = _copy(w.run, tmp / "results")
+    (source / "_plans" / "part-00000.parquet").unlink()
+    return ["rerank", "--results", str(source), "--out", str(tmp / "reranked"), "--quiet"]
+
+
+def eval_export_trec_over_a_file(w, tmp):
+    trec = _put(tmp / "mine.trec", "q1 Q0 a.py 1 1.0 mine\n")
+    return ["eval", "--results", str(w.run), "--export-trec", str(trec)]
+
+
+def eval_export_trec_over_a_file_forced(w, tmp):
+    return eval_export_trec_over_a_file(w, tmp) + ["--force"]
+
+
 def rerank_into_foreign_folder(w, tmp):
     _put(tmp / "mine" / "data.csv", "a,b\n")
     return ["rerank", "--results", str(w.run), "--out", str(tmp / "mine"), "--quiet"]
@@ -344,6 +387,22 @@ def run_left_as_it_was(tmp):
     assert (tmp / "results" / "_SUCCESS").is_file() and not (tmp / "results" / "_LOCK").exists()
 
 
+def run_redone_whole(tmp):
+    from codenib.results import damaged_parts, digest_file
+
+    out = tmp / "results"
+    run_left_as_it_was(tmp)
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert damaged_parts(manifest, lambda rel: digest_file(out / rel)) == []
+    assert {r["qid"] for r in pq.read_table(out / "part-00000.parquet").to_pylist()} == {q["qid"] for q in QUERIES}
+    assert pq.read_table(out / "plans.parquet").num_rows == len(QUERIES)
+
+
+def trec_replaced(tmp):
+    lines = (tmp / "mine.trec").read_text().splitlines()
+    assert lines and not any(line.endswith(" mine") for line in lines)
+
+
 def nothing_written(tmp):
     assert not (tmp / "results").exists()
 
@@ -383,6 +442,16 @@ CASES = [
          r"empty.parquet: the query set is empty", nothing_written),
     Case("run with an empty JSONL query set", run_empty_jsonl_queries, 2,
          r"empty.jsonl: the query set is empty", nothing_written),
+    # Issue 27 item 1: every committed part is checked (present, rows, sha256 of its commit).
+    Case("eval of a complete folder missing part-00000", eval_part_missing, 2,
+         r"results/part-00000.parquet: this committed part is missing; the manifest recorded \d+ rows and sha256"),
+    Case("eval of a complete folder, part-00000 with 1 row", eval_part_with_fewer_rows, 2,
+         r"results/part-00000.parquet: this committed part holds 1 rows; the manifest recorded \d+ rows"),
+    Case("rerank of a source missing _plans/part-00000", rerank_of_a_source_missing_a_part, 2,
+         r"results/_plans/part-00000.parquet: this committed part is missing"),
+    # Issue 27 item 4: an existing TREC file is not overwritten without --force.
+    Case("eval --export-trec over an existing file", eval_export_trec_over_a_file, 2,
+         r"mine.trec: --export-trec would overwrite this existing file; nothing was written"),
     Case("rerank into a folder that is not a results folder", rerank_into_foreign_folder, 2,
          r"is not a CodeNib results folder"),
     Case("eval --out over a report holding NOTES.txt", eval_report_with_notes, 2,
@@ -411,6 +480,13 @@ CASES = [
     Case("index: the disk is full half-way through a file", index_fresh, 1,
          r"^codenib index: error: cannot write \S*/idx/sparse/params\.index\.json: No space left on device",
          nothing_half_written, disk_full_on_json),
+    # Issue 27 item 1: a resumed run redoes the damaged shard, naming its part.
+    Case("run over a complete folder missing part-00000", run_complete_part_missing, 0,
+         r"part-00000.parquet is missing; the manifest recorded .*; shard 0 runs again", run_redone_whole),
+    Case("run over a complete folder, part-00000 with 1 row", run_complete_part_with_fewer_rows, 0,
+         r"part-00000.parquet holds 1 rows; the manifest recorded .*; shard 0 runs again", run_redone_whole),
+    Case("eval --force --export-trec over an existing file", eval_export_trec_over_a_file_forced, 0, r"wrote \d+ lines",
+         trec_replaced),
 ]
 
 
