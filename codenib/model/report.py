@@ -126,7 +126,6 @@ def read_report(text: str) -> BugReport:
         found.append(m)
         taken[m.start:m.end] = b"\x01" * (m.end - m.start)
 
-    new_frames: list[tuple[int, int]] = []
     for fr in parse_frames(text):
         if fr.format == "cpython":
             func = fr.function if fr.function and not fr.function.startswith("<") else None
@@ -134,7 +133,6 @@ def read_report(text: str) -> BugReport:
         elif fr.path or fr.function:
             add(Mention("frame", fr.path or fr.function, fr.start, fr.end, fr.line, fr.function, fr.format,
                         fr.trace, fr.depth, located=fr.path is not None))
-            new_frames.append((fr.start, fr.end))
     for m in _PATH_LINE.finditer(text):
         line = int(m.group(2)) if m.group(2) else None
         add(Mention("path", m.group(1).replace("\\", "/"), m.start(1), m.end(), line))
@@ -156,10 +154,7 @@ def read_report(text: str) -> BugReport:
         add(Mention(kind, m.group(0), m.start(), m.end()))
     found.sort(key=lambda m: m.start)
     words = frozenset(_WORDS.findall(text))
-    # The report's prose is its own words: the frames of the newly read formats leave it, as
-    # CPython's indented frame lines always did.
-    prose = _prose(_blank(text, new_frames) if new_frames else text, code_spans)
-    return BugReport(title, prose, tuple(found[:MAX_MENTIONS]), words, len(text), truncated)
+    return BugReport(title, _prose(text, code_spans), tuple(found[:MAX_MENTIONS]), words, len(text), truncated)
 
 
 def about_tests(report: BugReport) -> bool:
@@ -319,16 +314,6 @@ def _prose(text: str, code_spans: Sequence[tuple[int, int]]) -> str:
     kept.append(text[pos:])
     lines = "".join(kept).splitlines()
     return "\n".join(line for line in lines if line.strip() and not _LOG_LINE.match(line))
-
-
-def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """`text` with the characters of `spans` turned to spaces (line breaks kept)."""
-    chars = list(text)
-    for s, e in spans:
-        for j in range(s, e):
-            if chars[j] != "\n":
-                chars[j] = " "
-    return "".join(chars)
 
 
 def _code_spans(text: str) -> list[tuple[int, int]]:

@@ -131,16 +131,11 @@ class _Parser:
 
     def run(self) -> None:
         pos = 0
-        text = self.text
-        n = len(text)
-        while pos <= n:
-            nl = text.find("\n", pos)
-            end = n if nl < 0 else nl
-            self.line(pos, text[pos:end])
+        for raw in self.text.split("\n"):
+            if raw.strip():
+                self.line(pos, raw)
+            pos += len(raw) + 1
             self.lineno += 1
-            if nl < 0:
-                break
-            pos = nl + 1
 
     # -- bookkeeping --
 
@@ -166,7 +161,7 @@ class _Parser:
     def line(self, start: int, raw: str) -> None:
         had_cpython = False
         # CPython first, exactly as the report reader always searched it.
-        for m in CPYTHON.finditer(raw):
+        for m in (CPYTHON.finditer(raw) if 'File "' in raw else ()):
             self.emit(m.group(1), int(m.group(2)), m.group(3), "cpython", start + m.start(), start + m.end())
             had_cpython = True
         body = raw.rstrip("\r") if len(raw) <= MAX_LINE else ""
@@ -225,6 +220,7 @@ def _read_ipython(p: _Parser, body: str, off: int, indented: bool) -> str | None
             last = p.open_frame("ipython") if arrow else None
             if last is not None and last[1] is None:
                 last[1] = int(arrow.group(1))
+                last[5] = off + arrow.end(1)
                 return "frame:ipython"
             return None
         i = p.emit(m2.group(1), None, _python_name(m2.group(2)), "ipython", off, off + m2.end())
