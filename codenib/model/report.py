@@ -2,7 +2,8 @@
 with spans, resolved against an index's symbol table into file and node priors.
 
 Pure and deterministic: `read_report` sees only the text, `resolve_mentions` only a
-`SymbolIndex` and the node table; neither loads anything.
+`SymbolIndex` and the node table; neither loads anything. Stack frames of every format come
+from `codenib.model.traces`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+from codenib.model.traces import parse_frames, repository_files
 from codenib.querytext import CODE_IDENTIFIER
 
 #: Mention kinds, with the confidence that a resolved mention of that kind points at the fix.
@@ -35,8 +37,17 @@ MAX_MENTIONS = 400
 MAX_CHARS = 100_000
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
-_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_PATH_LINE = re.compile(r"(?<![\w/.\\-])((?:[\w.-]+[/\\])*[\w.-]+\.pyx?)(?::(\d+))?(?![\w])")
+#: Frames read as they always were: each is a full-weight prior, as the packaged weights were
+#: fitted with. Frames of the other formats weigh by their place in their stack.
+LEGACY_FRAME_FORMATS = frozenset({None, "cpython"})
+#: Path-less frames (`3: mytool::main`, `#2 0x.. in f (bin+0x..)`) name no file; their function
+#: resolves by name only when the name is this long and not an entry point every program has.
+_COMMON_ENTRY = frozenset({"main", "run", "start", "call", "call_once", "new", "init"})
+#: Suffixes of the source files a report's paths name: Python's and those of the other
+#: languages CodeNib reads (`src/main.rs:42:5`, `(JsonParser.java:123)`, `include/fmt/format.h`);
+#: plain text here, so reading a report loads no reader. Longer alternatives first.
+_SOURCE_SUFFIX = r"(?:pyx?|[cm]?js|jsx|tsx?|go|java|rs|cpp|cxx|cc|c|hpp|hxx|hh|h|ipp|inl)"
+_PATH_LINE = re.compile(r"(?<![\w/.\\-])((?:[\w.-]+[/\\])*[\w.-]+\." + _SOURCE_SUFFIX + r")(?::(\d+))?(?![\w])")
 _DOTTED = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/\\(-]|\.\w)")
 _DOTTED_CALL = re.compile(r"(?<![\w./\\-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\(")
 _BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,120})`(?!`)")
@@ -57,6 +68,10 @@ class Mention:
     end: int
     line: int | None = None    # a frame's or `path:line` mention's line number
     function: str | None = None  # a frame's function name
+    format: str | None = None  # a frame's trace format (`codenib.model.traces.Frame.format`)
+    trace: int = -1            # a frame's stack, in text order
+    depth: int = 0             # a frame's place in its stack: 0 is the innermost
+    located: bool = True       # a frame printed a file (else `text` is its function)
 
 
 
@@ -111,9 +126,13 @@ def read_report(text: str) -> BugReport:
         found.append(m)
         taken[m.start:m.end] = b"\x01" * (m.end - m.start)
 
-    for m in _FRAME.finditer(text):
-        func = m.group(3) if m.group(3) and not m.group(3).startswith("<") else None
-        add(Mention("frame", m.group(1), m.start(), m.end(), int(m.group(2)), func))
+    for fr in parse_frames(text):
+        if fr.format == "cpython":
+            func = fr.function if fr.function and not fr.function.startswith("<") else None
+            add(Mention("frame", fr.path, fr.start, fr.end, fr.line, func, fr.format, fr.trace, fr.depth))
+        elif fr.path or fr.function:
+            add(Mention("frame", fr.path or fr.function, fr.start, fr.end, fr.line, fr.function, fr.format,
+                        fr.trace, fr.depth, located=fr.path is not None))
     for m in _PATH_LINE.finditer(text):
         line = int(m.group(2)) if m.group(2) else None
         add(Mention("path", m.group(1).replace("\\", "/"), m.start(1), m.end(), line))
@@ -153,17 +172,26 @@ def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = M
     A mention that several definitions share spreads its confidence over them (one
     definition: full weight; many: little), so an ambiguous name becomes several weak seeds
     rather than a guess. Frames and `path:line` mentions point at the node whose span holds
-    the line.
+    the line (else, for a frame, at the definition of its function's name in the file).
+
+    A frame of a newly read format maps to the repository by the longest suffix of its path
+    that is an indexed file (`traces.repository_files`), and weighs by its place in its stack:
+    the innermost frame that resolves has full confidence, the k-th after it 1/(k+1).
 
     Args:
         symbols: the index's `SymbolIndex`.
         nodes: the index's node table (file, kind, start_line, end_line columns).
     """
     out: list[Prior] = []
-    seen: set[tuple[str, int | None, str]] = set()
+    seen: dict[tuple[str, int | None, str], int] = {}
     spans = _SpanLookup(nodes)
-    for m in report.mentions:
+    stacks = _stack_priors(report.mentions, symbols, nodes, spans, max_definitions)
+    for i, m in enumerate(report.mentions):
         base = KIND_CONFIDENCE[m.kind]
+        if m.kind == "frame" and m.format not in LEGACY_FRAME_FORMATS:
+            for p in stacks.get(i, ()):
+                _add(out, seen, p, keep_best=True)
+            continue
         if m.kind in ("frame", "path"):
             files = symbols.files_matching(m.text)
             if not files or len(files) > max_definitions:
@@ -190,11 +218,62 @@ def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = M
 
 # --- helpers ---------------------------------------------------------------------------------
 
-def _add(out: list[Prior], seen: set, p: Prior) -> None:
+def _add(out: list[Prior], seen: dict, p: Prior, keep_best: bool = False) -> None:
+    """Append `p` unless its (file, row, text) is in already; `keep_best`: a stronger one
+    replaces it (a stack's inner frame in the same function as an outer one)."""
     key = (p.file, p.row, p.mention.text)
-    if key not in seen:
-        seen.add(key)
+    at = seen.get(key)
+    if at is None:
+        seen[key] = len(out)
         out.append(p)
+    elif keep_best and p.confidence > out[at].confidence:
+        out[at] = p
+
+
+def _stack_priors(mentions, symbols, nodes, spans: "_SpanLookup",
+                  max_definitions: int) -> dict[int, list[Prior]]:
+    """Priors of the frames of the newly read formats, by mention position.
+
+    Frames resolve first (a frame that names no indexed file or definition is dropped); then
+    each stack's resolved frames rank from the innermost out, so the innermost repository
+    frame is the strongest evidence whatever the format prints first.
+    """
+    from codenib.model.traces import last_segment
+
+    hits: dict[int, list[tuple[str, int | None]]] = {}
+    files_of: dict[str, list[str]] = {}
+    for i, m in enumerate(mentions):
+        if m.kind != "frame" or m.format in LEGACY_FRAME_FORMATS:
+            continue
+        name = last_segment(m.function, m.format) if m.function else None
+        if m.located:
+            if m.text not in files_of:
+                files_of[m.text] = repository_files(m.text, symbols)
+            files = files_of[m.text]
+            if not files or len(files) > max_definitions:
+                continue
+            found = []
+            for f in files:
+                row = spans.innermost(f, m.line) if m.line is not None else None
+                if row is None and name:
+                    row = spans.named(f, name, symbols)
+                found.append((f, row))
+            hits[i] = found
+        elif name and len(name) >= 4 and name not in _COMMON_ENTRY:
+            matches = symbols.lookup(m.function.replace("::", "."))
+            if matches and not matches[0].level.endswith("nocase") and len(matches) <= max_definitions:
+                hits[i] = [(nodes.file[x.row], None if nodes.kind[x.row] == "file" else x.row)
+                           for x in matches]
+    by_stack: dict[int, list[int]] = {}
+    for i in hits:
+        by_stack.setdefault(mentions[i].trace, []).append(i)
+    out: dict[int, list[Prior]] = {}
+    base = KIND_CONFIDENCE["frame"]
+    for members in by_stack.values():
+        for k, i in enumerate(sorted(members, key=lambda j: mentions[j].depth)):
+            conf = base / (1 + k) / len(hits[i])
+            out[i] = [Prior(f, row, conf, mentions[i]) for f, row in hits[i]]
+    return out
 
 
 class _SpanLookup:
