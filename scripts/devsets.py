@@ -38,6 +38,15 @@ class DevSet:
     gold_funcs: dict[str, set[str]]
 
 
+def default_data(name: str, here: Path) -> Path:
+    """`shared/eval/<name>` beside the repository or beside any folder above it (a worktree
+    sits a level deeper than the main checkout)."""
+    for up in here.parents:
+        if (up / "shared" / "eval" / name).is_dir():
+            return up / "shared" / "eval" / name
+    return here.parent.parent / "shared" / "eval" / name
+
+
 def read_set(data: Path, function_key: FunctionKey = metrics.plain_node_id) -> DevSet:
     """Read a set folder; gold functions are kept as `function_key` of their node ids."""
     return DevSet(queries=pq.read_table(data / "queries.parquet").to_pylist(),

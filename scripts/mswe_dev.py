@@ -39,14 +39,13 @@ sys.path.insert(0, str(HERE))   # devsets and tsbaseline, when this file is load
 import devsets  # noqa: E402
 import tsbaseline  # noqa: E402
 
-DEFAULT_DATA = HERE.parent.parent / "shared" / "eval" / "mswe-dev"
 MODES = ("auto", "sparse", "dense", "hybrid", "graph")
 KEY = devsets.file_and_name
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(DEFAULT_DATA), help="folder with queries/qrels/instances parquet")
+    ap.add_argument("--data", default=str(devsets.default_data("mswe-dev", HERE)), help="folder with queries/qrels/instances parquet")
     ap.add_argument("--work", default="/tmp/mswe-dev", help="checkouts, indexes and runs go here")
     ap.add_argument("--checkouts", help="existing checkouts (<qid>/ folders); default: prepare them")
     ap.add_argument("--no-dense", action="store_true", help="index without vectors (dense and hybrid skipped)")

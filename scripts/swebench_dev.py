@@ -39,7 +39,6 @@ import devsets  # noqa: E402
 from codenib.eval import metrics  # noqa: E402
 from codenib.model import localise  # noqa: E402
 
-DEFAULT_DATA = HERE.parent.parent / "shared" / "eval" / "swebench-dev"
 MODES = ("auto", "sparse", "dense", "hybrid", "graph")
 #: Per-query latency (ms) of every job's queries, by plan (plans.parquet).
 LATENCY: dict[str, list[float]] = {}
@@ -73,7 +72,7 @@ ABLATION = {
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(DEFAULT_DATA), help="folder with queries/qrels/instances parquet")
+    ap.add_argument("--data", default=str(devsets.default_data("swebench-dev", HERE)), help="folder with queries/qrels/instances parquet")
     ap.add_argument("--work", default="/tmp/swebench-dev", help="checkouts, indexes and runs go here")
     ap.add_argument("--checkouts", help="existing checkouts (<qid>/ folders); default: prepare them")
     ap.add_argument("--no-dense", action="store_true", help="index without vectors (dense and hybrid skipped)")
