@@ -34,7 +34,11 @@ MAX_CHARS = 100_000
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 _FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_PATH_LINE = re.compile(r"(?<![\w/.\\-])((?:[\w.-]+[/\\])*[\w.-]+\.pyx?)(?::(\d+))?(?![\w])")
+#: Suffixes of the source files a report's paths name: Python's and those of the other
+#: languages CodeNib reads (`src/main.rs:42:5`, `(JsonParser.java:123)`, `include/fmt/format.h`);
+#: plain text here, so reading a report loads no reader. Longer alternatives first.
+_SOURCE_SUFFIX = r"(?:pyx?|[cm]?js|jsx|tsx?|go|java|rs|cpp|cxx|cc|c|hpp|hxx|hh|h|ipp|inl)"
+_PATH_LINE = re.compile(r"(?<![\w/.\\-])((?:[\w.-]+[/\\])*[\w.-]+\." + _SOURCE_SUFFIX + r")(?::(\d+))?(?![\w])")
 _DOTTED = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/\\(-]|\.\w)")
 _DOTTED_CALL = re.compile(r"(?<![\w./\\-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\(")
 _BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,120})`(?!`)")

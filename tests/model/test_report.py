@@ -78,3 +78,14 @@ def test_any_text_reads_without_error_and_spans_point_into_it(text):
     rep = read_report(text)
     for m in rep.mentions:
         assert 0 <= m.start < m.end <= len(text)
+
+
+def test_paths_of_every_read_language_are_path_mentions_with_their_lines():
+    text = ("thread 'main' panicked at src/main.rs:42:5 while printing\n"
+            "at com.fasterxml.jackson.core.json.ReaderBasedJsonParser._parseNumber(ReaderBasedJsonParser.java:123)\n"
+            "goroutine 7 [running]: grpc.(*ClientConn).Close clientconn.go:301 and include/fmt/format.h, "
+            "src/plugin/isoWeek/index.js, src/ui/App.tsx and jv.c look involved (e.g. not i.e. this).")
+    paths = [(m.text, m.line) for m in read_report(text).mentions if m.kind == "path"]
+    assert paths == [("src/main.rs", 42), ("ReaderBasedJsonParser.java", 123), ("clientconn.go", 301),
+                     ("include/fmt/format.h", None), ("src/plugin/isoWeek/index.js", None),
+                     ("src/ui/App.tsx", None), ("jv.c", None)]
