@@ -26,6 +26,8 @@ two-instance fixture).
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import sys
 import time
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     index_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    rankings: dict[str, dict[str, list[str]]] = {"BM25 baseline": _bm25_baseline(dev, checkouts)}
+    rankings: dict[str, dict[str, list[str]]] = {"BM25 baseline": _bm25_baseline(dev, checkouts, work)}
     timings = {"BM25 baseline": time.perf_counter() - t0}
     plans_of: dict[str, str] = {}
     latency: dict[str, list[float]] = {}
@@ -117,13 +119,24 @@ def _repo(instance: dict) -> str:
     return instance["repo"]
 
 
-def _bm25_baseline(dev: devsets.DevSet, checkouts: Path) -> dict[str, list[str]]:
+def _bm25_baseline(dev: devsets.DevSet, checkouts: Path, work: Path) -> dict[str, list[str]]:
+    """The baseline's ranking of every query; kept in `work` under a digest of the baseline's
+    code, each query's text and its checkout path (it depends on nothing else)."""
+    code = hashlib.sha256((HERE / "tsbaseline.py").read_bytes()).hexdigest()[:16]
+    cache = work / f"bm25-baseline-{code}.json"
+    kept = json.loads(cache.read_text()) if cache.exists() else {}
     tokenize = tsbaseline.Tokenizer()
     out = {}
     for q in dev.queries:
-        inst = dev.instances[q["qid"]]
-        items = tsbaseline.snapshot_chunks(checkouts / q["index"], cpp_repo=inst["language"] == "cpp")
-        out[q["qid"]] = tsbaseline.rank(q["query"], items, tokenize)
+        key = hashlib.sha256(f"{checkouts / q['index']}\0{q['query']}".encode()).hexdigest()
+        if key not in kept:
+            inst = dev.instances[q["qid"]]
+            items = tsbaseline.snapshot_chunks(checkouts / q["index"], cpp_repo=inst["language"] == "cpp")
+            kept[key] = tsbaseline.rank(q["query"], items, tokenize)
+        out[q["qid"]] = kept[key]
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps(kept))
+    tmp.replace(cache)
     return out
 
 
