@@ -53,11 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-dense", action="store_true", help="index without vectors (dense and hybrid skipped)")
     ap.add_argument("--modes", default=",".join(MODES), help="modes to run (comma-separated)")
     ap.add_argument("--shard-size", type=int, default=8)
+    ap.add_argument("--per-repo", type=int, metavar="N",
+                    help="a quick run: N instances of each repository, evenly spaced in instance order")
     a = ap.parse_args(argv)
 
     data, work = Path(a.data), Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     dev = devsets.read_set(data, KEY)
+    if a.per_repo is not None:
+        if a.per_repo < 1:
+            ap.error("--per-repo must be at least 1")
+        dev = _sample(dev, a.per_repo)
     checkouts = Path(a.checkouts) if a.checkouts else devsets.prepare(data, work)
     idx_root = work / ("idx-sparse" if a.no_dense else "idx")
     t0 = time.perf_counter()
@@ -83,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     repos = sorted({_repo(r) for r in dev.instances.values()})
     by_lang = [(lang, [q for q, r in dev.instances.items() if r["language"] == lang]) for lang in languages]
     by_repo = [(repo, [q for q, r in dev.instances.items() if _repo(r) == repo]) for repo in repos]
-    print(f"\nMulti-language dev, {len(dev.queries)} issues in {len(languages)} languages and {len(repos)} "
+    sample = f" (--per-repo {a.per_repo}: a sample of the set)" if a.per_repo else ""
+    print(f"\nMulti-language dev{sample}, {len(dev.queries)} issues in {len(languages)} languages and {len(repos)} "
           f"repositories, indexes {'without' if a.no_dense else 'with'} vectors; strict Acc (file @1/5/10, "
           "function @5/10 by file and last name segment).\nEvery number is out-of-repository "
           "(leave-one-repository-out holds trivially): the auto plan's packaged weights were fitted "
@@ -117,6 +124,21 @@ def main(argv: list[str] | None = None) -> int:
 
 def _repo(instance: dict) -> str:
     return instance["repo"]
+
+
+def _sample(dev: devsets.DevSet, n: int) -> devsets.DevSet:
+    """`n` instances of each repository, evenly spaced in instance order (first and last kept)."""
+    by_repo: dict[str, list[str]] = {}
+    for qid in devsets.order(dev.instances, _repo):
+        by_repo.setdefault(_repo(dev.instances[qid]), []).append(qid)
+    keep = set()
+    for qids in by_repo.values():
+        picks = np.linspace(0, len(qids) - 1, min(n, len(qids))).round().astype(int)
+        keep.update(qids[i] for i in picks)
+    return devsets.DevSet([q for q in dev.queries if q["qid"] in keep],
+                          {q: r for q, r in dev.instances.items() if q in keep},
+                          {q: g for q, g in dev.gold_files.items() if q in keep},
+                          {q: g for q, g in dev.gold_funcs.items() if q in keep})
 
 
 def _bm25_baseline(dev: devsets.DevSet, checkouts: Path, work: Path) -> dict[str, list[str]]:
