@@ -135,7 +135,7 @@ def _index_large(repo: Path) -> None:
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    summary = [ln.strip() for ln in done.stdout.splitlines() if re.match(r"\s+(files|nodes|languages|time)\b", ln)]
+    summary = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if re.match(r"\s+(files|nodes|languages|time)\b", ln)]
     print(f"\nindex {repo} without vectors: {wall:.1f}s wall, {cpu:.1f}s CPU (target: under 60s on 2 cores)")
     for line in summary:
         print(f"  {line}")
