@@ -23,28 +23,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import shutil
-import subprocess
 import sys
 import time
 from functools import partial
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.eval import metrics
-from codenib.model import localise
-
 HERE = Path(__file__).resolve().parent
-DEFAULT_DATA = HERE.parent.parent / "shared" / "eval" / "swebench-dev"
+sys.path.insert(0, str(HERE))   # devsets, when this file is loaded by path (the tests)
+
+import devsets  # noqa: E402
+
+from codenib.eval import metrics  # noqa: E402
+from codenib.model import localise  # noqa: E402
+
 MODES = ("auto", "sparse", "dense", "hybrid", "graph")
 #: Per-query latency (ms) of every job's queries, by plan (plans.parquet).
 LATENCY: dict[str, list[float]] = {}
-FILE_KS = (1, 5, 10)
-FUNCTION_KS = (5, 10)
 #: L2 strength of the logistic fit (inverse: larger C, weaker regularisation); chosen by
 #: cross-validation over 0.01-100 on the dev set (C = 1 and 10 tied within one query).
 FIT_C = 10.0
@@ -75,7 +72,7 @@ ABLATION = {
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(DEFAULT_DATA), help="folder with queries/qrels/instances parquet")
+    ap.add_argument("--data", default=str(devsets.default_data("swebench-dev", HERE)), help="folder with queries/qrels/instances parquet")
     ap.add_argument("--work", default="/tmp/swebench-dev", help="checkouts, indexes and runs go here")
     ap.add_argument("--checkouts", help="existing checkouts (<qid>/ folders); default: prepare them")
     ap.add_argument("--no-dense", action="store_true", help="index without vectors (dense and hybrid skipped)")
@@ -90,13 +87,13 @@ def main(argv: list[str] | None = None) -> int:
 
     data, work = Path(a.data), Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    queries = pq.read_table(data / "queries.parquet").to_pylist()
-    instances = {r["qid"]: r for r in pq.read_table(data / "instances.parquet").to_pylist()}
-    gold_files = _qrels(data / "qrels_file.parquet", "file")
-    gold_funcs = _qrels(data / "qrels_function.parquet", "node_id")
-    checkouts = Path(a.checkouts) if a.checkouts else _prepare(data, work)
+    dev = devsets.read_set(data)
+    queries, instances, gold_files, gold_funcs = dev.queries, dev.instances, dev.gold_files, dev.gold_funcs
+    checkouts = Path(a.checkouts) if a.checkouts else devsets.prepare(data, work)
     idx_root = work / ("idx-sparse" if a.no_dense else "idx")
-    _index_all(instances, checkouts, idx_root, dense=not a.no_dense)
+    # Vectors are what --reuse saves; without them each snapshot is built in full, as before.
+    devsets.index_all(instances, checkouts, idx_root, dense=not a.no_dense, repo_of=_repo,
+                      reuse=not a.no_dense)
 
     repos = sorted({r["repo_short"] for r in instances.values()})
     tag = "sparse" if a.no_dense else "dense"
@@ -119,23 +116,26 @@ def main(argv: list[str] | None = None) -> int:
             for repo in repos:
                 subset = [q for q in queries if instances[q["qid"]]["repo_short"] == repo]
                 out = work / f"runs-{tag}" / f"auto-{repo}"
-                r, p = _run(subset, idx_root, out, mode, a.shard_size, weights_dir / f"without-{repo}.json")
+                r, p = devsets.run_job(subset, idx_root, out, mode, a.shard_size,
+                                       weights_dir / f"without-{repo}.json", LATENCY)
                 ranks.update(r)
                 plans_of.update(p)
         else:
-            ranks, _ = _run(queries, idx_root, work / f"runs-{tag}" / mode, mode, a.shard_size)
+            ranks, _ = devsets.run_job(queries, idx_root, work / f"runs-{tag}" / mode, mode, a.shard_size,
+                                       latency=LATENCY)
         rankings[f"codenib {mode}"] = ranks
         timings[mode] = time.perf_counter() - t0
 
     print(f"\nSWE-bench Lite dev, {len(queries)} issues, indexes {'without' if a.no_dense else 'with'} vectors; "
           "strict Acc (file @1/5/10, function @5/10); auto cross-validated by repository\n")
-    _print_table(rankings, instances, gold_files, gold_funcs, repos)
+    groups = [(repo, [q for q in instances if instances[q]["repo_short"] == repo]) for repo in repos]
+    devsets.print_table(rankings, groups + [("overall", list(instances))], gold_files, gold_funcs)
     if plans_of:
         print("\nauto by plan:")
         for plan in sorted(set(plans_of.values())):
             members = [q for q, p in plans_of.items() if p == plan]
-            row = _scores(rankings["codenib auto"], members, gold_files, gold_funcs)
-            print(f"  {plan:<18} {len(members):>3} issues  " + _fmt(row))
+            row = devsets.scores(rankings["codenib auto"], members, gold_files, gold_funcs)
+            print(f"  {plan:<18} {len(members):>3} issues  " + devsets.fmt(row))
     print("\njob wall time per mode (s): " + ", ".join(f"{m} {t:.0f}" for m, t in timings.items()))
     print("query latency by plan (ms, median / p90, in the actors): " + ", ".join(
         f"{p} {np.median(v):.0f} / {np.percentile(v, 90):.0f}" for p, v in sorted(LATENCY.items())))
@@ -143,13 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.ablation:
         print("\nablation (cross-validated by repository; in-process scoring of the same features):")
         base = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, DENSE_FEATURES)
-        print(f"  {'all signals':<24} " + _fmt(_scores(base, list(tables), gold_files, gold_funcs)))
+        print(f"  {'all signals':<24} " + devsets.fmt(devsets.scores(base, list(tables), gold_files, gold_funcs)))
         for name, feats in ABLATION.items():
             ranks = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, feats + DENSE_FEATURES)
-            print(f"  - {name:<22} " + _fmt(_scores(ranks, list(tables), gold_files, gold_funcs)))
+            print(f"  - {name:<22} " + devsets.fmt(devsets.scores(ranks, list(tables), gold_files, gold_funcs)))
         if not a.no_dense:
             ranks = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, ())
-            print(f"  + {'dense (MiniLM)':<22} " + _fmt(_scores(ranks, list(tables), gold_files, gold_funcs)))
+            print(f"  + {'dense (MiniLM)':<22} " + devsets.fmt(devsets.scores(ranks, list(tables), gold_files, gold_funcs)))
     if a.fit:
         w = _fit(list(tables), tables, gold_files, gold_funcs)
         target = Path(a.weights_out)
@@ -164,73 +164,8 @@ def main(argv: list[str] | None = None) -> int:
 
 # --- steps ---------------------------------------------------------------------------------------
 
-def _qrels(path: Path, column: str) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    if path.exists():
-        for r in pq.read_table(path).to_pylist():
-            if r["relevance"] > 0:
-                out.setdefault(r["qid"], set()).add(metrics.plain_node_id(r[column]))
-    return out
-
-
-def _prepare(data: Path, work: Path) -> Path:
-    subprocess.run([sys.executable, str(data / "prepare.py"), str(work)], check=True)
-    return work / "checkouts"
-
-
-def _order(instances: dict) -> list[str]:
-    """Snapshots of one repository in instance-number order (close to commit order), so that
-    `--reuse` sees the nearest earlier snapshot."""
-    def key(qid: str):
-        num = re.search(r"-(\d+)$", qid)
-        return instances[qid]["repo_short"], int(num.group(1)) if num else 0, qid
-    return sorted(instances, key=key)
-
-
-def _index_all(instances: dict, checkouts: Path, root: Path, dense: bool) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    prev: dict[str, str] = {}
-    for qid in _order(instances):
-        repo = instances[qid]["repo_short"]
-        out = root / qid
-        if not (out / "manifest.json").exists():
-            cmd = [_codenib(), "index", str(checkouts / qid), "--out", str(out), "--quiet"]
-            if not dense:
-                cmd.append("--no-dense")
-            elif repo in prev:
-                cmd += ["--reuse", str(root / prev[repo])]
-            t0 = time.perf_counter()
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            print(f"indexed {qid} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        prev[repo] = qid
-
-
-def _run(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_size: int,
-         weights: Path | None = None) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """One batch job (a fresh results folder); its rankings and the plan of each query."""
-    if out.exists():
-        shutil.rmtree(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    qfile = out.parent / f"{out.name}.queries.parquet"
-    pq.write_table(pa.Table.from_pylist([{"qid": q["qid"], "query": q["query"], "index": q["index"]}
-                                         for q in queries]), qfile)
-    cmd = [_codenib(), "run", "--queries", str(qfile), "--index-root", str(idx_root), "--out", str(out),
-           "--mode", mode, "-k", "100", "--shard-size", str(shard_size)]
-    if weights is not None:
-        cmd += ["--localise-weights", str(weights)]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    from codenib.results import ResultsFolder, read_results
-
-    rows = sorted(read_results(out).select(["qid", "rank", "node_id", "plan"]).to_pylist(),
-                  key=lambda r: (r["qid"], r["rank"]))
-    ranks: dict[str, list[str]] = {}
-    plans: dict[str, str] = {}
-    for r in rows:
-        ranks.setdefault(r["qid"], []).append(r["node_id"])
-        plans[r["qid"]] = r["plan"]
-    for r in ResultsFolder(out).plans(["qid", "plan", "latency_ms"]).to_pylist():
-        LATENCY.setdefault(r["plan"], []).append(r["latency_ms"])
-    return ranks, plans
+def _repo(instance: dict) -> str:
+    return instance["repo_short"]
 
 
 def _feature_tables(queries: list[dict], idx_root: Path, dense: bool) -> dict:
@@ -316,42 +251,6 @@ def _bm25_baseline(queries: list[dict], idx_root: Path) -> dict[str, list[str]]:
         docs, _ = retriever.retrieve(query, k=min(100, len(ids)), show_progress=False)
         out[q["qid"]] = [ids[j] for j in docs[0]]
     return out
-
-
-def _scores(ranks: dict[str, list[str]], qids: list[str], gold_files, gold_funcs) -> dict[str, float]:
-    """Mean strict Acc@k, as `codenib eval` computes it (file and function level)."""
-    files = metrics.to_file_run({q: ranks.get(q, []) for q in qids})
-    funcs = metrics.to_function_run({q: ranks.get(q, []) for q in qids})
-    row = {}
-    fq = {q: {f: 1 for f in gold_files[q]} for q in qids if gold_files.get(q)}
-    nq = {q: {f: 1 for f in gold_funcs[q]} for q in qids if gold_funcs.get(q)}
-    for k in FILE_KS:
-        vals = metrics.evaluate(files, fq, [f"Acc@{k}"], list(fq))[f"Acc@{k}"]
-        row[f"file@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
-    for k in FUNCTION_KS:
-        vals = metrics.evaluate(funcs, nq, [f"Acc@{k}"], list(nq))[f"Acc@{k}"]
-        row[f"func@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
-    return row
-
-
-def _fmt(row: dict[str, float]) -> str:
-    return "  ".join(f"{k} {v:.3f}" for k, v in row.items())
-
-
-def _print_table(rankings, instances, gold_files, gold_funcs, repos) -> None:
-    groups = [(repo, [q for q in instances if instances[q]["repo_short"] == repo]) for repo in repos]
-    groups.append(("overall", list(instances)))
-    head = "file@1 file@5 file@10 func@5 func@10"
-    print(f"{'system':<16} {'set':<9} {'n':>3}  {head}")
-    for name, ranks in rankings.items():
-        for label, qids in groups:
-            row = _scores(ranks, qids, gold_files, gold_funcs)
-            print(f"{name:<16} {label:<9} {len(qids):>3}  " + " ".join(f"{v:>6.3f}" for v in row.values()))
-
-
-def _codenib() -> str:
-    exe = Path(sys.executable).with_name("codenib")
-    return str(exe) if exe.exists() else (shutil.which("codenib") or "codenib")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,188 @@
+"""What the dev-set scripts share (`swebench_dev.py`, `mswe_dev.py`): reading a set, indexing
+its snapshots, running the batch job per mode, strict Acc at file and function level, tables.
+
+A set is a folder of `queries.parquet`, `instances.parquet`, `qrels_file.parquet` and
+`qrels_function.parquet` (the layout of ../shared/eval/*-dev), plus its `prepare.py`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from codenib.eval import metrics
+
+FILE_KS = (1, 5, 10)
+FUNCTION_KS = (5, 10)
+HEAD = "file@1 file@5 file@10 func@5 func@10"
+#: How a node id is compared with a gold function (the default: exact, `#N` duplicates one).
+FunctionKey = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class DevSet:
+    """One set's queries, instances (qid -> row) and gold (qid -> files, qid -> function keys)."""
+
+    queries: list[dict]
+    instances: dict[str, dict]
+    gold_files: dict[str, set[str]]
+    gold_funcs: dict[str, set[str]]
+
+
+def default_data(name: str, here: Path) -> Path:
+    """`shared/eval/<name>` beside the repository or beside any folder above it (a worktree
+    sits a level deeper than the main checkout)."""
+    for up in here.parents:
+        if (up / "shared" / "eval" / name).is_dir():
+            return up / "shared" / "eval" / name
+    return here.parent.parent / "shared" / "eval" / name
+
+
+def read_set(data: Path, function_key: FunctionKey = metrics.plain_node_id) -> DevSet:
+    """Read a set folder; gold functions are kept as `function_key` of their node ids."""
+    return DevSet(queries=pq.read_table(data / "queries.parquet").to_pylist(),
+                  instances={r["qid"]: r for r in pq.read_table(data / "instances.parquet").to_pylist()},
+                  gold_files=qrels(data / "qrels_file.parquet", "file"),
+                  gold_funcs=qrels(data / "qrels_function.parquet", "node_id", function_key))
+
+
+def qrels(path: Path, column: str, key: FunctionKey = metrics.plain_node_id) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    if path.exists():
+        for r in pq.read_table(path).to_pylist():
+            if int(r["relevance"]) > 0:
+                out.setdefault(r["qid"], set()).add(key(r[column]))
+    return out
+
+
+def file_and_name(node_id: str) -> str:
+    """`src/a.rs::Opts.parse#2` -> `src/a.rs::parse`: a definition matched by its file and last
+    name segment (so `A.f`, `ns.A.f` and `f` in one file are one), a file node unchanged."""
+    plain = metrics.plain_node_id(node_id)
+    if metrics.ID_SEP not in plain:
+        return plain
+    file, _, qualname = plain.partition(metrics.ID_SEP)
+    return f"{file}{metrics.ID_SEP}{qualname.rsplit('.', 1)[-1]}"
+
+
+def prepare(data: Path, work: Path) -> Path:
+    """Check out every snapshot with the set's own prepare script; the checkouts folder."""
+    subprocess.run([sys.executable, str(data / "prepare.py"), str(work)], check=True)
+    return work / "checkouts"
+
+
+def order(instances: dict, repo_of: Callable[[dict], str]) -> list[str]:
+    """Snapshots of one repository in instance-number order (close to commit order), so that
+    `--reuse` sees the nearest earlier snapshot."""
+    def key(qid: str):
+        num = re.search(r"-(\d+)$", qid)
+        return repo_of(instances[qid]), int(num.group(1)) if num else 0, qid
+    return sorted(instances, key=key)
+
+
+def index_all(instances: dict, checkouts: Path, root: Path, dense: bool, repo_of: Callable[[dict], str],
+              reuse: bool = True) -> dict[str, float]:
+    """`codenib index` each snapshot not indexed yet under `root`/<qid> (`--reuse` of the
+    previous snapshot of its repository when `reuse`); seconds per snapshot indexed now."""
+    root.mkdir(parents=True, exist_ok=True)
+    prev: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    for qid in order(instances, repo_of):
+        repo = repo_of(instances[qid])
+        out = root / qid
+        if not (out / "manifest.json").exists():
+            cmd = [codenib(), "index", str(checkouts / qid), "--out", str(out), "--quiet"]
+            if not dense:
+                cmd.append("--no-dense")
+            if reuse and repo in prev:
+                cmd += ["--reuse", str(root / prev[repo])]
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            seconds[qid] = time.perf_counter() - t0
+            print(f"indexed {qid} in {seconds[qid]:.1f}s", file=sys.stderr)
+        prev[repo] = qid
+    return seconds
+
+
+def run_job(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_size: int,
+            weights: Path | None = None, latency: dict[str, list[float]] | None = None,
+            ) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """One batch job (a fresh results folder); its rankings and the plan of each query.
+    Per-query latencies (ms) are appended to `latency` by plan."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    qfile = out.parent / f"{out.name}.queries.parquet"
+    pq.write_table(pa.Table.from_pylist([{"qid": q["qid"], "query": q["query"], "index": q["index"]}
+                                         for q in queries]), qfile)
+    cmd = [codenib(), "run", "--queries", str(qfile), "--index-root", str(idx_root), "--out", str(out),
+           "--mode", mode, "-k", "100", "--shard-size", str(shard_size)]
+    if weights is not None:
+        cmd += ["--localise-weights", str(weights)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    from codenib.results import ResultsFolder, read_results
+
+    rows = sorted(read_results(out).select(["qid", "rank", "node_id", "plan"]).to_pylist(),
+                  key=lambda r: (r["qid"], r["rank"]))
+    ranks: dict[str, list[str]] = {}
+    plans: dict[str, str] = {}
+    for r in rows:
+        ranks.setdefault(r["qid"], []).append(r["node_id"])
+        plans[r["qid"]] = r["plan"]
+    if latency is not None:
+        for r in ResultsFolder(out).plans(["qid", "plan", "latency_ms"]).to_pylist():
+            latency.setdefault(r["plan"], []).append(r["latency_ms"])
+    return ranks, plans
+
+
+def scores(ranks: dict[str, list[str]], qids: Sequence[str], gold_files, gold_funcs,
+           function_key: FunctionKey = metrics.plain_node_id) -> dict[str, float]:
+    """Mean strict Acc@k, as `codenib eval` computes it: files ranked by their best node; named
+    definitions (file nodes dropped) compared by `function_key`, over the queries with gold."""
+    files = metrics.to_file_run({q: ranks.get(q, []) for q in qids})
+    funcs = {q: [function_key(d) for d in r]
+             for q, r in metrics.to_function_run({q: ranks.get(q, []) for q in qids}).items()}
+    row = {}
+    fq = {q: {f: 1 for f in gold_files[q]} for q in qids if gold_files.get(q)}
+    nq = {q: {f: 1 for f in gold_funcs[q]} for q in qids if gold_funcs.get(q)}
+    for k in FILE_KS:
+        vals = metrics.evaluate(files, fq, [f"Acc@{k}"], list(fq))[f"Acc@{k}"]
+        row[f"file@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    for k in FUNCTION_KS:
+        vals = metrics.evaluate(funcs, nq, [f"Acc@{k}"], list(nq))[f"Acc@{k}"]
+        row[f"func@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    return row
+
+
+def fmt(row: dict[str, float]) -> str:
+    return "  ".join(f"{k} {v:.3f}" for k, v in row.items())
+
+
+def cells(row: dict[str, float]) -> str:
+    return " ".join(f"{v:>6.3f}" for v in row.values())
+
+
+def print_table(rankings: dict[str, dict[str, list[str]]], groups: Iterable[tuple[str, list[str]]],
+                gold_files, gold_funcs, function_key: FunctionKey = metrics.plain_node_id,
+                set_width: int = 9) -> None:
+    """One line per system and group (label, qids): n and strict Acc at file and function level."""
+    groups = list(groups)
+    print(f"{'system':<16} {'set':<{set_width}} {'n':>3}  {HEAD}")
+    for name, ranks in rankings.items():
+        for label, qids in groups:
+            row = scores(ranks, qids, gold_files, gold_funcs, function_key)
+            print(f"{name:<16} {label:<{set_width}} {len(qids):>3}  " + cells(row))
+
+
+def codenib() -> str:
+    exe = Path(sys.executable).with_name("codenib")
+    return str(exe) if exe.exists() else (shutil.which("codenib") or "codenib")
