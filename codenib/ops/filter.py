@@ -11,11 +11,14 @@ from typing import Sequence
 
 from codenib.ops.retrieve import Candidates, QueriedNode
 
-#: Where test code lives, by convention across Python projects.
+#: Where test code lives, by each language's conventions (Python's first, unchanged).
 _TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing)(/|$)"              # tests/ test/ testing/ folders
-    r"|(^|/)test_[^/]*\.py$|(^|/)[^/]*_tests?\.py$"
-    r"|(^|/)conftest\.py$"
+    r"(^|/)(tests?|testing|__tests__|__mocks__)(/|$)"   # tests/ test/ testing/ (src/test/ in Java) folders
+    r"|(^|/)test_[^/]*\.py$|(^|/)conftest\.py$"           # pytest's names
+    r"|_tests?\.(py|go|rs|c|cc|cpp|cxx)$"                  # x_test.py, Go's x_test.go, x_test.cc
+    r"|_unittest\.(c|cc|cpp|cxx)$"                         # C/C++ x_unittest.cc
+    r"|\.(test|spec)\.[cm]?[jt]sx?$"                      # JavaScript/TypeScript x.test.js, x.spec.ts
+    r"|[a-z0-9]Tests?\.java$"                              # Java FooTest.java
 )
 
 
@@ -47,7 +50,8 @@ def exclude_paths(cands: Sequence[QueriedNode], globs: Sequence[str]) -> Candida
 
 
 def is_test_path(path: str) -> bool:
-    """True for tests folders, `test_*.py`, `*_test.py`, `*_tests.py` and `conftest.py`."""
+    """True for test code: tests folders, `test_*.py`, `*_test.py`, `conftest.py`, and the other
+    languages' conventions (`*_test.go`, `*.test.js`, `*.spec.ts`, `__tests__/`, `FooTest.java`)."""
     return bool(_TEST_PATH.search(path))
 
 

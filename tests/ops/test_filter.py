@@ -1,5 +1,6 @@
 """Filters keep order, are idempotent, and mean what they say."""
 
+import pytest
 from hypothesis import given, strategies as st
 
 from codenib.ops.filter import (
@@ -24,6 +25,19 @@ def node(path, kind="function", start=1, end=2, content=None):
 def test_test_path_rules():
     assert [p for p in PATHS if is_test_path(p)] == [
         "tests/test_core.py", "pkg/test/util.py", "pkg/core_test.py", "conftest.py", "pkg/testing/helpers.py"]
+
+
+@pytest.mark.parametrize("path, test", [
+    ("clientconn_test.go", True), ("internal/transport/http2_client.go", False),
+    ("src/__tests__/format.js", True), ("test/plugin/utc.test.js", True), ("src/utils.spec.ts", True),
+    ("src/generators/theme.tsx", False), ("src/test/java/com/fasterxml/jackson/core/JsonParserTest.java", True),
+    ("src/main/java/com/fasterxml/jackson/core/JsonParser.java", False), ("src/main/java/a/Contest.java", False),
+    ("src/main/java/a/LatestTests.java", True), ("tests/integration_tests.rs", True), ("src/printer.rs", False),
+    ("src/jv_test.c", True), ("test/format-test.cc", True), ("test/gtest-extra_unittest.cc", True),
+    ("src/format.cc", False), ("pkg/core_unittest.py", False),   # Python's rules are unchanged
+])
+def test_test_paths_of_other_languages(path, test):
+    assert is_test_path(path) is test
 
 
 def test_each_filter():
