@@ -165,7 +165,9 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     the first error's line becomes the file's `parse_error`.
     """
     text = raw.decode("utf-8", errors="replace")
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line.removesuffix("\r") for line in lines]
     if lines and lines[-1] == "":
         lines.pop()
     error = _first_error(root)
@@ -239,10 +241,29 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
 
 def _unique_sorted(nodes) -> list:
     """Captured nodes once each (several patterns may capture one), outer before inner."""
-    by_id = {}
-    for n in nodes:
-        by_id.setdefault(n.id, n)
-    return sorted(by_id.values(), key=lambda n: (n.start_byte, -n.end_byte))
+    spans, order = _order(nodes)
+    return [nodes[i] for i in order]
+
+
+def _order(nodes) -> tuple[list[tuple[int, int]], list[int]]:
+    """(start byte, -end byte) of each node, and the indexes of the nodes to keep in that order
+    (ties in capture order; a node captured twice once).
+
+    Sorting indexes by their span tuples keeps the Python work per node to two attribute
+    reads (this runs once per call site); ids are compared only where spans tie.
+    """
+    spans = [(n.start_byte, -n.end_byte) for n in nodes]
+    order = sorted(range(len(spans)), key=spans.__getitem__)
+    if len(set(spans)) == len(spans):
+        return spans, order
+    kept: list[int] = []
+    for i in order:
+        if kept and spans[kept[-1]] == spans[i]:
+            ids = {nodes[k].id for k in kept if spans[k] == spans[i]}
+            if nodes[i].id in ids:
+                continue
+        kept.append(i)
+    return spans, kept
 
 
 def _first_error(root) -> str | None:
@@ -338,26 +359,40 @@ def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
 
 def _calls(reader: TreeReader, raw: bytes, defs: list[_Def], call_nodes, file_id: str
            ) -> tuple[list[CallFact], list[ImportFact]]:
-    """Each call with the innermost definition around it (a sweep over both, by position)."""
-    events = [(d.ts_node.start_byte, -d.ts_node.end_byte, 0, d) for d in defs]
-    events += [(n.start_byte, -n.end_byte, 1, n) for n in _unique_sorted(call_nodes)]
-    events.sort(key=lambda e: e[:3])
+    """Each call with the innermost definition around it (a sweep over both, by position:
+    at one span a definition comes first).
+
+    Lines come from counting newlines between consecutive calls (a node's row costs more).
+    """
+    spans, order = _order(call_nodes)
+    def_spans = [(d.ts_node.start_byte, -d.ts_node.end_byte) for d in defs]
+    next_def = 0
     stack: list[tuple[int, str]] = []
     calls: list[CallFact] = []
     imports: list[ImportFact] = []
-    for start, neg_end, is_call, item in events:
+    call = reader.call
+    call_imports = reader.call_imports if type(reader).call_imports is not TreeReader.call_imports else None
+    line, at = 1, 0
+    for i in order:
+        span = spans[i]
+        while next_def < len(defs) and def_spans[next_def] <= span:
+            start, neg_end = def_spans[next_def]
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            stack.append((-neg_end, defs[next_def].node_id))
+            next_def += 1
+        start = span[0]
         while stack and stack[-1][0] <= start:
             stack.pop()
-        if not is_call:
-            stack.append((-neg_end, item.node_id))
-            continue
-        line = item.start_point.row + 1
-        got = reader.call(item, raw)
+        line += raw.count(b"\n", at, start)
+        at = start
+        node = call_nodes[i]
+        got = call(node, raw)
         if got is not None:
-            callee, receiver, kind = got
-            calls.append(CallFact(callee, receiver, stack[-1][1] if stack else file_id, line, kind))
-        for spec, kind, names in reader.call_imports(item, raw):
-            imports.append(ImportFact(spec, line, kind, tuple(names)))
+            calls.append(CallFact(got[0], got[1], stack[-1][1] if stack else file_id, line, got[2]))
+        if call_imports is not None:
+            for spec, kind, names in call_imports(node, raw):
+                imports.append(ImportFact(spec, line, kind, tuple(names)))
     return calls, imports
 
 

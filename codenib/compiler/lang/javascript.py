@@ -91,18 +91,25 @@ class JavaScriptReader(TreeReader):
         if node.type != "call_expression":
             return ()
         fn = node.child_by_field_name("function")
+        # Asked about every call: the callee decides before the arguments are looked at.
+        if fn is None:
+            return ()
+        how = fn.type
+        if how == "identifier":
+            if src[fn.start_byte:fn.end_byte] != b"require":
+                return ()
+        elif how != "import":
+            return ()
         args = node.child_by_field_name("arguments")
-        if fn is None or args is None or args.named_child_count < 1:
+        if args is None or args.named_child_count < 1:
             return ()
         first = args.named_children[0]
         if first.type not in ("string", "template_string") or "${" in node_text(first, src):
             return ()
         spec = unquote(node_text(first, src))
-        if fn.type == "import":
+        if how == "import":
             return [(spec, "dynamic_import", ())]
-        if fn.type == "identifier" and node_text(fn, src) == "require":
-            return [(spec, "require", _require_names(node, src))]
-        return ()
+        return [(spec, "require", _require_names(node, src))]
 
     def imports(self, node, src):
         source = node.child_by_field_name("source")
@@ -154,9 +161,10 @@ def _body(value):
 
 
 def _callee(fn, src: bytes, kind: str):
-    if fn.type in ("identifier", "this", "super"):
+    t = fn.type
+    if t in ("identifier", "this", "super"):
         return node_text(fn, src), "", kind
-    if fn.type == "member_expression":
+    if t == "member_expression":
         obj = fn.child_by_field_name("object")
         prop = field_text(fn, "property", src)
         if obj is None or not prop:
