@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from codenib.compiler.lang import read_foreign
+from codenib.compiler.lang.base import slot_constructor
+from codenib.compiler.lang.facts import CallFact
+from codenib.types import Node
 
 HERE = Path(__file__).parent
 SOURCES = HERE / "lang_sources"
@@ -77,6 +80,18 @@ def test_reader_output_equals_the_snapshot(rel_path):
     assert len(now["nodes"]) == len(want["nodes"])
     for got, expected in zip(now["nodes"], want["nodes"]):
         assert got == expected, got["node_id"]
+
+
+def test_slot_constructor_builds_the_same_frozen_objects():
+    make = slot_constructor(Node)
+    fast = make("a.go::f", "function", "a.go", "f", "f", 1, 2, text="x")
+    assert fast == Node("a.go::f", "function", "a.go", "f", "f", 1, 2, text="x")
+    assert fast.decorators == () and fast.language == "python"      # defaults and factories
+    assert slot_constructor(CallFact)("f", "", "a.go", 3, "call") == CallFact("f", "", "a.go", 3, "call")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.kind = "class"
+    with pytest.raises(TypeError):
+        make("too", "few")
 
 
 if __name__ == "__main__":
