@@ -87,6 +87,10 @@ class Found:
     bases: tuple[tuple[str, str], ...] = ()     # (base text, relation), see facts.BaseFact
 
 
+#: `Found(...)`, faster: the language modules make one per captured definition.
+new_found = slot_constructor(Found)
+
+
 @dataclass(frozen=True, slots=True)
 class ForeignParse:
     """One non-Python file read: its nodes (file node first) and its facts."""
@@ -329,11 +333,12 @@ def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str,
     # attributes widen its span (as Python's decorators), comments are its doc.
     decorators, comments = [], []
     row = start_row
+    attribute_types, comment_types = reader.attribute_types, reader.comment_types
     prev = outer.prev_sibling
-    while prev is not None and (prev.type in reader.attribute_types or prev.type in reader.comment_types) \
+    while prev is not None and ((is_attribute := prev.type in attribute_types) or prev.type in comment_types) \
             and _end_row(prev) >= row - 1:
         before = prev.prev_sibling
-        if prev.type in reader.attribute_types:
+        if is_attribute:
             decorators.append(_collapse(node_text(prev, raw)))
             start_row = prev.start_point.row
         elif before is not None and _end_row(before) == prev.start_point.row:
@@ -369,7 +374,9 @@ def clean_comment(text: str) -> str:
     """A comment's words without `//`, `///`, `//!`, `/**`, `*/` or leading `*` markers."""
     out = []
     for line in text.split("\n"):
-        line = _COMMENT_CLOSE.sub("", line.rstrip())
+        line = line.rstrip()
+        if "*/" in line:
+            line = _COMMENT_CLOSE.sub("", line)
         out.append(_COMMENT_OPEN.sub("", line, count=1).rstrip())
     while out and not out[0]:
         out.pop(0)
@@ -381,7 +388,8 @@ def clean_comment(text: str) -> str:
 def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
     """The comment block at the top of the file, unless it documents the first definition."""
     block = []
-    for child in root.children:
+    for i in range(root.child_count):       # not `root.children`: that builds every top-level node
+        child = root.child(i)
         if child.type not in reader.comment_types:
             break
         if block and child.start_point.row > _end_row(block[-1]) + 1:

@@ -3,7 +3,7 @@ generic receivers alike) and interface methods; imports, package clause, calls, 
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
 
 class GoReader(TreeReader):
@@ -35,13 +35,14 @@ class GoReader(TreeReader):
             outer = parent if parent is not None and parent.type == "type_declaration" \
                 and parent.named_child_count == 1 else node
             typ = node.child_by_field_name("type")
-            return Found("type", name, outer=outer, body=_type_body(typ), bases=_embedded(typ, src))
+            return new_found("type", name, outer=outer, body=_type_body(typ), bases=_embedded(typ, src))
         if t == "method_elem":
-            return Found("function", name)
+            return new_found("function", name)
         if t == "method_declaration":
-            return Found("function", name, qualifier=(_receiver_type(node, src),) if _receiver_type(node, src) else (),
-                         body=node.child_by_field_name("body"))
-        return Found("function", name, body=node.child_by_field_name("body"))
+            receiver = _receiver_type(node, src)
+            return new_found("function", name, qualifier=(receiver,) if receiver else (),
+                             body=node.child_by_field_name("body"))
+        return new_found("function", name, body=node.child_by_field_name("body"))
 
     def call(self, node, src):
         fn = node.child_by_field_name("function")

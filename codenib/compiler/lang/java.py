@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text
+from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text
 
 _TYPES = frozenset({"class_declaration", "interface_declaration", "enum_declaration",
                     "record_declaration", "annotation_type_declaration"})
@@ -40,8 +40,8 @@ class JavaReader(TreeReader):
             return None
         body = node.child_by_field_name("body")
         if node.type in _TYPES:
-            return Found("type", name, body=body, bases=_bases(node, src))
-        return Found("function", name, body=body)
+            return new_found("type", name, body=body, bases=_bases(node, src))
+        return new_found("function", name, body=body)
 
     def call(self, node, src):
         if node.type == "method_invocation":

@@ -4,7 +4,7 @@ keys; `import`/`require`/`export ... from`/`import()`, calls and `new`, `extends
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
 _FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 #: Wrappers whose span, doc comment and signature start belong to the definition inside.
@@ -40,7 +40,7 @@ class JavaScriptReader(TreeReader):
         if t == "variable_declarator":
             value = node.child_by_field_name("value")
             role = "type" if value.type == "class" else "function"
-            return Found(role, field_text(node, "name", src), outer=_outer(node), body=_body(value),
+            return new_found(role, field_text(node, "name", src), outer=_outer(node), body=_body(value),
                          bases=self.heritage(value, src) if role == "type" else ())
         if t == "assignment_expression":
             left = node.child_by_field_name("left")
@@ -49,23 +49,23 @@ class JavaScriptReader(TreeReader):
             qualifier = ()
             if obj is not None and obj.type == "member_expression" and field_text(obj, "property", src) == "prototype":
                 qualifier = (node_text(obj.child_by_field_name("object"), src).rsplit(".", 1)[-1],)
-            return Found("function", name, qualifier=qualifier, outer=_outer(node),
+            return new_found("function", name, qualifier=qualifier, outer=_outer(node),
                          body=_body(node.child_by_field_name("right")))
         if t in ("pair", "field_definition", "public_field_definition"):
             key = node.child_by_field_name("key") or node.child_by_field_name("property") \
                 or node.child_by_field_name("name")
             name = unquote(node_text(key, src)) if key is not None else ""
-            return Found("function", name, outer=_outer(node), body=_body(node.child_by_field_name("value"))) \
+            return new_found("function", name, outer=_outer(node), body=_body(node.child_by_field_name("value"))) \
                 if name else None
         name = field_text(node, "name", src)
         if not name:
             return None         # `export default class {}`: no name to give it
         if t in self.type_nodes:
-            return Found("type", name, outer=_outer(node), body=node.child_by_field_name("body"),
+            return new_found("type", name, outer=_outer(node), body=node.child_by_field_name("body"),
                          bases=self.heritage(node, src))
         if t in self.namespace_nodes:
-            return Found("namespace", unquote(name))
-        return Found("function", name, outer=_outer(node), body=node.child_by_field_name("body"))
+            return new_found("namespace", unquote(name))
+        return new_found("function", name, outer=_outer(node), body=node.child_by_field_name("body"))
 
     type_nodes = frozenset({"class_declaration", "class"})
     namespace_nodes: frozenset[str] = frozenset()

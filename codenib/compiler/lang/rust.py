@@ -4,7 +4,7 @@ containers; `mod x;`, `use` trees, calls, `impl Trait for Type` and supertraits.
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text
+from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text
 
 _TYPES = frozenset({"struct_item", "enum_item", "union_item", "trait_item"})
 
@@ -42,12 +42,12 @@ class RustReader(TreeReader):
                 return None
             trait = node.child_by_field_name("trait")
             bases = ((drop_generics(node_text(trait, src)), "implements"),) if trait is not None else ()
-            return Found("impl", _type_name(typ, src), bases=bases)
+            return new_found("impl", _type_name(typ, src), bases=bases)
         name = field_text(node, "name", src)
         if not name:
             return None
         if t == "mod_item":
-            return Found("namespace", name)
+            return new_found("namespace", name)
         body = node.child_by_field_name("body")
         if t in _TYPES:
             bases = ()
@@ -55,8 +55,8 @@ class RustReader(TreeReader):
             if t == "trait_item" and bounds is not None:
                 bases = tuple((drop_generics(node_text(b, src)), "supertrait") for b in bounds.named_children
                               if b.type != "lifetime")
-            return Found("type", name, body=body, bases=bases)
-        return Found("function", name, body=body)
+            return new_found("type", name, body=body, bases=bases)
+        return new_found("function", name, body=body)
 
     def call(self, node, src):
         fn = node.child_by_field_name("function")
