@@ -451,10 +451,15 @@ def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
     return _Node(
         node_id=d.node_id, kind=d.kind, file=rel_path, qualname=d.qualname, name=d.name,
         start_line=d.start, end_line=d.end, signature=d.signature, docstring=d.doc,
-        text=f"{rel_path} {d.plain}\n{body}"[:MAX_TEXT_CHARS],
+        text=_capped(f"{rel_path} {d.plain}\n", body, MAX_TEXT_CHARS),
         content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
         language=language, decorators=d.decorators,
     )
+
+
+def _capped(head: str, body: str, cap: int) -> str:
+    """`(head + body)[:cap]` without first copying the whole of a long body."""
+    return (head + body[:cap - len(head)]) if len(head) < cap else head[:cap]
 
 
 def _outline(head: str | None, lines: list[str], first: int, last: int, inner: list[_Def]) -> str:
@@ -511,6 +516,26 @@ def field_text(node, name: str, raw: bytes) -> str:
     """The text of a node's field, '' when absent."""
     child = node.child_by_field_name(name)
     return node_text(child, raw) if child is not None else ""
+
+
+def field_ids(grammar, *names: str) -> tuple[int, ...]:
+    """The ids of fields of a grammar: `child_by_field_id` skips the search of the grammar's
+    field names that `child_by_field_name` makes on every call (a third of its cost).
+    Only for hooks that read one grammar (not those TypeScript or C++ inherit)."""
+    import tree_sitter as ts
+
+    language = ts.Language(grammar)
+    ids = tuple(language.field_id_for_name(name) for name in names)
+    missing = [name for name, i in zip(names, ids) if i is None]
+    if missing:
+        raise ValueError(f"grammar has no field {missing}")
+    return ids
+
+
+def field_id_text(node, field_id: int, raw: bytes) -> str:
+    """`field_text` by field id."""
+    child = node.child_by_field_id(field_id)
+    return raw[child.start_byte:child.end_byte].decode("utf-8", "replace") if child is not None else ""
 
 
 def unquote(text: str) -> str:

@@ -4,7 +4,12 @@ containers; `mod x;`, `use` trees, calls, `impl Trait for Type` and supertraits.
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text
+import tree_sitter_rust
+
+from codenib.compiler.lang.base import TreeReader, drop_generics, field_id_text, field_ids, field_text, new_found, node_text
+
+_FUNCTION, _FIELD, _VALUE, _PATH, _NAME = field_ids(
+    tree_sitter_rust.language(), "function", "field", "value", "path", "name")
 
 _TYPES = frozenset({"struct_item", "enum_item", "union_item", "trait_item"})
 
@@ -30,8 +35,6 @@ class RustReader(TreeReader):
     """
 
     def grammar(self):
-        import tree_sitter_rust
-
         return tree_sitter_rust.language()
 
     def define(self, node, src):
@@ -59,18 +62,19 @@ class RustReader(TreeReader):
         return new_found("function", name, body=body)
 
     def call(self, node, src):
-        fn = node.child_by_field_name("function")
+        fn = node.child_by_field_id(_FUNCTION)
         if fn is not None and fn.type == "generic_function":
-            fn = fn.child_by_field_name("function")
+            fn = fn.child_by_field_id(_FUNCTION)
         if fn is None:
             return None
-        if fn.type in ("identifier", "self"):
+        t = fn.type
+        if t in ("identifier", "self"):
             return node_text(fn, src), "", "call"
-        if fn.type == "field_expression":
-            return field_text(fn, "field", src), drop_generics(field_text(fn, "value", src)), "call"
-        if fn.type == "scoped_identifier":
-            path = drop_generics(field_text(fn, "path", src)).rstrip(":")
-            return field_text(fn, "name", src), path, "call"
+        if t == "field_expression":
+            return field_id_text(fn, _FIELD, src), drop_generics(field_id_text(fn, _VALUE, src)), "call"
+        if t == "scoped_identifier":
+            path = drop_generics(field_id_text(fn, _PATH, src)).rstrip(":")
+            return field_id_text(fn, _NAME, src), path, "call"
         return None
 
     def imports(self, node, src):
