@@ -146,6 +146,11 @@ class TreeReader:
         """Imports made by a call (`require('x')`); most languages have none."""
         return ()
 
+    def call_site(self, node, src: bytes) -> tuple[tuple[str, str, str] | None, Iterable[tuple[str, str, tuple]]]:
+        """(`call`, `call_imports`) of a `@call` capture at once: a reader whose two hooks
+        look at the same parts overrides it (it is asked once per call site)."""
+        return self.call(node, src), self.call_imports(node, src)
+
     # --- machinery -----------------------------------------------------------------------
     def _tools(self, rel_path: str):
         """(parser, query) for this thread and grammar, made once each (compiling the query
@@ -418,6 +423,7 @@ def _calls(reader: TreeReader, raw: bytes, defs: list[_Def], call_nodes, file_id
     imports: list[ImportFact] = []
     call = reader.call
     call_imports = reader.call_imports if type(reader).call_imports is not TreeReader.call_imports else None
+    call_site = reader.call_site if type(reader).call_site is not TreeReader.call_site else None
     line, at = 1, 0
     for i in order:
         span = spans[i]
@@ -433,12 +439,15 @@ def _calls(reader: TreeReader, raw: bytes, defs: list[_Def], call_nodes, file_id
         line += raw.count(b"\n", at, start)
         at = start
         node = call_nodes[i]
-        got = call(node, raw)
+        if call_site is not None:
+            got, made = call_site(node, raw)
+        else:
+            got = call(node, raw)
+            made = call_imports(node, raw) if call_imports is not None else ()
         if got is not None:
             calls.append(_CallFact(got[0], got[1], stack[-1][1] if stack else file_id, line, got[2]))
-        if call_imports is not None:
-            for spec, kind, names in call_imports(node, raw):
-                imports.append(_ImportFact(spec, line, kind, tuple(names)))
+        for spec, kind, names in made:
+            imports.append(_ImportFact(spec, line, kind, tuple(names)))
     return calls, imports
 
 

@@ -91,25 +91,16 @@ class JavaScriptReader(TreeReader):
         if node.type != "call_expression":
             return ()
         fn = node.child_by_field_name("function")
-        # Asked about every call: the callee decides before the arguments are looked at.
+        return _call_imports(node, fn, src) if fn is not None else ()
+
+    def call_site(self, node, src):
+        # `call` and `call_imports` both start from the callee: found once per call site.
+        if node.type == "new_expression":
+            return self.call(node, src), ()
+        fn = node.child_by_field_name("function")
         if fn is None:
-            return ()
-        how = fn.type
-        if how == "identifier":
-            if src[fn.start_byte:fn.end_byte] != b"require":
-                return ()
-        elif how != "import":
-            return ()
-        args = node.child_by_field_name("arguments")
-        if args is None or args.named_child_count < 1:
-            return ()
-        first = args.named_children[0]
-        if first.type not in ("string", "template_string") or "${" in node_text(first, src):
-            return ()
-        spec = unquote(node_text(first, src))
-        if how == "import":
-            return [(spec, "dynamic_import", ())]
-        return [(spec, "require", _require_names(node, src))]
+            return None, ()
+        return _callee(fn, src, "call"), _call_imports(node, fn, src)
 
     def imports(self, node, src):
         source = node.child_by_field_name("source")
@@ -171,6 +162,27 @@ def _callee(fn, src: bytes, kind: str):
             return None
         return prop, drop_generics(node_text(obj, src)), kind
     return None
+
+
+def _call_imports(node, fn, src: bytes):
+    """`require('x')` and `import('x')`: the callee decides before the arguments are read
+    (this is asked about every call)."""
+    how = fn.type
+    if how == "identifier":
+        if src[fn.start_byte:fn.end_byte] != b"require":
+            return ()
+    elif how != "import":
+        return ()
+    args = node.child_by_field_name("arguments")
+    if args is None or args.named_child_count < 1:
+        return ()
+    first = args.named_children[0]
+    if first.type not in ("string", "template_string") or "${" in node_text(first, src):
+        return ()
+    spec = unquote(node_text(first, src))
+    if how == "import":
+        return [(spec, "dynamic_import", ())]
+    return [(spec, "require", _require_names(node, src))]
 
 
 def _specifiers(clause, kind: str, src: bytes) -> list[tuple[str, str]]:
