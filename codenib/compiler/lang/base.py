@@ -2,7 +2,8 @@
 
 A language module subclasses `TreeReader` with a query that captures `@def` (definitions
 and containers), `@call` and `@import` nodes, and says what each captured node is
-(`define`, `call`, `imports`). Everything else is shared here: the nesting of definitions
+(`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work).
+Everything else is shared here: the nesting of definitions
 (a sweep over the captures in source order, so Python visits only captured nodes), node
 ids with `#N` duplicates, spans, signatures, doc comments, node texts and parse errors.
 """
