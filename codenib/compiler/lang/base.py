@@ -2,13 +2,15 @@
 
 A language module subclasses `TreeReader` with a query that captures `@def` (definitions
 and containers), `@call` and `@import` nodes, and says what each captured node is
-(`define`, `call`, `imports`). Everything else is shared here: the nesting of definitions
+(`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work).
+Everything else is shared here: the nesting of definitions
 (a sweep over the captures in source order, so Python visits only captured nodes), node
 ids with `#N` duplicates, spans, signatures, doc comments, node texts and parse errors.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import threading
@@ -31,6 +33,43 @@ MAX_DOC_CHARS = 4_000
 ROLES = ("type", "function", "namespace", "impl")
 
 
+def slot_constructor(cls):
+    """A constructor of a frozen slots dataclass that fills the slots directly.
+
+    It takes the same arguments as `cls(...)` and gives an equal object; a frozen
+    dataclass's own `__init__` goes through `object.__setattr__` once per field, which made
+    building the facts and nodes (one per call site) a fifth of a reader's Python time.
+    Classes with a `__post_init__` or without slots get `cls` itself.
+    """
+    if not (dataclasses.is_dataclass(cls) and "__slots__" in cls.__dict__) or hasattr(cls, "__post_init__"):
+        return cls
+    env = {"_new": object.__new__, "_cls": cls, "_missing": dataclasses.MISSING}
+    params, body = [], []
+    for i, f in enumerate(dataclasses.fields(cls)):
+        env[f"_set{i}"] = cls.__dict__[f.name].__set__
+        if f.default is not dataclasses.MISSING:
+            env[f"_default{i}"] = f.default
+            params.append(f"{f.name}=_default{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"_factory{i}"] = f.default_factory
+            params.append(f"{f.name}=_missing")
+            body.append(f"    if {f.name} is _missing: {f.name} = _factory{i}()")
+        else:
+            params.append(f.name)
+        body.append(f"    _set{i}(self, {f.name})")
+    source = f"def make({', '.join(params)}):\n    self = _new(_cls)\n" + "\n".join(body) + "\n    return self\n"
+    exec(source, env)       # noqa: S102 - generated from the field names alone, as dataclasses does
+    make = env["make"]
+    make.__doc__ = f"`{cls.__name__}(...)`, faster (see `slot_constructor`)."
+    return make
+
+
+_CallFact = slot_constructor(CallFact)
+_ImportFact = slot_constructor(ImportFact)
+_BaseFact = slot_constructor(BaseFact)
+_Node = slot_constructor(Node)
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     """What a language says a captured `@def` node is.
@@ -47,6 +86,10 @@ class Found:
     outer: object = None        # the node whose span, doc comment and signature count (wrapper)
     body: object = None         # the signature ends where this starts (None: no body)
     bases: tuple[tuple[str, str], ...] = ()     # (base text, relation), see facts.BaseFact
+
+
+#: `Found(...)`, faster: the language modules make one per captured definition.
+new_found = slot_constructor(Found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +146,11 @@ class TreeReader:
     def call_imports(self, node, src: bytes) -> Iterable[tuple[str, str, tuple]]:
         """Imports made by a call (`require('x')`); most languages have none."""
         return ()
+
+    def call_site(self, node, src: bytes) -> tuple[tuple[str, str, str] | None, Iterable[tuple[str, str, tuple]]]:
+        """(`call`, `call_imports`) of a `@call` capture at once: a reader whose two hooks
+        look at the same parts overrides it (it is asked once per call site)."""
+        return self.call(node, src), self.call_imports(node, src)
 
     # --- machinery -----------------------------------------------------------------------
     def _tools(self, rel_path: str):
@@ -165,7 +213,9 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     the first error's line becomes the file's `parse_error`.
     """
     text = raw.decode("utf-8", errors="replace")
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line.removesuffix("\r") for line in lines]
     if lines and lines[-1] == "":
         lines.pop()
     error = _first_error(root)
@@ -208,25 +258,25 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
             holder.children.append(d)
         stack.append(_Scope(node.end_byte, segs, found.role, d))
         for base, relation in found.bases:
-            bases.append(BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
+            bases.append(_BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
 
     first_of = {}
     for d in defs:
         first_of.setdefault(d.plain, d.node_id)
     for owner, found_bases, line in impl_bases:
         for base, relation in found_bases:
-            bases.append(BaseFact(owner, first_of.get(owner, ""), base, relation, line))
+            bases.append(_BaseFact(owner, first_of.get(owner, ""), base, relation, line))
     bases.sort(key=lambda b: (b.line, b.owner, b.base))
 
     calls, call_imports = _calls(reader, raw, defs, captures.get("call", ()), file_id)
-    imports = [ImportFact(spec, n.start_point.row + 1, kind, tuple(names))
+    imports = [_ImportFact(spec, n.start_point.row + 1, kind, tuple(names))
                for n in _unique_sorted(captures.get("import", ()))
                for spec, kind, names in reader.imports(n, raw)]
     imports = sorted(imports + call_imports, key=lambda i: (i.line, i.spec, i.kind))
     package = next((i.spec for i in imports if i.kind == "package"), "")
     facts = ForeignFacts(rel_path, reader.language, package, tuple(imports), tuple(calls), tuple(bases))
 
-    file_node = Node(
+    file_node = _Node(
         node_id=file_id, kind="file", file=rel_path, qualname="", name=rel_path.rsplit("/", 1)[-1],
         start_line=1, end_line=max(1, len(lines)), signature="",
         docstring=_file_doc(reader, root, raw, defs),
@@ -239,10 +289,29 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
 
 def _unique_sorted(nodes) -> list:
     """Captured nodes once each (several patterns may capture one), outer before inner."""
-    by_id = {}
-    for n in nodes:
-        by_id.setdefault(n.id, n)
-    return sorted(by_id.values(), key=lambda n: (n.start_byte, -n.end_byte))
+    spans, order = _order(nodes)
+    return [nodes[i] for i in order]
+
+
+def _order(nodes) -> tuple[list[tuple[int, int]], list[int]]:
+    """(start byte, -end byte) of each node, and the indexes of the nodes to keep in that order
+    (ties in capture order; a node captured twice once).
+
+    Sorting indexes by their span tuples keeps the Python work per node to two attribute
+    reads (this runs once per call site); ids are compared only where spans tie.
+    """
+    spans = [(n.start_byte, -n.end_byte) for n in nodes]
+    order = sorted(range(len(spans)), key=spans.__getitem__)
+    if len(set(spans)) == len(spans):
+        return spans, order
+    kept: list[int] = []
+    for i in order:
+        if kept and spans[kept[-1]] == spans[i]:
+            ids = {nodes[k].id for k in kept if spans[k] == spans[i]}
+            if nodes[i].id in ids:
+                continue
+        kept.append(i)
+    return spans, kept
 
 
 def _first_error(root) -> str | None:
@@ -270,11 +339,12 @@ def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str,
     # attributes widen its span (as Python's decorators), comments are its doc.
     decorators, comments = [], []
     row = start_row
+    attribute_types, comment_types = reader.attribute_types, reader.comment_types
     prev = outer.prev_sibling
-    while prev is not None and (prev.type in reader.attribute_types or prev.type in reader.comment_types) \
+    while prev is not None and ((is_attribute := prev.type in attribute_types) or prev.type in comment_types) \
             and _end_row(prev) >= row - 1:
         before = prev.prev_sibling
-        if prev.type in reader.attribute_types:
+        if is_attribute:
             decorators.append(_collapse(node_text(prev, raw)))
             start_row = prev.start_point.row
         elif before is not None and _end_row(before) == prev.start_point.row:
@@ -310,7 +380,9 @@ def clean_comment(text: str) -> str:
     """A comment's words without `//`, `///`, `//!`, `/**`, `*/` or leading `*` markers."""
     out = []
     for line in text.split("\n"):
-        line = _COMMENT_CLOSE.sub("", line.rstrip())
+        line = line.rstrip()
+        if "*/" in line:
+            line = _COMMENT_CLOSE.sub("", line)
         out.append(_COMMENT_OPEN.sub("", line, count=1).rstrip())
     while out and not out[0]:
         out.pop(0)
@@ -322,7 +394,8 @@ def clean_comment(text: str) -> str:
 def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
     """The comment block at the top of the file, unless it documents the first definition."""
     block = []
-    for child in root.children:
+    for i in range(root.child_count):       # not `root.children`: that builds every top-level node
+        child = root.child(i)
         if child.type not in reader.comment_types:
             break
         if block and child.start_point.row > _end_row(block[-1]) + 1:
@@ -338,26 +411,44 @@ def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
 
 def _calls(reader: TreeReader, raw: bytes, defs: list[_Def], call_nodes, file_id: str
            ) -> tuple[list[CallFact], list[ImportFact]]:
-    """Each call with the innermost definition around it (a sweep over both, by position)."""
-    events = [(d.ts_node.start_byte, -d.ts_node.end_byte, 0, d) for d in defs]
-    events += [(n.start_byte, -n.end_byte, 1, n) for n in _unique_sorted(call_nodes)]
-    events.sort(key=lambda e: e[:3])
+    """Each call with the innermost definition around it (a sweep over both, by position:
+    at one span a definition comes first).
+
+    Lines come from counting newlines between consecutive calls (a node's row costs more).
+    """
+    spans, order = _order(call_nodes)
+    def_spans = [(d.ts_node.start_byte, -d.ts_node.end_byte) for d in defs]
+    next_def = 0
     stack: list[tuple[int, str]] = []
     calls: list[CallFact] = []
     imports: list[ImportFact] = []
-    for start, neg_end, is_call, item in events:
+    call = reader.call
+    call_imports = reader.call_imports if type(reader).call_imports is not TreeReader.call_imports else None
+    call_site = reader.call_site if type(reader).call_site is not TreeReader.call_site else None
+    line, at = 1, 0
+    for i in order:
+        span = spans[i]
+        while next_def < len(defs) and def_spans[next_def] <= span:
+            start, neg_end = def_spans[next_def]
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            stack.append((-neg_end, defs[next_def].node_id))
+            next_def += 1
+        start = span[0]
         while stack and stack[-1][0] <= start:
             stack.pop()
-        if not is_call:
-            stack.append((-neg_end, item.node_id))
-            continue
-        line = item.start_point.row + 1
-        got = reader.call(item, raw)
+        line += raw.count(b"\n", at, start)
+        at = start
+        node = call_nodes[i]
+        if call_site is not None:
+            got, made = call_site(node, raw)
+        else:
+            got = call(node, raw)
+            made = call_imports(node, raw) if call_imports is not None else ()
         if got is not None:
-            callee, receiver, kind = got
-            calls.append(CallFact(callee, receiver, stack[-1][1] if stack else file_id, line, kind))
-        for spec, kind, names in reader.call_imports(item, raw):
-            imports.append(ImportFact(spec, line, kind, tuple(names)))
+            calls.append(_CallFact(got[0], got[1], stack[-1][1] if stack else file_id, line, got[2]))
+        for spec, kind, names in made:
+            imports.append(_ImportFact(spec, line, kind, tuple(names)))
     return calls, imports
 
 
@@ -367,13 +458,18 @@ def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
         body = _outline(None, lines, d.text_start, d.end, d.children)
     else:
         body = segment
-    return Node(
+    return _Node(
         node_id=d.node_id, kind=d.kind, file=rel_path, qualname=d.qualname, name=d.name,
         start_line=d.start, end_line=d.end, signature=d.signature, docstring=d.doc,
-        text=f"{rel_path} {d.plain}\n{body}"[:MAX_TEXT_CHARS],
+        text=_capped(f"{rel_path} {d.plain}\n", body, MAX_TEXT_CHARS),
         content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
         language=language, decorators=d.decorators,
     )
+
+
+def _capped(head: str, body: str, cap: int) -> str:
+    """`(head + body)[:cap]` without first copying the whole of a long body."""
+    return (head + body[:cap - len(head)]) if len(head) < cap else head[:cap]
 
 
 def _outline(head: str | None, lines: list[str], first: int, last: int, inner: list[_Def]) -> str:
@@ -430,6 +526,26 @@ def field_text(node, name: str, raw: bytes) -> str:
     """The text of a node's field, '' when absent."""
     child = node.child_by_field_name(name)
     return node_text(child, raw) if child is not None else ""
+
+
+def field_ids(grammar, *names: str) -> tuple[int, ...]:
+    """The ids of fields of a grammar: `child_by_field_id` skips the search of the grammar's
+    field names that `child_by_field_name` makes on every call (a third of its cost).
+    Only for hooks that read one grammar (not those TypeScript or C++ inherit)."""
+    import tree_sitter as ts
+
+    language = ts.Language(grammar)
+    ids = tuple(language.field_id_for_name(name) for name in names)
+    missing = [name for name, i in zip(names, ids) if i is None]
+    if missing:
+        raise ValueError(f"grammar has no field {missing}")
+    return ids
+
+
+def field_id_text(node, field_id: int, raw: bytes) -> str:
+    """`field_text` by field id."""
+    child = node.child_by_field_id(field_id)
+    return raw[child.start_byte:child.end_byte].decode("utf-8", "replace") if child is not None else ""
 
 
 def unquote(text: str) -> str:

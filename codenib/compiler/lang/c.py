@@ -3,7 +3,7 @@ anonymous one); `#include "..."` and `<...>`, calls."""
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
 _DECLARATOR_WRAPPERS = frozenset({"function_declarator", "pointer_declarator", "reference_declarator",
                                   "parenthesized_declarator", "attributed_declarator"})
@@ -33,7 +33,7 @@ class CReader(TreeReader):
             segments = _name_segments(_declared(node.child_by_field_name("declarator")), src)
             if not segments:
                 return None
-            return Found("function", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
+            return new_found("function", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
                          body=node.child_by_field_name("body"))
         if node.type in self.type_nodes or node.type == "class_specifier":
             name_node = node.child_by_field_name("name")
@@ -42,7 +42,7 @@ class CReader(TreeReader):
                 segments = _name_segments(_declared(node.parent.child_by_field_name("declarator")), src)
             if not segments:
                 return None
-            return Found("type", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
+            return new_found("type", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
                          body=node.child_by_field_name("body"), bases=self.bases(node, src))
         return self.define_other(node, src)
 

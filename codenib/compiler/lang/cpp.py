@@ -4,7 +4,7 @@ classes and `new`."""
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, drop_generics, node_text
+from codenib.compiler.lang.base import new_found, drop_generics, node_text
 from codenib.compiler.lang.c import CReader
 
 
@@ -27,8 +27,8 @@ class CppReader(CReader):
             return None
         name = node.child_by_field_name("name")
         if name is None or any(c.type == "inline" for c in node.children):
-            return Found("namespace", "")       # `inline namespace v11`: users never spell it
-        return Found("namespace", node_text(name, src).replace("::", ".").replace(" ", ""))
+            return new_found("namespace", "")       # `inline namespace v11`: users never spell it
+        return new_found("namespace", node_text(name, src).replace("::", ".").replace(" ", ""))
 
     def bases(self, node, src):
         out = []

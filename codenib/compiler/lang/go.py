@@ -3,7 +3,13 @@ generic receivers alike) and interface methods; imports, package clause, calls, 
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+import tree_sitter_go
+
+from codenib.compiler.lang.base import (TreeReader, drop_generics, field_id_text, field_ids, field_text, new_found,
+                                        node_text, unquote)
+
+_NAME, _BODY, _TYPE, _FUNCTION, _FIELD, _OPERAND = field_ids(
+    tree_sitter_go.language(), "name", "body", "type", "function", "field", "operand")
 
 
 class GoReader(TreeReader):
@@ -20,13 +26,11 @@ class GoReader(TreeReader):
     """
 
     def grammar(self):
-        import tree_sitter_go
-
         return tree_sitter_go.language()
 
     def define(self, node, src):
         t = node.type
-        name = field_text(node, "name", src)
+        name = field_id_text(node, _NAME, src)
         if not name:
             return None
         if t == "type_spec":
@@ -34,25 +38,28 @@ class GoReader(TreeReader):
             # A lone `type X struct{}` carries its doc comment on the declaration.
             outer = parent if parent is not None and parent.type == "type_declaration" \
                 and parent.named_child_count == 1 else node
-            typ = node.child_by_field_name("type")
-            return Found("type", name, outer=outer, body=_type_body(typ), bases=_embedded(typ, src))
+            typ = node.child_by_field_id(_TYPE)
+            return new_found("type", name, outer=outer, body=_type_body(typ), bases=_embedded(typ, src))
         if t == "method_elem":
-            return Found("function", name)
+            return new_found("function", name)
         if t == "method_declaration":
-            return Found("function", name, qualifier=(_receiver_type(node, src),) if _receiver_type(node, src) else (),
-                         body=node.child_by_field_name("body"))
-        return Found("function", name, body=node.child_by_field_name("body"))
+            receiver = _receiver_type(node, src)
+            return new_found("function", name, qualifier=(receiver,) if receiver else (),
+                             body=node.child_by_field_id(_BODY))
+        return new_found("function", name, body=node.child_by_field_id(_BODY))
 
     def call(self, node, src):
-        fn = node.child_by_field_name("function")
+        fn = node.child_by_field_id(_FUNCTION)
         if fn is None:
             return None
-        if fn.type in ("generic_type", "index_expression"):      # F[int](x)
-            fn = fn.child_by_field_name("type") or fn.child_by_field_name("operand") or fn
-        if fn.type == "identifier":
-            return node_text(fn, src), "", "call"
-        if fn.type == "selector_expression":
-            return field_text(fn, "field", src), drop_generics(field_text(fn, "operand", src)), "call"
+        t = fn.type
+        if t in ("generic_type", "index_expression"):      # F[int](x)
+            fn = fn.child_by_field_id(_TYPE) or fn.child_by_field_id(_OPERAND) or fn
+            t = fn.type
+        if t == "identifier":
+            return src[fn.start_byte:fn.end_byte].decode("utf-8", "replace"), "", "call"
+        if t == "selector_expression":
+            return field_id_text(fn, _FIELD, src), drop_generics(field_id_text(fn, _OPERAND, src)), "call"
         return None
 
     def imports(self, node, src):

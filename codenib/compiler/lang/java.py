@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text
+import tree_sitter_java
+
+from codenib.compiler.lang.base import TreeReader, drop_generics, field_id_text, field_ids, new_found, node_text
+
+_NAME, _BODY, _OBJECT, _CONSTRUCTOR, _TYPE = field_ids(
+    tree_sitter_java.language(), "name", "body", "object", "constructor", "type")
 
 _TYPES = frozenset({"class_declaration", "interface_declaration", "enum_declaration",
                     "record_declaration", "annotation_type_declaration"})
@@ -30,27 +35,26 @@ class JavaReader(TreeReader):
     """
 
     def grammar(self):
-        import tree_sitter_java
-
         return tree_sitter_java.language()
 
     def define(self, node, src):
-        name = field_text(node, "name", src)
+        name = field_id_text(node, _NAME, src)
         if not name:
             return None
-        body = node.child_by_field_name("body")
+        body = node.child_by_field_id(_BODY)
         if node.type in _TYPES:
-            return Found("type", name, body=body, bases=_bases(node, src))
-        return Found("function", name, body=body)
+            return new_found("type", name, body=body, bases=_bases(node, src))
+        return new_found("function", name, body=body)
 
     def call(self, node, src):
-        if node.type == "method_invocation":
-            obj = node.child_by_field_name("object")
-            return field_text(node, "name", src), drop_generics(node_text(obj, src)) if obj is not None else "", "call"
-        if node.type == "explicit_constructor_invocation":
-            ctor = node.child_by_field_name("constructor")
+        t = node.type
+        if t == "method_invocation":
+            obj = node.child_by_field_id(_OBJECT)
+            return field_id_text(node, _NAME, src), drop_generics(node_text(obj, src)) if obj is not None else "", "call"
+        if t == "explicit_constructor_invocation":
+            ctor = node.child_by_field_id(_CONSTRUCTOR)
             return (node_text(ctor, src), "", "call") if ctor is not None else None
-        typ = drop_generics(field_text(node, "type", src))
+        typ = drop_generics(field_id_text(node, _TYPE, src))
         if not typ:
             return None
         receiver, _, callee = typ.rpartition(".")

@@ -4,7 +4,7 @@ keys; `import`/`require`/`export ... from`/`import()`, calls and `new`, `extends
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text, unquote
+from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
 _FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 #: Wrappers whose span, doc comment and signature start belong to the definition inside.
@@ -40,7 +40,7 @@ class JavaScriptReader(TreeReader):
         if t == "variable_declarator":
             value = node.child_by_field_name("value")
             role = "type" if value.type == "class" else "function"
-            return Found(role, field_text(node, "name", src), outer=_outer(node), body=_body(value),
+            return new_found(role, field_text(node, "name", src), outer=_outer(node), body=_body(value),
                          bases=self.heritage(value, src) if role == "type" else ())
         if t == "assignment_expression":
             left = node.child_by_field_name("left")
@@ -49,23 +49,23 @@ class JavaScriptReader(TreeReader):
             qualifier = ()
             if obj is not None and obj.type == "member_expression" and field_text(obj, "property", src) == "prototype":
                 qualifier = (node_text(obj.child_by_field_name("object"), src).rsplit(".", 1)[-1],)
-            return Found("function", name, qualifier=qualifier, outer=_outer(node),
+            return new_found("function", name, qualifier=qualifier, outer=_outer(node),
                          body=_body(node.child_by_field_name("right")))
         if t in ("pair", "field_definition", "public_field_definition"):
             key = node.child_by_field_name("key") or node.child_by_field_name("property") \
                 or node.child_by_field_name("name")
             name = unquote(node_text(key, src)) if key is not None else ""
-            return Found("function", name, outer=_outer(node), body=_body(node.child_by_field_name("value"))) \
+            return new_found("function", name, outer=_outer(node), body=_body(node.child_by_field_name("value"))) \
                 if name else None
         name = field_text(node, "name", src)
         if not name:
             return None         # `export default class {}`: no name to give it
         if t in self.type_nodes:
-            return Found("type", name, outer=_outer(node), body=node.child_by_field_name("body"),
+            return new_found("type", name, outer=_outer(node), body=node.child_by_field_name("body"),
                          bases=self.heritage(node, src))
         if t in self.namespace_nodes:
-            return Found("namespace", unquote(name))
-        return Found("function", name, outer=_outer(node), body=node.child_by_field_name("body"))
+            return new_found("namespace", unquote(name))
+        return new_found("function", name, outer=_outer(node), body=node.child_by_field_name("body"))
 
     type_nodes = frozenset({"class_declaration", "class"})
     namespace_nodes: frozenset[str] = frozenset()
@@ -91,18 +91,16 @@ class JavaScriptReader(TreeReader):
         if node.type != "call_expression":
             return ()
         fn = node.child_by_field_name("function")
-        args = node.child_by_field_name("arguments")
-        if fn is None or args is None or args.named_child_count < 1:
-            return ()
-        first = args.named_children[0]
-        if first.type not in ("string", "template_string") or "${" in node_text(first, src):
-            return ()
-        spec = unquote(node_text(first, src))
-        if fn.type == "import":
-            return [(spec, "dynamic_import", ())]
-        if fn.type == "identifier" and node_text(fn, src) == "require":
-            return [(spec, "require", _require_names(node, src))]
-        return ()
+        return _call_imports(node, fn, src) if fn is not None else ()
+
+    def call_site(self, node, src):
+        # `call` and `call_imports` both start from the callee: found once per call site.
+        if node.type == "new_expression":
+            return self.call(node, src), ()
+        fn = node.child_by_field_name("function")
+        if fn is None:
+            return None, ()
+        return _callee(fn, src, "call"), _call_imports(node, fn, src)
 
     def imports(self, node, src):
         source = node.child_by_field_name("source")
@@ -154,15 +152,37 @@ def _body(value):
 
 
 def _callee(fn, src: bytes, kind: str):
-    if fn.type in ("identifier", "this", "super"):
+    t = fn.type
+    if t in ("identifier", "this", "super"):
         return node_text(fn, src), "", kind
-    if fn.type == "member_expression":
+    if t == "member_expression":
         obj = fn.child_by_field_name("object")
         prop = field_text(fn, "property", src)
         if obj is None or not prop:
             return None
         return prop, drop_generics(node_text(obj, src)), kind
     return None
+
+
+def _call_imports(node, fn, src: bytes):
+    """`require('x')` and `import('x')`: the callee decides before the arguments are read
+    (this is asked about every call)."""
+    how = fn.type
+    if how == "identifier":
+        if src[fn.start_byte:fn.end_byte] != b"require":
+            return ()
+    elif how != "import":
+        return ()
+    args = node.child_by_field_name("arguments")
+    if args is None or args.named_child_count < 1:
+        return ()
+    first = args.named_children[0]
+    if first.type not in ("string", "template_string") or "${" in node_text(first, src):
+        return ()
+    spec = unquote(node_text(first, src))
+    if how == "import":
+        return [(spec, "dynamic_import", ())]
+    return [(spec, "require", _require_names(node, src))]
 
 
 def _specifiers(clause, kind: str, src: bytes) -> list[tuple[str, str]]:

@@ -4,7 +4,12 @@ containers; `mod x;`, `use` trees, calls, `impl Trait for Type` and supertraits.
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import Found, TreeReader, drop_generics, field_text, node_text
+import tree_sitter_rust
+
+from codenib.compiler.lang.base import TreeReader, drop_generics, field_id_text, field_ids, field_text, new_found, node_text
+
+_FUNCTION, _FIELD, _VALUE, _PATH, _NAME = field_ids(
+    tree_sitter_rust.language(), "function", "field", "value", "path", "name")
 
 _TYPES = frozenset({"struct_item", "enum_item", "union_item", "trait_item"})
 
@@ -30,8 +35,6 @@ class RustReader(TreeReader):
     """
 
     def grammar(self):
-        import tree_sitter_rust
-
         return tree_sitter_rust.language()
 
     def define(self, node, src):
@@ -42,12 +45,12 @@ class RustReader(TreeReader):
                 return None
             trait = node.child_by_field_name("trait")
             bases = ((drop_generics(node_text(trait, src)), "implements"),) if trait is not None else ()
-            return Found("impl", _type_name(typ, src), bases=bases)
+            return new_found("impl", _type_name(typ, src), bases=bases)
         name = field_text(node, "name", src)
         if not name:
             return None
         if t == "mod_item":
-            return Found("namespace", name)
+            return new_found("namespace", name)
         body = node.child_by_field_name("body")
         if t in _TYPES:
             bases = ()
@@ -55,22 +58,23 @@ class RustReader(TreeReader):
             if t == "trait_item" and bounds is not None:
                 bases = tuple((drop_generics(node_text(b, src)), "supertrait") for b in bounds.named_children
                               if b.type != "lifetime")
-            return Found("type", name, body=body, bases=bases)
-        return Found("function", name, body=body)
+            return new_found("type", name, body=body, bases=bases)
+        return new_found("function", name, body=body)
 
     def call(self, node, src):
-        fn = node.child_by_field_name("function")
+        fn = node.child_by_field_id(_FUNCTION)
         if fn is not None and fn.type == "generic_function":
-            fn = fn.child_by_field_name("function")
+            fn = fn.child_by_field_id(_FUNCTION)
         if fn is None:
             return None
-        if fn.type in ("identifier", "self"):
+        t = fn.type
+        if t in ("identifier", "self"):
             return node_text(fn, src), "", "call"
-        if fn.type == "field_expression":
-            return field_text(fn, "field", src), drop_generics(field_text(fn, "value", src)), "call"
-        if fn.type == "scoped_identifier":
-            path = drop_generics(field_text(fn, "path", src)).rstrip(":")
-            return field_text(fn, "name", src), path, "call"
+        if t == "field_expression":
+            return field_id_text(fn, _FIELD, src), drop_generics(field_id_text(fn, _VALUE, src)), "call"
+        if t == "scoped_identifier":
+            path = drop_generics(field_id_text(fn, _PATH, src)).rstrip(":")
+            return field_id_text(fn, _NAME, src), path, "call"
         return None
 
     def imports(self, node, src):
