@@ -32,6 +32,10 @@ _TESTS = re.compile(r"\b(tests?|testing|pytest|unittest|fixtures?|conftest)\b", 
 
 #: Queries longer than this (in words) are treated as bug reports / issue texts.
 LONG_QUERY_WORDS = 40
+#: An issue's shape (a title line, a blank line, a body) makes a shorter text a report too, from
+#: this many words: short feature requests and bug reports are still reports, not questions.
+REPORT_MIN_WORDS = 12
+_TITLE_AND_BODY = re.compile(r"\A[ \t]*\S[^\n]*\n[ \t\r]*\n\s*\S")
 #: Target evidence kept in a trace (the best candidates).
 MAX_EVIDENCE = 6
 
@@ -78,7 +82,7 @@ def query_signals(text: str, symbols: SymbolTable | None = None) -> QuerySignals
     kw = extract_keywords(core)
     words = _WORD.findall(core)
     n_words = len(words)
-    long_text = n_words > LONG_QUERY_WORDS
+    long_text = n_words > LONG_QUERY_WORDS or (n_words >= REPORT_MIN_WORDS and bool(_TITLE_AND_BODY.match(core)))
     intent = parse_intent(core, symbols) if not long_text else Intent()
     direction = intent.direction
     target = intent.targets[0] if intent.structural else _target(core, kw, symbols)

@@ -38,3 +38,18 @@ def test_long_runs_are_read_in_linear_time(unit):
     assert parse_intent(text).relation is None
     keywords = extract_keywords(text)
     assert keywords.paths == () and keywords.errors == ()
+
+
+@pytest.mark.parametrize("text, report", [
+    # an issue: a title, a blank line, a body (a short feature request is still a report)
+    ("Add --min-depth option\n\nWe have `--max-depth` option, but there is no `--min-depth` counterpart "
+     "for the search.", True),
+    ("Support explicit fallback in grpclb\r\n\r\nSupport the new field from the proto definitions.", True),
+    # a question, on one line or wrapped over two lines without a blank one: not a report
+    ("Where is the option that limits how deep the search goes into the sub folders of the tree?", False),
+    ("Where is the option that limits how deep the search goes\ninto the sub folders of the tree?", False),
+    # a title and a body too short to be an issue
+    ("max depth\n\nwhere is it", False),
+])
+def test_an_issue_shaped_text_is_a_report_whatever_its_length(text, report):
+    assert query_signals(text).long_text is report
