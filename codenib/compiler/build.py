@@ -30,7 +30,7 @@ from codenib.compiler.build_parse import (
 )
 from codenib.compiler.build_terms import _term_counts
 from codenib.compiler.graph import build_graph
-from codenib.compiler.walk import walk_repository
+from codenib.compiler.walk import MAX_FILE_BYTES, walk_repository
 from codenib.compiler.workers import _Workers
 from codenib.errors import BadInputError
 from codenib.tokens import Tokenizer, TokenizerConfig
@@ -60,6 +60,7 @@ class BuildOptions:
     cache: Path | None = None           # per-file store (nodes, term counts) shared by indexes;
                                         # None: `.codenib-cache` next to the output folder
     use_cache: bool = True
+    max_file_bytes: int = MAX_FILE_BYTES  # larger .py files are skipped, each named on the log
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +137,15 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     seconds: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    files, skipped = walk_repository(repo)
+    files, skipped = walk_repository(repo, options.max_file_bytes)
+    for s in skipped:
+        log(f"warning: {s.rel_path}: skipped: {s.reason}")
     if not files:
-        raise BadInputError("no Python files found in the repository", path=str(repo),
-                            fix="pass the root of a repository that holds .py files")
+        raise BadInputError(
+            "no Python files found in the repository" + (f" ({len(skipped)} skipped, named above)" if skipped else ""),
+            path=str(repo), fix="pass --max-file-bytes N to index larger files" if any(
+                s.reason.startswith("larger than") for s in skipped) else
+            "pass the root of a repository that holds .py files")
     # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
     root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
     with _Workers(options.jobs) as workers:
@@ -219,6 +225,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 },
                 "build_seconds": {k: round(v, 3) for k, v in seconds.items()},
                 "reuse": reuse,
+                "max_file_bytes": options.max_file_bytes,
+                "skipped_files": [{"path": s.rel_path, "reason": s.reason} for s in skipped],
                 "cache": {"path": str(store.root), "files_found": len(cached)} if store is not None else None,
             })
     if store is not None and fresh:
