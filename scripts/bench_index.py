@@ -698,6 +698,56 @@ def modify_files(root: Path, rel_paths: Sequence[str], fraction: float, seed: in
     return chosen
 
 
+def rewrite_source(text: str, i: int) -> str:
+    """A release's worth of change to one file: every function's body gains a statement, and
+    every other top-level function or class is renamed (with its uses in the file), so that
+    callers elsewhere read changed bindings too. Returns `text` unchanged if it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    lines = text.split("\n")
+    funcs = sorted((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and f.body and f.body[0].lineno > f.lineno and f.end_lineno), key=lambda f: -f.end_lineno)
+    for f in funcs:   # bottom up: earlier line numbers stay valid
+        first = f.body[0]
+        indent = lines[first.lineno - 1][:first.col_offset]
+        if indent.strip():
+            continue
+        eol = "\r" if lines[f.end_lineno - 1].endswith("\r") else ""
+        lines.insert(f.end_lineno, f"{indent}_bench_rewrite_{i} = {i}  # benchmark rewrite{eol}")
+    edited = "\n".join(lines)
+    top = [d.name for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    renamed = edited
+    for name in top[::2]:
+        renamed = re.sub(rf"\b{re.escape(name)}\b", f"{name}_r{i}", renamed)
+    for candidate in (renamed, edited):
+        try:
+            ast.parse(candidate)
+            return candidate
+        except (SyntaxError, ValueError):
+            continue
+    return text
+
+
+def rewrite_files(root: Path, rel_paths: Sequence[str], fraction: float, seed: int) -> list[str]:
+    """`rewrite_source` applied to `fraction` of the files under `root` (deterministic); the
+    paths of those that changed."""
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(sorted(rel_paths), min(len(rel_paths), round(fraction * len(rel_paths)))))
+    changed = []
+    for i, rel in enumerate(chosen):
+        path = root / rel
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+            text = fh.read()
+        new = rewrite_source(text, i)
+        if new != text:
+            with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+                fh.write(new)
+            changed.append(rel)
+    return changed
+
+
 def copy_files(src_root: Path, rel_paths: Sequence[str], dst_root: Path) -> None:
     for rel in rel_paths:
         dst = dst_root / rel

@@ -30,6 +30,7 @@ from codenib.compiler.build_parse import (
 )
 from codenib.compiler.build_terms import _term_counts
 from codenib.compiler.graph import build_graph
+from codenib.compiler.reuse_plan import changed_share, plan_graph
 from codenib.compiler.walk import MAX_FILE_BYTES, walk_repository
 from codenib.compiler.workers import _Workers
 from codenib.errors import BadInputError
@@ -153,7 +154,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             sources, read_errors = _read_sources(files)
             previous = None
             if options.reuse is not None:
-                previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log)
+                previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log,
+                                                    graph=False)
             shas = {rel: hashlib.sha256(raw or b"").hexdigest() for rel, raw in sources.items()}
             kept = _unchanged_files(previous, shas, read_errors)
             store = _open_cache(options, out)
@@ -167,8 +169,20 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             t0 = time.perf_counter()
             nodes, origin = _node_table(parsed, previous, kept)
             facts = _file_facts(nodes)
+            graph_choice = None
+            if previous is not None and previous.files is not None:
+                n_changed, share = changed_share({r: f.content_sha256 for r, f in previous.files.items()},
+                                                 {r: f[0] for r, f in facts.items()})
+                graph_choice = plan_graph(len(facts), n_changed, share)
+                if graph_choice.reuse:
+                    previous = incr_state.with_graph(previous)
             graph = build_graph(sources, facts, root_package, previous.graph if previous else None,
                                 options.progress, trees)
+            if graph.choice is not None:
+                graph_choice = graph.choice
+            if graph_choice is not None:
+                log(f"reuse: nodes of {len(kept)} unchanged files kept, {len(fresh)} files parsed; "
+                    + graph_choice.describe())
             n_parsed = len(fresh)
             del sources, trees
             seconds["graph"] = time.perf_counter() - t0
@@ -208,7 +222,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                          "files_cached": len(cached),
                          "files_resolved": graph.files_parsed, "units_resolved": graph.units_resolved,
                          "units_kept": graph.units_kept, "files_scanned": graph.scanned,
-                         "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized}
+                         "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized,
+                         "graph": graph_choice.describe() if graph_choice is not None else None}
             manifest = artifact.write_manifest(staging, {
                 "source_root_name": repo.resolve().name,
                 "root_package": root_package,

@@ -52,9 +52,9 @@ def _read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None],
 
 def _unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
     """Files whose nodes the earlier index holds for the same bytes."""
-    if previous is None or previous.graph is None:
+    if previous is None or previous.files is None:
         return set()
-    old = previous.graph.files
+    old = previous.files
     return {rel for rel, sha in shas.items()
             if rel not in read_errors and rel in old and old[rel].content_sha256 == sha}
 
@@ -102,7 +102,7 @@ def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tupl
     """nodes.parquet's table, sorted by node id, and each row's origin: the row of the
     earlier index it was taken from (an int), or None for a node parsed now."""
     new_nodes = [n for nodes in parsed.values() for n in nodes]
-    if not new_nodes and previous is not None and kept == set(previous.graph.files):
+    if not new_nodes and previous is not None and kept == set(previous.files):
         table = previous.nodes.cast(NODES_SCHEMA).combine_chunks()    # the same files, unchanged
         return table, list(range(table.num_rows))
     parts = [nodes_to_table(new_nodes)]
