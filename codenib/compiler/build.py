@@ -178,8 +178,6 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                     previous = incr_state.with_graph(previous)
             graph = build_graph(sources, facts, root_package, previous.graph if previous else None,
                                 options.progress, trees)
-            if graph.choice is not None:
-                graph_choice = graph.choice
             if graph_choice is not None:
                 log(f"reuse: nodes of {len(kept)} unchanged files kept, {len(fresh)} files parsed; "
                     + graph_choice.describe())

@@ -25,7 +25,6 @@ from codenib.compiler.parse import ParsedFile, parse_syntax
 from codenib.compiler.resolve import Resolver, contains_edges, file_units, resolve_unit
 from codenib.compiler.resolve.deps import key_digest, key_owner, key_string, key_tuple
 from codenib.compiler.resolve.scopes import trim_file
-from codenib.compiler.reuse_plan import StageChoice, plan_pass2
 from codenib.types import EDGES_SCHEMA
 
 #: Pass 2 of a file scanned on demand reuses its tree while the trees kept this way hold
@@ -84,7 +83,6 @@ class GraphResult:
     scanned: int             # files parsed and scanned for their bindings
     parsed_twice: int        # files parsed once for pass 1 and again for pass 2
     dirty_keys: int          # keys of the earlier state whose digest changed
-    choice: StageChoice | None = None   # with an earlier state: whether pass 2 kept using it
 
 
 def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tuple],
@@ -105,15 +103,10 @@ def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tupl
     facts = {rel: FileFacts(facts_in[rel][0], table.module_of_file[rel],
                             table.modules[table.module_of_file[rel]], facts_in[rel][1]) for rel in rels}
     digest_of = _Digests(run, {rel: f.parsed for rel, f in facts.items()})
-    choice = None
     if previous is None:
         to_parse, dirty_units, dirty = set(rels), None, 0
     else:
         to_parse, dirty_units, dirty = _what_changed(previous, facts, digest_of, run)
-        choice = plan_pass2(len(rels), len(to_parse))
-        if not choice.reuse:
-            # What was scanned and digested stays valid: only the plan becomes a fresh one.
-            previous, to_parse, dirty_units = None, set(rels), None
     run.pending = set(to_parse)
     old_by_id = {u: i for i, u in enumerate(previous.units)} if previous is not None else {}
     plan: list[tuple] = []       # (unit id, file, hash, old row | None, edges, reads)
@@ -148,7 +141,7 @@ def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tupl
     kept = sum(1 for p in plan if p[3] is not None and not p[0].endswith("::"))
     return GraphResult(_file_edges(state.unit_edges), state, files_parsed=len(to_parse),
                        units_resolved=resolved, units_kept=kept, scanned=len(run.resolver.scanned),
-                       parsed_twice=run.parsed_twice, dirty_keys=dirty, choice=choice)
+                       parsed_twice=run.parsed_twice, dirty_keys=dirty)
 
 
 # --- helpers ---------------------------------------------------------------------------------
