@@ -28,6 +28,13 @@ first build's parse stage against raw `ast.parse` on the same files:
     python scripts/bench_index.py --snapshots 6                      # pytest history, ~2 min
     python scripts/bench_index.py --snapshots 4 --synthetic          # sympy, 3% edits, ~10 min
     python scripts/bench_index.py --snapshots 3 --dense              # vectors too (CPU: slow)
+
+`--far-apart` is another: two snapshots of --corpus, the second with half its files
+rewritten (bodies changed, every other top-level name renamed with its uses), the second
+built fresh and with `--reuse` of the first's index; it prints each stage side by side with
+the ratio, what the reuse build chose for its graph stage, and whether the indexes are equal:
+
+    python scripts/bench_index.py --far-apart --far-rounds 2         # sympy, ~6 min
 """
 
 from __future__ import annotations
@@ -92,6 +99,11 @@ SNAPSHOT_DENSE_TARGET = 1 / 0.15
 PARSE_TARGET = 0.5
 #: Scores this close count as ties when top-k lists are compared.
 TIE_ATOL = 1e-5
+#: `--far-apart`: the second snapshot rewrites this share of the files (SWE-bench snapshots of
+#: sympy a few releases apart differ in about half).
+DEFAULT_FAR_FRACTION = 0.5
+#: `--far-apart`: reuse must cost no more than a fresh build (within noise: 0.9x).
+FAR_APART_TARGET = 0.9
 #: Per-dimension noise that turns a real vector into a synthetic neighbour (cosine ~0.85).
 SYNTHETIC_NOISE = 0.03
 #: The issue's targets, as minimum speed-ups against the raw library.
@@ -309,6 +321,10 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool,
         "parse_errors": len(summary.parse_errors),
         "dense": summary.dense,
         "peak_rss_mb": peak_rss_mb(),
+        # CPU seconds of the whole process and its workers: on a loaded machine wall time
+        # mostly measures the other processes.
+        "cpu_s": sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                     for f in ("ru_utime", "ru_stime")),
         # The largest worker process the build started (parse, tokenize), if any.
         "peak_rss_workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "tracemalloc_peak_mb": traced,
@@ -698,6 +714,56 @@ def modify_files(root: Path, rel_paths: Sequence[str], fraction: float, seed: in
     return chosen
 
 
+def rewrite_source(text: str, i: int) -> str:
+    """A release's worth of change to one file: every function's body gains a statement, and
+    every other top-level function or class is renamed (with its uses in the file), so that
+    callers elsewhere read changed bindings too. Returns `text` unchanged if it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    lines = text.split("\n")
+    funcs = sorted((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and f.body and f.body[0].lineno > f.lineno and f.end_lineno), key=lambda f: -f.end_lineno)
+    for f in funcs:   # bottom up: earlier line numbers stay valid
+        first = f.body[0]
+        indent = lines[first.lineno - 1][:first.col_offset]
+        if indent.strip():
+            continue
+        eol = "\r" if lines[f.end_lineno - 1].endswith("\r") else ""
+        lines.insert(f.end_lineno, f"{indent}_bench_rewrite_{i} = {i}  # benchmark rewrite{eol}")
+    edited = "\n".join(lines)
+    top = [d.name for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    renamed = edited
+    for name in top[::2]:
+        renamed = re.sub(rf"\b{re.escape(name)}\b", f"{name}_r{i}", renamed)
+    for candidate in (renamed, edited):
+        try:
+            ast.parse(candidate)
+            return candidate
+        except (SyntaxError, ValueError):
+            continue
+    return text
+
+
+def rewrite_files(root: Path, rel_paths: Sequence[str], fraction: float, seed: int) -> list[str]:
+    """`rewrite_source` applied to `fraction` of the files under `root` (deterministic); the
+    paths of those that changed."""
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(sorted(rel_paths), min(len(rel_paths), round(fraction * len(rel_paths)))))
+    changed = []
+    for i, rel in enumerate(chosen):
+        path = root / rel
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+            text = fh.read()
+        new = rewrite_source(text, i)
+        if new != text:
+            with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
+                fh.write(new)
+            changed.append(rel)
+    return changed
+
+
 def copy_files(src_root: Path, rel_paths: Sequence[str], dst_root: Path) -> None:
     for rel in rel_paths:
         dst = dst_root / rel
@@ -1000,6 +1066,61 @@ def snapshot_report(results: list[dict[str, Any]], args: argparse.Namespace) -> 
     return rows
 
 
+# --- far-apart snapshots (when reuse must not cost more than a fresh build) -------------------------
+
+def bench_far_apart(work: Path, args: argparse.Namespace) -> list[Row]:
+    """Two snapshots of --corpus, the second with a release's worth of change to
+    --far-fraction of its files (`rewrite_files`): the second built fresh and with --reuse of
+    the first's index, alternately first, --far-rounds times; stage times side by side."""
+    from codenib.compiler.build import BuildOptions
+    from codenib.compiler.walk import walk_repository
+
+    corpus = resolve_corpus(args.corpus)
+    rels = [f.rel_path for f in walk_repository(corpus)[0]]
+    a, b = work / "far-a" / corpus.name, work / "far-b" / corpus.name    # same name: the root is a package
+    copy_files(corpus, rels, a)
+    copy_files(corpus, rels, b)
+    edited = rewrite_files(b, rels, args.far_fraction, args.seed)
+    changed, total, share = changed_files(a, b)
+    options = BuildOptions(dense=False, device=args.device, progress=False, use_cache=False)
+    out(f"\n== far-apart snapshots: {corpus.name}, {len(edited)} of {len(rels)} files rewritten "
+        f"({changed}/{total} changed, {share:.0%} of the bytes) ==")
+    log("far apart: fresh build of the first snapshot")
+    run_isolated(build_in_child, str(a), str(work / "far-index-a"), options, False)
+    runs: dict[str, list[dict[str, Any]]] = {"fresh": [], "reuse": []}
+    for r in range(args.far_rounds):
+        jobs = [("fresh", options), ("reuse", replace(options, reuse=work / "far-index-a"))]
+        if r % 2:
+            jobs.reverse()      # drifting load hits both kinds of build
+        for name, opts in jobs:
+            log(f"far apart: round {r + 1}, {name} build of the second snapshot")
+            runs[name].append(run_isolated(build_in_child, str(b), str(work / f"far-{name}-{r}"), opts, False))
+    diff = same_index(work / "far-fresh-0", work / "far-reuse-0")
+    stages = [st for st in STAGES if st in runs["fresh"][0]["seconds"]]
+    med = {name: {st: float(np.median([x["seconds"].get(st, 0.0) for x in xs])) for st in stages}
+           for name, xs in runs.items()}
+    out(f"{'stage':<8} | {'fresh':>8} | {'reuse':>8} | reuse/fresh   (median of {args.far_rounds} round(s))")
+    for st in stages + ["total"]:
+        f = sum(med["fresh"].values()) if st == "total" else med["fresh"][st]
+        u = sum(med["reuse"].values()) if st == "total" else med["reuse"][st]
+        out(f"{st:<8} | {f:8.2f} | {u:8.2f} | {u / f if f else float('nan'):.2f}")
+    cpu = {name: float(np.median([x["cpu_s"] for x in xs])) for name, xs in runs.items()}
+    out(f"{'CPU':<8} | {cpu['fresh']:8.2f} | {cpu['reuse']:8.2f} | {cpu['reuse'] / cpu['fresh']:.2f}   "
+        "(user + system seconds of the build process and its workers, module imports included)")
+    info = runs["reuse"][0]["reuse"] or {}
+    out(f"reuse chose: {info.get('graph')}; {info.get('files_kept')} files kept, "
+        f"{info.get('units_resolved')} definitions resolved")
+    f_total, u_total = sum(med["fresh"].values()), sum(med["reuse"].values())
+    return [
+        Row("far apart: reuse build, all stages", f"{u_total:.1f} s", f"{f_total:.1f} s (fresh build)",
+            f_total / u_total, FAR_APART_TARGET),
+        Row("far apart: reuse build, CPU seconds", f"{cpu['reuse']:.1f} s", f"{cpu['fresh']:.1f} s (fresh build)",
+            cpu["fresh"] / cpu["reuse"], FAR_APART_TARGET),
+        Row("far apart: reuse index identical to fresh (all but manifest)", "yes" if not diff else "NO: "
+            + "; ".join(diff)[:200], status="pass" if not diff else "FAIL"),
+    ]
+
+
 # --- main ---------------------------------------------------------------------------------------
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -1044,6 +1165,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--synthetic", action="store_true",
                    help="snapshots are successive synthetic edits of --corpus (--modify-fraction of its files)")
     p.add_argument("--dense", action="store_true", help="--snapshots: build dense vectors too")
+    p.add_argument("--far-apart", action="store_true",
+                   help="a mode of its own: fresh vs --reuse builds of two far-apart snapshots of --corpus")
+    p.add_argument("--far-fraction", type=float, default=DEFAULT_FAR_FRACTION,
+                   help="--far-apart: share of the files the second snapshot rewrites")
+    p.add_argument("--far-rounds", type=int, default=1, help="--far-apart: fresh/reuse pairs, alternating order")
     p.add_argument("--seed", type=int, default=0, help="seed of every sample")
     p.add_argument("--strict", action="store_true", help="exit with status 1 when a target is missed")
     args = p.parse_args(argv)
@@ -1070,6 +1196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = load_note("before the run")
         if note:
             out(note)
+        if args.far_apart:
+            rows = bench_far_apart(work, args)
+            out("\n== summary: ratio = speed-up (fresh build time / reuse build time) ==")
+            out(render_table(rows))
+            out(f"\ntotal benchmark time {time.perf_counter() - _T0:.0f} s")
+            return 1 if args.strict and any(r.verdict() == "FAIL" for r in rows) else 0
         if args.snapshots:
             if args.snapshots < 2:
                 raise SystemExit("bench: --snapshots needs at least 2 snapshots")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from codenib.commands import Command
+from codenib.compiler.walk import MAX_FILE_BYTES
 from codenib.engines.backends import ENCODERS
 from codenib.engines.embed import DEFAULT_MODEL
 from codenib.options import DEVICES
@@ -46,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seq-length", type=int, default=None,
                    help="encoder truncation in tokens (default: the model's own)")
     p.add_argument("--no-stem", action="store_true", help="BM25 without Snowball stemming")
+    p.add_argument("--max-file-bytes", type=int, default=MAX_FILE_BYTES, metavar="N",
+                   help=".py files larger than N bytes are skipped (each named on stderr and in the "
+                        "manifest's skipped_files): generated or vendored data, not code")
     p.add_argument("--force", action="store_true",
                    help="replace an index folder that also holds files CodeNib did not write (deleting them)")
     p.add_argument("--quiet", action="store_true",
@@ -65,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_seq_length is not None and args.max_seq_length < 1:
         raise BadInputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}",
                             fix="leave it out to use the model's own limit")
+    if args.max_file_bytes < 1:
+        raise BadInputError(f"--max-file-bytes must be at least 1, got {args.max_file_bytes}",
+                            fix=f"leave it out for the default, {MAX_FILE_BYTES} bytes")
     options = BuildOptions(
         model=args.model,
         dense=not args.no_dense,
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         cache=Path(args.cache) if args.cache else None,
         use_cache=not args.no_cache,
         history=HistorySpec.parse(args.history) if args.history is not None else None,
+        max_file_bytes=args.max_file_bytes,
     )
     summary = build_index(args.repo, args.out, options)
     print(summary.render(), file=sys.stderr)

@@ -34,7 +34,8 @@ from codenib.compiler.history import HistorySpec
 from codenib.compiler.lang import is_foreign
 from codenib.compiler.lang.contains import foreign_contains
 from codenib.compiler.lang.graph import foreign_edges, read_manifests
-from codenib.compiler.walk import walk_repository
+from codenib.compiler.reuse_plan import changed_share, plan_graph
+from codenib.compiler.walk import MAX_FILE_BYTES, walk_repository
 from codenib.compiler.workers import _Workers
 from codenib.errors import BadInputError
 from codenib.tokens import Tokenizer, TokenizerConfig
@@ -66,6 +67,7 @@ class BuildOptions:
     use_cache: bool = True
     history: "HistorySpec | None" = None   # --history: read the commits up to a revision
                                         # (codenib.compiler.history); None: no history/
+    max_file_bytes: int = MAX_FILE_BYTES  # larger source files are skipped, each named on the log
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +170,16 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     seconds: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    files, skipped = walk_repository(repo)
+    files, skipped = walk_repository(repo, options.max_file_bytes)
+    for s in skipped:
+        log(f"warning: {s.rel_path}: skipped: {s.reason}")
     if not files:
-        raise BadInputError("no source files found in the repository", path=str(repo),
-                            fix="pass the root of a repository that holds source files "
-                                "(Python, JavaScript, TypeScript, Go, Java, Rust, C or C++)")
+        raise BadInputError(
+            "no source files found in the repository" + (f" ({len(skipped)} skipped, named above)" if skipped else ""),
+            path=str(repo), fix="pass --max-file-bytes N to index larger files" if any(
+                s.reason.startswith("larger than") for s in skipped) else
+            "pass the root of a repository that holds source files "
+            "(Python, JavaScript, TypeScript, Go, Java, Rust, C or C++)")
     # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
     root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
     with _Workers(options.jobs) as workers:
@@ -180,7 +187,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             sources, read_errors = _read_sources(files)
             previous = None
             if options.reuse is not None:
-                previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log)
+                previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log,
+                                                    graph=False)
             shas = {rel: hashlib.sha256(raw or b"").hexdigest() for rel, raw in sources.items()}
             kept = _unchanged_files(previous, shas, read_errors)
             store = _open_cache(options, out)
@@ -198,8 +206,19 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             # The Python graph reads Python files only; the other languages' containment
             # comes from their nodes (`foreign_contains`), the same for kept and parsed files.
             py_sources = {rel: raw for rel, raw in sources.items() if not is_foreign(rel)}
+            graph_choice = None
+            if previous is not None and previous.files is not None:
+                py_shas = {r: f[0] for r, f in facts.items() if not is_foreign(r)}
+                old_shas = {r: f.content_sha256 for r, f in previous.files.items() if not is_foreign(r)}
+                n_changed, share = changed_share(old_shas, py_shas)
+                graph_choice = plan_graph(len(py_shas), n_changed, share)
+                if graph_choice.reuse:
+                    previous = incr_state.with_graph(previous)
             graph = build_graph(py_sources, facts, root_package, previous.graph if previous else None,
                                 options.progress, trees)
+            if graph_choice is not None:
+                log(f"reuse: nodes of {len(kept)} unchanged files kept, {len(fresh)} files parsed; "
+                    + graph_choice.describe())
             all_facts = _foreign_facts(nodes, foreign_facts, previous, sources)
             edges = _all_edges(graph.edges, nodes, {rel: f for rel, (_, f) in all_facts.items()},
                                list(sources), read_manifests(repo, sources))
@@ -251,7 +270,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                          "files_cached": len(cached),
                          "files_resolved": graph.files_parsed, "units_resolved": graph.units_resolved,
                          "units_kept": graph.units_kept, "files_scanned": graph.scanned,
-                         "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized}
+                         "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized,
+                         "graph": graph_choice.describe() if graph_choice is not None else None}
             extra = {} if history_tables is None else {"history": hist.manifest_entry(history_tables)}
             manifest = artifact.write_manifest(staging, {
                 "source_root_name": repo.resolve().name,
@@ -269,6 +289,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 },
                 "build_seconds": {k: round(v, 3) for k, v in seconds.items()},
                 "reuse": reuse,
+                "max_file_bytes": options.max_file_bytes,
+                "skipped_files": [{"path": s.rel_path, "reason": s.reason} for s in skipped],
                 "cache": {"path": str(store.root), "files_found": len(cached)} if store is not None else None,
                 **extra,
             })

@@ -54,9 +54,9 @@ def _read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None],
 def _unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
     """Files whose nodes the earlier index holds for the same bytes (Python files by the
     graph's state, the others, which the Python graph does not hold, by their file nodes)."""
-    if previous is None or previous.graph is None:
+    if previous is None or previous.files is None:
         return set()
-    old = {rel: f.content_sha256 for rel, f in previous.graph.files.items()}
+    old = {rel: f.content_sha256 for rel, f in previous.files.items()}
     old.update(_previous_foreign_files(previous))
     return {rel for rel, sha in shas.items()
             if rel not in read_errors and rel in old and old[rel] == sha}
@@ -72,7 +72,7 @@ def _previous_foreign_files(previous) -> dict[str, str]:
 
 def _previous_files(previous) -> set[str]:
     """Every file of the earlier index."""
-    return set(previous.graph.files) | set(_previous_foreign_files(previous))
+    return set(previous.files or ()) | set(_previous_foreign_files(previous))
 
 
 def _parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],

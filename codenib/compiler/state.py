@@ -19,7 +19,7 @@ Nothing is pickled.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -52,10 +52,18 @@ class Previous:
     """An earlier index of the same repository, as far as this build can reuse it."""
 
     path: Path
-    graph: GraphState | None        # None: nodes and edges are not reusable
+    graph: GraphState | None        # None: edges are not reusable, or not loaded (`with_graph`)
     nodes: pa.Table | None
     terms: DocTerms | None          # None: BM25 counts are not reusable (other tokenizer)
     foreign_facts: dict | None = None   # rel -> (content sha256, ForeignFacts) of non-Python files
+    files: dict[str, FileFacts] | None = None   # None: nodes and edges are not reusable
+
+
+def with_graph(previous: Previous) -> Previous:
+    """`previous` with its graph state loaded (units, keys, reads: the large part of `incr/`)."""
+    if previous.graph is not None or previous.files is None:
+        return previous
+    return replace(previous, graph=_load_graph(previous.path / INCR_DIR, previous.files))
 
 
 def save_state(folder: Path, graph: GraphState, terms: DocTerms, root_package: str | None,
@@ -103,8 +111,11 @@ def _load_foreign_facts(incr: Path) -> dict:
 
 
 def load_previous(index_dir: Path, root_package: str | None, tokenizer: TokenizerConfig,
-                  log: Callable[[str], None]) -> Previous:
-    """What of `index_dir` (a verified index) this build can reuse; says why not on `log`."""
+                  log: Callable[[str], None], graph: bool = True) -> Previous:
+    """What of `index_dir` (a verified index) this build can reuse; says why not on `log`.
+
+    With `graph` False the graph state is left on disk until `with_graph` (a build that
+    resolves every file afresh never reads it)."""
     incr = index_dir / INCR_DIR
     nothing = Previous(index_dir, None, None, None)
     try:
@@ -122,13 +133,6 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
     files = _read(incr / FILES_FILE).to_pydict()
     facts = {p: FileFacts(s, m, mp, ok) for p, s, m, mp, ok in
              zip(files["path"], files["content_sha256"], files["module"], files["module_path"], files["parsed"])}
-    units = _read(incr / UNITS_FILE).to_pydict()
-    keys = _read(incr / KEYS_FILE).to_pydict()
-    reads = _read(incr / READS_FILE)
-    graph = GraphState(facts, units["unit"], units["file"], units["hash"], keys["key"], keys["digest"],
-                       keys["owner"], reads.column("unit").to_numpy().astype(np.int32),
-                       reads.column("key").to_numpy().astype(np.int32),
-                       _read(incr / UNIT_EDGES_FILE).combine_chunks())
     nodes = _read(index_dir / artifact.NODES_FILE)
     terms = None
     if meta.get("tokenizer") == expected["tokenizer"]:
@@ -137,7 +141,18 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
             terms = None
     else:
         log(f"reuse: {index_dir} was tokenized with other settings; tokenizing every node again")
-    return Previous(index_dir, graph, nodes, terms, _load_foreign_facts(incr))
+    return Previous(index_dir, _load_graph(incr, facts) if graph else None, nodes, terms,
+                    foreign_facts=_load_foreign_facts(incr), files=facts)
+
+
+def _load_graph(incr: Path, facts: dict[str, FileFacts]) -> GraphState:
+    units = _read(incr / UNITS_FILE).to_pydict()
+    keys = _read(incr / KEYS_FILE).to_pydict()
+    reads = _read(incr / READS_FILE)
+    return GraphState(facts, units["unit"], units["file"], units["hash"], keys["key"], keys["digest"],
+                      keys["owner"], reads.column("unit").to_numpy().astype(np.int32),
+                      reads.column("key").to_numpy().astype(np.int32),
+                      _read(incr / UNIT_EDGES_FILE).combine_chunks())
 
 
 def _read(path: Path) -> pa.Table:

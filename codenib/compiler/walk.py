@@ -8,8 +8,10 @@ from pathlib import Path
 
 from codenib.engines.languages import language_of
 from codenib.errors import BadInputError
+from codenib.types import ID_SEP
 
-#: Files above this size are generated or vendored data, not code worth indexing.
+#: Files above this size are generated or vendored data, not code worth indexing
+#: (the default of `codenib index --max-file-bytes`).
 MAX_FILE_BYTES = 1 << 20
 
 #: Folder names that hold dependencies, caches or build outputs, never the project's code.
@@ -40,13 +42,15 @@ class SkippedFile:
     reason: str
 
 
-def walk_repository(root: str | os.PathLike) -> tuple[list[SourceFile], list[SkippedFile]]:
+def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTES
+                    ) -> tuple[list[SourceFile], list[SkippedFile]]:
     """List the source files under `root` (Python and the languages of
     `codenib.engines.languages`), sorted by relative path.
 
     Skips hidden folders, virtual environments, `node_modules`, caches, top-level build
-    outputs, `*.egg-info`, files over 1 MiB, binary files and symlinks that leave the root.
-    Symlinked folders are not followed (they would loop or duplicate files).
+    outputs, `*.egg-info`, files over `max_file_bytes`, binary files, symlinks that leave the
+    root and paths holding `::` (the node-id separator: such a file's ids could equal another
+    file's). Symlinked folders are not followed (they would loop or duplicate files).
 
     Raises:
         BadInputError: the root is missing or is not a folder.
@@ -70,11 +74,14 @@ def walk_repository(root: str | os.PathLike) -> tuple[list[SourceFile], list[Ski
                 continue
             path = here / name
             rel = (rel_dir / name).as_posix()
-            reason = _skip_file(path, root_real)
-            if reason is None and not _utf8(rel):
+            reason = _skip_file(path, root_real, max_file_bytes)
+            if not _utf8(rel):
                 # Node ids are UTF-8 strings in Parquet; an undecodable name cannot be one.
                 rel, reason = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), \
-                    "file name is not valid UTF-8"
+                    reason or "file name is not valid UTF-8"
+            elif reason is None and ID_SEP in rel:
+                # `x.py::C.py` would also be the id of `C.py` in `x.py`: ids split at the first `::`.
+                reason = f"path contains {ID_SEP!r}, which separates a node id's file from its name"
             if reason:
                 skipped.append(SkippedFile(rel, reason))
             else:
@@ -102,7 +109,7 @@ def _skip_dir(path: Path, name: str, top: bool) -> bool:
     return (path / "pyvenv.cfg").is_file()
 
 
-def _skip_file(path: Path, root_real: Path) -> str | None:
+def _skip_file(path: Path, root_real: Path, max_file_bytes: int) -> str | None:
     if path.is_symlink():
         target = path.resolve()
         if not target.is_relative_to(root_real):
@@ -113,8 +120,8 @@ def _skip_file(path: Path, root_real: Path) -> str | None:
         size = path.stat().st_size
     except OSError as exc:
         return f"unreadable: {exc.strerror}"
-    if size > MAX_FILE_BYTES:
-        return f"larger than {MAX_FILE_BYTES} bytes"
+    if size > max_file_bytes:
+        return f"larger than {max_file_bytes} bytes ({size} bytes; see --max-file-bytes)"
     try:
         with open(path, "rb") as fh:
             head = fh.read(BINARY_SNIFF_BYTES)

@@ -18,7 +18,7 @@ from codenib.compiler.resolve import build_edges
 from codenib.compiler.walk import walk_repository
 from codenib.errors import BadInputError, IndexFormatError
 from codenib.index.loaded import load_index
-from codenib.types import EDGES_SCHEMA, NODES_SCHEMA
+from codenib.types import EDGES_SCHEMA, NODES_SCHEMA, file_of
 
 NO_DENSE = BuildOptions(dense=False, progress=False)
 
@@ -239,3 +239,48 @@ def test_rebuild_over_an_index_holding_a_users_file_touches_nothing(fixture_repo
     assert main(["index", str(fixture_repo), "--out", str(out), "--no-dense", "--quiet", "--force"]) == 0
     assert not (out / "NOTES.txt").exists() and not (out / "sparse" / "mine.txt").exists()
     load_index(out)
+
+
+def test_skipped_files_are_named_on_stderr_and_in_the_manifest(tmp_path, capsys):
+    # Issue 27 item 9: a repository of one large file said only "no Python files found".
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "big.py").write_bytes(b"x = 1\n" * 200)     # 1,200 bytes
+    argv = ["index", str(repo), "--no-dense", "--quiet", "--no-cache", "--max-file-bytes", "1000"]
+    assert main(argv + ["--out", str(tmp_path / "o1")]) == 2
+    err = capsys.readouterr().err
+    assert "warning: big.py: skipped: larger than 1000 bytes (1200 bytes; see --max-file-bytes)" in err
+    assert "1 skipped, named above" in err and "pass --max-file-bytes N" in err
+    assert not (tmp_path / "o1").exists()
+    (repo / "small.py").write_text("def f():\n    return 1\n")
+    assert main(argv + ["--out", str(tmp_path / "o2")]) == 0
+    assert "warning: big.py: skipped" in capsys.readouterr().err
+    manifest = json.loads((tmp_path / "o2" / "manifest.json").read_text())
+    assert manifest["skipped_files"] == [{"path": "big.py", "reason": "larger than 1000 bytes (1200 bytes; "
+                                                                       "see --max-file-bytes)"}]
+    assert manifest["max_file_bytes"] == 1000
+    argv[argv.index("1000")] = "2000"
+    assert main(argv + ["--out", str(tmp_path / "o3")]) == 0
+    assert "warning:" not in capsys.readouterr().err
+    assert json.loads((tmp_path / "o3" / "manifest.json").read_text())["skipped_files"] == []
+    assert main(argv[:-1] + ["0", "--out", str(tmp_path / "o4")]) == 2
+    assert "--max-file-bytes must be at least 1" in capsys.readouterr().err
+
+
+def test_a_file_named_like_a_node_id_is_skipped_and_ids_stay_unique(tmp_path, capsys):
+    # Issue 27 item 11: `x.py` defining `C.py` beside a file named `x.py::C.py` gave two
+    # nodes the id `x.py::C.py`.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "x.py").write_text("class C:\n    def py(self):\n        return 1\n")
+    (repo / "x.py::C.py").write_text("def g():\n    return 2\n")
+    logs: list[str] = []
+    build_index(repo, tmp_path / "idx", NO_DENSE, log=logs.append)
+    assert "warning: x.py::C.py: skipped: path contains '::', which separates a node id's file from its name" \
+        in logs
+    nodes = pq.read_table(tmp_path / "idx" / "nodes.parquet")
+    ids = nodes.column("node_id").to_pylist()
+    assert ids == ["x.py", "x.py::C", "x.py::C.py"]
+    # The id parser agrees with the file column: the part before the first `::`.
+    assert [file_of(i) for i in ids] == nodes.column("file").to_pylist() == ["x.py"] * 3
+    assert load_index(tmp_path / "idx").row_of == {i: k for k, i in enumerate(ids)}

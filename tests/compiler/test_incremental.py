@@ -428,3 +428,54 @@ def test_the_store_sits_next_to_the_index_unless_told(tmp_path):
     assert (tmp_path / "indexes" / ".codenib-cache").is_dir()
     build_index(repo, tmp_path / "indexes" / "b", BuildOptions(dense=False, progress=False, use_cache=False))
     assert {p.name for p in (tmp_path / "indexes").iterdir()} == {".codenib-cache", "a", "b"}
+
+
+def _many_modules(n: int, renamed: set[int] = frozenset(), hub_args: str = "x") -> dict[str, str]:
+    """`n` modules, each calling the hub's function and its neighbour's; the modules in
+    `renamed` had a release's worth of change (their function renamed, their body changed)."""
+    hub = "helper"
+    files = {"pkg/__init__.py": "", "pkg/hub.py": f"def {hub}({hub_args}):\n    return x\n"}
+    for i in range(n):
+        name = f"f{i}_v2" if i in renamed else f"f{i}"
+        body = "    y = x * 2\n    return y + 1\n" if i in renamed else "    return x\n"
+        files[f"pkg/m{i}.py"] = (f"from pkg.hub import {hub}\nfrom pkg.m{(i + 1) % n} import *\n\n\n"
+                                 f"def {name}(x):\n    {hub}(x)\n{body}")
+    return files
+
+
+def _reuse_build(tmp_path: Path, before: dict[str, str], after: dict[str, str]) -> tuple[list[str], dict]:
+    """A --reuse build of `after` from an index of `before`: its log lines and reuse record;
+    it must equal a fresh build of `after`."""
+    build_index(_write(tmp_path / "repo", before), tmp_path / "a", OPTS)
+    repo = _write(tmp_path / "repo", after)
+    logs: list[str] = []
+    summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, use_cache=False,
+                                                             reuse=tmp_path / "a"), log=logs.append)
+    build_index(repo, tmp_path / "c", OPTS)
+    _assert_same_index(tmp_path / "b", tmp_path / "c")
+    return logs, summary.reuse
+
+
+def test_far_apart_snapshots_build_the_graph_fresh_and_equal_a_fresh_build(tmp_path):
+    # Issue 27 item 12: with half the files changed, resolving them again cost more than a
+    # fresh build; the graph stage now builds fresh (and says so), the rest still reuses.
+    logs, reuse = _reuse_build(tmp_path, _many_modules(120), _many_modules(120, renamed=set(range(0, 120, 2))))
+    line = next(m for m in logs if m.startswith("reuse: nodes of"))
+    assert "nodes of 62 unchanged files kept, 60 files parsed" in line
+    assert "graph: fresh (60 files changed (49%), more than 25%" in line
+    assert reuse["graph"].startswith("graph: fresh") and reuse["units_kept"] == 0
+
+
+def test_a_change_that_every_file_reads_keeps_the_incremental_graph(tmp_path):
+    # One file changed, but every module reads the header it changed: pass 2 runs over all
+    # of them either way, and the cheap comparison of one file's keys is no reason to switch.
+    logs, reuse = _reuse_build(tmp_path, _many_modules(120), _many_modules(120, hub_args="x, scale=1"))
+    line = next(m for m in logs if m.startswith("reuse: nodes of"))
+    assert "graph: reuse (1 files changed (1%))" in line
+    assert reuse["files_kept"] == 121 and reuse["files_parsed"] == 1 and reuse["files_resolved"] == 121
+
+
+def test_snapshots_close_together_keep_the_incremental_graph(tmp_path):
+    logs, reuse = _reuse_build(tmp_path, _many_modules(120), _many_modules(120, renamed={3, 70}))
+    line = next(m for m in logs if m.startswith("reuse: nodes of"))
+    assert "graph: reuse (" in line and reuse["units_kept"] > 100

@@ -55,3 +55,24 @@ def test_missing_path_and_file_path_are_bad_input(tmp_path):
     make(tmp_path, "f.py")
     with pytest.raises(BadInputError, match="not a folder"):
         walk_repository(tmp_path / "f.py")
+
+
+def test_the_size_limit_is_a_parameter(tmp_path):
+    make(tmp_path, "small.py", b"x = 1\n" * 10)     # 60 bytes
+    make(tmp_path, "large.py", b"x = 1\n" * 20)     # 120 bytes
+    files, skipped = walk_repository(tmp_path, max_file_bytes=100)
+    assert [f.rel_path for f in files] == ["small.py"]
+    assert [(s.rel_path, s.reason) for s in skipped] == [
+        ("large.py", "larger than 100 bytes (120 bytes; see --max-file-bytes)")]
+    assert len(walk_repository(tmp_path, max_file_bytes=120)[0]) == 2
+
+
+def test_paths_holding_the_node_id_separator_are_skipped(tmp_path):
+    # `x.py` defining `C.py` has the id `x.py::C.py`, the id a file of that name would get.
+    make(tmp_path, "x.py", b"class C:\n    def py(self):\n        pass\n")
+    make(tmp_path, "x.py::C.py")
+    make(tmp_path, "a::b/c.py")
+    files, skipped = walk_repository(tmp_path)
+    assert [f.rel_path for f in files] == ["x.py"]
+    assert sorted(s.rel_path for s in skipped) == ["a::b/c.py", "x.py::C.py"]
+    assert all("contains '::'" in s.reason for s in skipped)

@@ -190,6 +190,16 @@ CASES = [
           "--llm-config", "{user}/llm-http-remote.toml", "--local-below", "0", "--quiet"),
          2, "codenib run: error: the API key in $CODENIB_LLM_API_KEY would go in clear text over http to 10.0.0.5",
          env={"CODENIB_LLM_API_KEY": SECRET}),
+    # Issue 27, item 9: a skipped file is named, with the reason and the option that lifts the limit.
+    Case("index: a repository of one file over 1 MiB",
+         ("index", "{user}/repos/big", "--out", "{out}", "--no-dense", "--no-cache", "--quiet"),
+         2, "warning: big.py: skipped: larger than 1048576 bytes (1048577 bytes; see --max-file-bytes)",
+         setup="big-repo"),
+    # Issue 27, item 11: a path holding `::` would share node ids with another file's definitions.
+    Case("index: a file named like a node id (x.py::C.py beside x.py defining C.py)",
+         ("index", "{user}/repos/colon", "--out", "{out}", "--no-dense", "--no-cache", "--quiet"),
+         0, "warning: x.py::C.py: skipped: path contains '::', which separates a node id's file from its name",
+         setup="colon-repo"),
 ]
 
 
@@ -344,6 +354,12 @@ def test_fault_matrix_covers_items_5_and_6_of_issue_27():
         assert needle in names, needle
 
 
+def test_fault_matrix_covers_items_9_and_11_of_issue_27():
+    names = " ".join(c.name for c in CASES)
+    for needle in ("over 1 MiB", "named like a node id"):
+        assert needle in names, needle
+
+
 # --- helpers ---------------------------------------------------------------------------------------
 
 def _after(what: str, slots: dict) -> None:
@@ -379,6 +395,13 @@ def _setup(what: str, user: Path) -> None:
                                  "index": [str(user / "idx" / "click"), "click"]}), user / "q" / "absolute.parquet")
     elif what == "link":
         (user / "indexes" / "outside").symlink_to(user / "idx" / "click", target_is_directory=True)
+    elif what == "big-repo":
+        (user / "repos" / "big").mkdir(parents=True)
+        (user / "repos" / "big" / "big.py").write_bytes(b"#" * ((1 << 20) + 1))
+    elif what == "colon-repo":
+        (user / "repos" / "colon").mkdir(parents=True)
+        (user / "repos" / "colon" / "x.py").write_text("class C:\n    def py(self):\n        return 1\n")
+        (user / "repos" / "colon" / "x.py::C.py").write_text("def g():\n    return 2\n")
 
 
 def _run(case: Case, argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
