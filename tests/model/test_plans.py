@@ -6,8 +6,8 @@ import pytest
 
 from codenib.errors import BadInputError
 from codenib.model.parts import fuse
-from codenib.model.pipelines import RetrieveRerankPipeline
-from codenib.model.planner import MODE_PLANS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner
+from tests.retrieval import Retrieval
+from codenib.model.planner import MODE_PLANS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner, plan_options
 from codenib.model.plans import PLAN_REGISTRY, RetrievalPathPlan, RetrievalPlan, plan_class
 from codenib.model.signals import query_signals
 
@@ -27,7 +27,7 @@ def test_needs_follow_the_plan():
     planner = RetrievalPlanner()
     needs = {}
     for mode in ("sparse", "dense", "hybrid", "graph"):
-        plan, _ = planner.plan(query_signals("who calls run_engine?"), "balanced", PlannerCapabilities(), mode)
+        plan, _ = planner.plan(query_signals("who calls run_engine?"), plan_options("balanced", mode), PlannerCapabilities())
         needs[plan.plan] = plan_class(plan.plan).needs(plan)
     assert needs == {"fast_lexical": {"sparse", "symbols"}, "semantic": {"dense"},
                      "hybrid_fusion": {"sparse", "dense", "symbols"},
@@ -37,11 +37,11 @@ def test_needs_follow_the_plan():
 
 
 def test_planned_queries_are_data_and_execute_like_run(fixture_index):
-    pipe = RetrieveRerankPipeline(fixture_index)
+    pipe = Retrieval(fixture_index)
     queries = ["who calls Engine.prepare?", "Turn the given text into a lowercase slug.", " "]
     plans = pickle.loads(pickle.dumps(pipe.plan(queries)))  # what Ray ships to the actors
     assert [p.error for p in plans] == [None, None, "empty query text"]
-    a, b = pipe.execute(queries, plans, 10), pipe.run(queries, 10)
+    a, b = pipe.session.executor().execute(queries, plans, 10), pipe.run(queries, 10)
     assert [(r.plan, r.candidates, r.trace, r.error) for r in a] == [(r.plan, r.candidates, r.trace, r.error)
                                                                        for r in b]
     # Executing a plan twice does not leak assembly details into the planned trace.
@@ -53,7 +53,7 @@ class _FirstFile(RetrievalPlan):
 
     name = "first_file"
 
-    def parametrize(self, s, preset, planner):
+    def parametrize(self, s, preset, hybrid_weights):
         return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0)
 
     def needs(self, plan):
@@ -72,8 +72,8 @@ class _ToyPlanner(RetrievalPlanner):
 
 def test_a_new_plan_is_one_class_and_a_choice(fixture_index, monkeypatch):
     monkeypatch.setitem(PLAN_REGISTRY, "first_file", _FirstFile())
-    pipe = RetrieveRerankPipeline(fixture_index, planner=_ToyPlanner())
+    pipe = Retrieval(fixture_index, planner=_ToyPlanner())
     result = pipe.search("slugify text", k=5)
-    assert result.plan == pipe.last_selected_plan == "first_file"
+    assert result.plan == "first_file"
     assert result.candidates and len({c.file for c in result.candidates}) == 1
-    assert pipe.last_planner_trace["reasons"] == ["toy"]
+    assert result.trace["reasons"] == ["toy"]
