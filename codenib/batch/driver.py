@@ -72,7 +72,7 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
         job = Job(run_id, fingerprint, metadata, shards, scan.count,
                   start_actors=partial(_start_actors, options, shard_opts, planned, cache),
                   failed_rows=lambda shard, error: failed_shard(shard, shard_opts, error),
-                  dashboard=options.dashboard, choice_rows=options.mode == "all",
+                  dashboard=options.dashboard, choice_rows=bool(run_modes(options.mode)[1]),
                   run_local=partial(_local_runner, options, shard_opts, cache) if local else None,
                   local_reason=local or "", storage=storage,
                   stream=partial(stream_shards, scan, layout, shards, plan=plan, broken=broken))
@@ -371,6 +371,6 @@ def _public_llm(llm: dict | None) -> dict | None:
     from the environment)."""
     if not llm:
         return None
-    from codenib.ops.llm_client import LLMConfig
+    from codenib.engines.llm_client import LLMConfig
 
     return LLMConfig.from_dict(llm).to_dict()

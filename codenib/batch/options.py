@@ -108,7 +108,7 @@ class RunOptions(JobOptions):
         if self.rerank == "llm" and not self.llm:
             raise BadInputError("--rerank llm needs an LLM configuration", fix="pass --llm-config FILE (endpoint, model)")
         if self.llm:
-            from codenib.ops.llm_client import LLMConfig
+            from codenib.engines.llm_client import LLMConfig
 
             LLMConfig.from_dict(self.llm)
         if self.localise_weights:
@@ -185,7 +185,7 @@ class RerankOptions(JobOptions):
         if self.reranker == "llm":
             if not self.llm:
                 raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
-            from codenib.ops.llm_client import LLMConfig
+            from codenib.engines.llm_client import LLMConfig
 
             LLMConfig.from_dict(self.llm)
         from codenib.storage import is_uri

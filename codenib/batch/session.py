@@ -30,10 +30,11 @@ def llm_reranker(config: dict | None):
     """
     if not config:
         return None
+    from codenib.engines.llm_client import LLMConfig
+    from codenib.engines.llm_connect import connect
     from codenib.ops.llm import LLMReranker
-    from codenib.ops.llm_client import LLMConfig
 
-    return LLMReranker(LLMConfig.from_dict(dict(config)))
+    return LLMReranker(LLMConfig.from_dict(dict(config)), connect)
 
 
 def localise_weights(values: tuple[tuple[str, float], ...] | None) -> LocaliseWeights:

@@ -105,9 +105,9 @@ class PlanExecutor:
     on actors) and, for bug reports, the localisation weights (`LocaliseWeights`, loaded at
     the edge). Plans come from the planner (`codenib.model.planner`), with the queries."""
 
-    def __init__(self, index: LoadedIndex, engines: Engines | None = None, localise_weights=None):
+    def __init__(self, index: LoadedIndex, engines: Engines, localise_weights):
         self.index = index
-        self.engines = engines or LocalEngines(index)
+        self.engines = engines
         self.ctx = RetrieveContext(index)
         # A resource, not a strategy: an index without vectors has no dense branch to call.
         self.dense = index.capabilities().dense
