@@ -77,3 +77,31 @@ def test_a_new_plan_is_one_class_and_a_choice(fixture_index, monkeypatch):
     assert result.plan == "first_file"
     assert result.candidates and len({c.file for c in result.candidates}) == 1
     assert result.trace["reasons"] == ["toy"]
+
+
+def test_the_plan_carries_what_the_executor_runs(fixture_index):
+    # A long report planned: its searches, its fusion runs and weights and its parsed report
+    # are in the plan (the executor decides none of them), and stay out of the trace.
+    report = ("Store loses items after upgrade\n\n" + "We see this in production every night. " * 30
+              + '\nTraceback (most recent call last):\n  File "/venv/site-packages/pkg/util.py", line 14, in put\n'
+              "TypeError: bad item\n")
+    pipe = Retrieval(fixture_index, retrieval_mode="hybrid")
+    [planned] = pipe.plan([report])
+    plan = planned.plan
+    assert [s.name for s in plan.sparse_searches] == ["sparse"] and plan.dense_search.depth == 400
+    assert [name for name, _ in plan.fusion] == ["sparse", "dense", "file_prior", "symbols"]
+    assert not set(plan.to_dict()) & set(plan.EXECUTION)
+    # The executor runs what the plan says: a plan fusing the BM25 run alone ranks as BM25.
+    import dataclasses
+
+    only_sparse = dataclasses.replace(planned, plan=dataclasses.replace(plan, fusion=(("sparse", 1.0),)))
+    [res] = pipe.session.executor().execute([report], [only_sparse], 10)
+    assert res.trace["detail"]["fusion_weights"] == [1.0]
+    from codenib.ops.filter import demote_tests
+
+    bm25 = fuse([pipe.session.executor()._branches([0], {0: plan}, {0: 100}, {}, {0: 0.0})[0][0]])
+    assert plan.prefer_library
+    assert [c.node_id for c in res.candidates] == [c.node_id for c in demote_tests(bm25)[:10]]
+    auto = Retrieval(fixture_index).plan([report])[0].plan
+    assert auto.plan == "bug_localisation" and auto.report is not None
+    assert [s.name for s in auto.sparse_searches] == ["bm25", "title", "prose"] and auto.dense_search is None
