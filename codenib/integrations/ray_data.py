@@ -74,14 +74,15 @@ class CodeNibRetrieve:
         self._path = str(path)
         self._options = options
         self._plan_options = options.plan_options()
+        weights = options.weights()
         # Verified once here (checksums), as the driver of `codenib run` verifies before its actors load.
         self._session = RetrievalSession.load(self._path, verify=True, device=device, llm=options.llm,
-                                              weights=options.weights())
+                                              weights=weights)
         self._session.check()
         self._caps = {self._path: self._session.capabilities}
         self._symbols = {self._path: self._session.symbols} if planner_chooses(mode) else {}
         self._shard_opts = ShardOptions(budget, mode, k, rerank, run_tag or f"codenib-{mode}-{budget}",
-                                        llm_configured=bool(llm), localise_weights=options.weights())
+                                        llm_configured=bool(llm), localise_weights=weights)
 
     def __repr__(self) -> str:
         o = self._options
