@@ -8,7 +8,8 @@ Used for "no behaviour change" refactors (issue 26): capture before, capture aft
 What is compared, per command:
 - results (part-*.parquet): every column of every row (qid, rank, node_id, file, score,
   plan, index, run_tag), rows sorted by (qid, plan, rank); the canonical table must be equal
-  and is hashed (Arrow IPC bytes);
+  and is hashed (Arrow IPC bytes of the rows; the schema's key-value metadata, which holds
+  the run's id and time, is left out);
 - plans.parquet: every column but `latency_ms` (wall time), rows sorted by (qid, mode,
   plan); the `trace` JSON compared as text;
 - `codenib query --json`: the whole output but `latency_ms`.
@@ -121,6 +122,8 @@ def plans_table(folder: Path) -> pa.Table:
 
 
 def digest(table: pa.Table) -> str:
+    # The rows only: the schema's key-value metadata holds the run's id and time.
+    table = table.replace_schema_metadata(None)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table.combine_chunks())
@@ -137,6 +140,10 @@ def compare(a: Path, b: Path) -> int:
     bad = 0
     for folder in sorted(p for p in a.iterdir() if p.is_dir()):
         other = b / folder.name
+        if not (other / "plans.parquet").is_file():
+            print(f"MISSING   {folder.name:22s} (not in {b})")
+            bad += 1
+            continue
         for what, read in (("results", results_table), ("plans", plans_table)):
             ta, tb = read(folder), read(other)
             same = ta.equals(tb)
@@ -151,6 +158,10 @@ def compare(a: Path, b: Path) -> int:
                         print(f"          column {col}: first difference at row {i}: "
                               f"{str(xa[i] if i < len(xa) else None)[:300]!r} vs {str(xb[i] if i < len(xb) else None)[:300]!r}")
     for path in sorted(a.glob("q-*.json")):
+        if not (b / path.name).is_file():
+            print(f"MISSING   {path.name:22s} (not in {b})")
+            bad += 1
+            continue
         same = query_json(path) == query_json(b / path.name)
         bad += not same
         print(f"{'same' if same else 'DIFFERENT':9s} {path.name:22s} query --json")
