@@ -70,13 +70,15 @@ def run_codenib(index: str, queries: Path, out: Path, k: int) -> tuple[float, pa
     return secs, read_results(out)
 
 
-def run_ray_data(index: str, queries: Path, k: int, concurrency: int, batch_size: int) -> tuple[float, pa.Table]:
+def run_ray_data(index: str, queries: Path, k: int, concurrency: int, batch_size: int,
+                 blocks: int) -> tuple[float, pa.Table]:
     import ray.data
 
     from codenib.integrations.ray_data import CodeNibRetrieve
 
     t0 = time.perf_counter()
-    ds = ray.data.read_parquet(str(queries)).map_batches(
+    # A one-file query set is one block, which one actor would take whole: split it.
+    ds = ray.data.read_parquet(str(queries), override_num_blocks=blocks).map_batches(
         CodeNibRetrieve, fn_constructor_kwargs={"index": index, "k": k, "run_tag": "bench"},
         concurrency=concurrency, batch_size=batch_size, batch_format="pyarrow", num_cpus=0.5)
     table = pa.concat_tables([pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
@@ -96,6 +98,8 @@ def main() -> int:
     ap.add_argument("-k", type=int, default=10)
     ap.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, help="adapter actors")
     ap.add_argument("--batch-size", type=int, default=256, help="rows per map_batches batch")
+    ap.add_argument("--blocks", type=int, default=0,
+                    help="blocks the query set is read into (default: 4 per actor; 1: as Ray reads one file)")
     args = ap.parse_args()
 
     import ray
@@ -109,7 +113,8 @@ def main() -> int:
         try:
             ray.data.DataContext.get_current().enable_progress_bars = False
             run_s, run_rows = run_codenib(index, queries, tmp / "run", args.k)
-            rd_s, rd_rows = run_ray_data(index, queries, args.k, args.concurrency, args.batch_size)
+            blocks = args.blocks or 4 * args.concurrency
+            rd_s, rd_rows = run_ray_data(index, queries, args.k, args.concurrency, args.batch_size, blocks)
         finally:
             ray.shutdown()
     same = rows_key(run_rows) == rows_key(rd_rows)
@@ -117,7 +122,7 @@ def main() -> int:
     print(f"queries {args.queries}, k {args.k}, index {'given' if args.index else 'codenib --no-dense'}")
     print(f"codenib run : {run_s:7.1f} s  {run_qps:8.1f} queries/s  ({run_rows.num_rows} rows)")
     print(f"ray data    : {rd_s:7.1f} s  {rd_qps:8.1f} queries/s  ({rd_rows.num_rows} rows; concurrency "
-          f"{args.concurrency}, batch {args.batch_size})")
+          f"{args.concurrency}, batch {args.batch_size}, blocks {args.blocks or 4 * args.concurrency})")
     print(f"ratio (ray data / codenib run): {rd_qps / run_qps:.2f}x   same rows: {same}")
     return 0 if same else 1
 
