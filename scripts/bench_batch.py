@@ -51,25 +51,23 @@ def make_queries(source: Path, n: int, out: Path) -> Path:
 
 
 def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> float:
-    from codenib.batch.driver import plan_rows
     from codenib.batch.queries import read_query_set
+    from codenib.batch.session import RetrievalSession
     from codenib.batch.worker import ShardOptions, process_shard
-    from codenib.index.loaded import load_index
-    from codenib.model.pipelines import LocalEngines
+    from codenib.model.planner import plan_options, plan_rows
 
     from codenib.engines import embed
 
     embed._MODEL_CACHE.clear()  # both sides pay for loading the model, as the actors do
     t0 = time.perf_counter()
-    index = load_index(index_dir, device="cpu")
-    engines = LocalEngines(index)
+    session = RetrievalSession.load(index_dir, device="cpu")
     qs = read_query_set(queries, index=index_dir)
     opts = ShardOptions(mode=mode, run_tag="bench")
     n = 0
-    qs = dataclasses.replace(qs, rows=plan_rows(qs.rows, opts.budget, mode, None,
-                                                {r.index_path: index.capabilities() for r in qs.rows}))
+    qs = dataclasses.replace(qs, rows=plan_rows(qs.rows, plan_options(opts.budget, mode),
+                                                {r.index_path: session.capabilities for r in qs.rows}))
     for shard in qs.shards(shard_size):
-        results, plans = process_shard(shard, index, engines, opts)
+        results, plans = process_shard(shard, session, opts)
         n += plans.num_rows
     return n / (time.perf_counter() - t0)
 

@@ -139,7 +139,8 @@ def quality(args, backends: list[str]) -> None:
     from codenib.compiler.build import BuildOptions, build_index
     from codenib.engines import embed
     from codenib.index.loaded import load_index
-    from codenib.model.pipelines import RetrieveRerankPipeline
+    from codenib.batch.session import RetrievalSession
+    from codenib.model.planner import plan_options
 
     kinds = ("semantic", "lexical", "structural")
     modes = ("dense", "auto")
@@ -165,8 +166,8 @@ def quality(args, backends: list[str]) -> None:
                 dense_secs = summary.seconds.get("dense", float("nan"))
             index = load_index(out)
             for mode in modes:
-                pipe = RetrieveRerankPipeline(index, retrieval_mode=mode, budget="balanced")
-                results = pipe.run([q["query"] for q in queries], k=10)
+                session = RetrievalSession.of(index)
+                results = session.run([q["query"] for q in queries], plan_options("balanced", mode), k=10)
                 ranked = [[c.node_id for c in r.candidates[:10]] for r in results]
                 key = f"{mode}"
                 if backend == "torch":
@@ -184,18 +185,17 @@ def quality(args, backends: list[str]) -> None:
 
 LOOP = """
 import dataclasses, sys
-from codenib.batch.driver import plan_rows
 from codenib.batch.queries import read_query_set
+from codenib.batch.session import RetrievalSession
 from codenib.batch.worker import ShardOptions, process_shard
-from codenib.index.loaded import load_index
-from codenib.model.pipelines import LocalEngines
+from codenib.model.planner import plan_options, plan_rows
 path, queries = sys.argv[1], sys.argv[2]
-index = load_index(path, device="cpu")
+session = RetrievalSession.load(path, device="cpu")
 qs = read_query_set(queries, index=path)
-qs = dataclasses.replace(qs, rows=plan_rows(qs.rows, "balanced", "all", None,
-                                            {r.index_path: index.capabilities() for r in qs.rows}))
+qs = dataclasses.replace(qs, rows=plan_rows(qs.rows, plan_options("balanced", "all"),
+                                            {r.index_path: session.capabilities for r in qs.rows}))
 for shard in qs.shards(256):
-    process_shard(shard, index, LocalEngines(index), ShardOptions(mode="all"))
+    process_shard(shard, session, ShardOptions(mode="all"))
 """
 
 

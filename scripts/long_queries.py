@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 
 from codenib.eval.metrics import evaluate, mean_of, to_file_qrels, to_file_run
 from codenib.index.loaded import load_index
-from codenib.model.pipelines import RetrieveRerankPipeline
+from codenib.batch.session import RetrievalSession
+from codenib.model.planner import plan_options
 
 FILLER = (
     "We upgraded last week and since then our nightly pipeline fails on some inputs but not on others. "
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{pkg}: {len(reports)} reports, {words:.0f} words on average", file=sys.stderr)
         qids = list(reports)
         for mode in ("sparse", "dense", "hybrid", "auto"):
-            results = RetrieveRerankPipeline(index, retrieval_mode=mode).run([reports[q] for q in qids], k=100)
+            results = RetrievalSession.of(index).run([reports[q] for q in qids], plan_options("balanced", mode), k=100)
             run = {q: [c.node_id for c in r.candidates] for q, r in zip(qids, results)}
             node = mean_of(evaluate(run, qrels, ["RR@10", "R@10"]))
             file = mean_of(evaluate(to_file_run(run), to_file_qrels(qrels), ["RR@10", "R@10"]))

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 
 from codenib.compiler.build import BuildOptions, build_index
 from codenib.index.loaded import load_index
-from codenib.model.pipelines import RetrieveRerankPipeline
+from codenib.batch.session import RetrievalSession
+from codenib.model.planner import plan_options
 
 MODES = ("sparse", "dense", "hybrid", "graph", "auto")
 KINDS = ("semantic", "lexical", "structural")
@@ -61,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
             if r["relevance"] > 0:
                 gold.setdefault(r["qid"], set()).add(r["node_id"])
         for mode in args.modes:
-            pipe = RetrieveRerankPipeline(index, retrieval_mode=mode, budget=args.budget, rerank=args.rerank)
+            session = RetrievalSession.of(index)
             t0 = time.perf_counter()
-            results = pipe.run([q["query"] for q in queries], k=100)
+            results = session.run([q["query"] for q in queries], plan_options(args.budget, mode, args.rerank), k=100)
             secs = time.perf_counter() - t0
             per_kind: dict[str, list[tuple[float, float]]] = {k: [] for k in KINDS}
             plans: dict[str, int] = {}

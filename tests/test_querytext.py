@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from codenib.model.pipelines import RetrieveRerankPipeline
+from tests.retrieval import Retrieval
 from codenib.model.planner import BUDGETS, MODES, RERANKERS
 from codenib.querytext import MAX_QUERY_CHARS, clean_query_text
 from tests.ops.llm_server import FakeChatServer
@@ -73,12 +73,11 @@ def chat_server():
 @pytest.fixture(scope="module")
 def pipelines(fixture_index, chat_server):
     """One pipeline per mode x budget for each reranker, over the real fixture index."""
-    from codenib.ops.llm import LLMReranker
-    from codenib.ops.llm_client import LLMConfig
+    from codenib.batch.session import llm_reranker
 
-    llm = LLMReranker(LLMConfig(chat_server.endpoint, "test-model", timeout_s=10.0, retries=0))
-    return {(mode, budget, rerank): RetrieveRerankPipeline(fixture_index, retrieval_mode=mode, budget=budget,
-                                                           rerank=rerank, llm=llm if rerank == "llm" else None)
+    llm = llm_reranker({"endpoint": chat_server.endpoint, "model": "test-model", "timeout_s": 10.0, "retries": 0})
+    return {(mode, budget, rerank): Retrieval(fixture_index, retrieval_mode=mode, budget=budget,
+                                              rerank=rerank, llm=llm if rerank == "llm" else None)
             for mode in MODES for budget in BUDGETS for rerank in RERANKERS}
 
 

@@ -78,12 +78,9 @@ class RerankActor:
         self.reranker, self.top_n = reranker, top_n
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
                                  max_indexes, copies)
-        self.llm = None
-        if llm_config:
-            from codenib.ops.llm import LLMReranker
-            from codenib.ops.llm_client import LLMConfig
+        from codenib.batch.session import llm_reranker
 
-            self.llm = LLMReranker(LLMConfig.from_dict(llm_config))
+        self.llm = llm_reranker(llm_config)
 
     def rerank_embedding(self, index_path: str, index_sha: str, cand_lists, queries, top_n: int):
         from codenib.model.pipelines import rerank_context
@@ -143,13 +140,16 @@ class GraphActor:
         Names, not handles: Ray cannot restart an actor whose constructor arguments hold
         handles (it logs an error for each), and a name finds a restarted actor too.
         """
-        from codenib.index.loaded import load_index
+        from codenib.batch.session import RetrievalSession
 
         self.engine_names = engine_names
         self._handles: tuple | None = None
         self.options = options
-        self.cache = IndexCache(lambda p: load_index(p, sparse=False, dense=False, verify=False), max_indexes, copies,
-                                max_bytes, ("nodes.parquet", "edges.parquet"))
+        # Sessions over nodes and graph; their engine calls go to the engine actors.
+        self.cache = IndexCache(lambda p: RetrievalSession.load(p, sparse=False, dense=False, verify=False,
+                                                                llm_configured=options.llm_configured,
+                                                                weights=options.localise_weights),
+                                max_indexes, copies, max_bytes, ("nodes.parquet", "edges.parquet"))
 
     def cache_stats(self) -> dict[str, int]:
         return cache_stats(self.cache)
@@ -163,11 +163,11 @@ class GraphActor:
             return failed_shard(shard, self.options, "index not found")
         # A load failure raises: the driver retries the shard, and records it as failed
         # (retried on resume) if it keeps failing.
-        index = self.cache.get(shard.index_path, shard.index_sha)
+        session = self.cache.get(shard.index_path, shard.index_sha)
         if self._handles is None:
             self._handles = tuple(ray.get_actor(n) if n else None for n in self.engine_names)
         engines = ActorEngines(shard.index_path, shard.index_sha, *self._handles)
-        return process_shard(shard, index, engines, self.options)
+        return process_shard(shard, session.with_engines(engines), self.options)
 
 
 def warm_up(load) -> str | None:

@@ -18,9 +18,9 @@ from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_
 from codenib.batch.options import RunOptions
 from codenib.batch.queries import QueryRow, Shard
 from codenib.batch.scan import QueryScan, ShardInfo, ShardLayout, scan_query_set
-from codenib.batch.worker import ALL_MODES, ShardOptions, failed_shard
+from codenib.batch.worker import ShardOptions, failed_shard
 from codenib.index.remote import IndexCacheDir, local_index
-from codenib.model.planner import RetrievalPlanner
+from codenib.model.planner import check_capabilities, plan_rows, planner_chooses, run_modes
 from codenib.model.plans import plan_class
 from codenib.storage import StorageConfig, StorageError, is_uri
 
@@ -49,12 +49,11 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
         broken, indexes = _check_indexes(scan, options, log, cache)
         caps = {path: meta["capabilities"] for path, meta in indexes.items()}
         wanted = {folder for _, mode, folder in scan.combos
-                  if folder in indexes and (mode or options.mode) in ("auto", "all")}
+                  if folder in indexes and planner_chooses(mode or options.mode)}
         symbols = _symbol_tables_of(wanted, indexes)
-        _check_plannable(scan, options, caps)
-        plan = partial(plan_rows, budget=options.budget, mode=options.mode, rerank=options.rerank,
-                       capabilities=caps, symbols=symbols)
-        planned = _engines_needed_streamed(scan, caps, plan, broken)
+        _check_plannable(scan, caps)
+        plan = partial(plan_rows, options=options.plan_options(), capabilities=caps, symbols=symbols)
+        planned = _engines_needed_streamed(scan, caps, plan, broken, options.mode)
         layout = scan.layout(options.shard_size)
         shards = tuple(dataclasses.replace(s, index_sha=indexes.get(s.index_path, {}).get("manifest_sha256", ""))
                        for s in layout.shards)
@@ -73,7 +72,7 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
         job = Job(run_id, fingerprint, metadata, shards, scan.count,
                   start_actors=partial(_start_actors, options, shard_opts, planned, cache),
                   failed_rows=lambda shard, error: failed_shard(shard, shard_opts, error),
-                  dashboard=options.dashboard, choice_rows=options.mode == "all",
+                  dashboard=options.dashboard, choice_rows=bool(run_modes(options.mode)[1]),
                   run_local=partial(_local_runner, options, shard_opts, cache) if local else None,
                   local_reason=local or "", storage=storage,
                   stream=partial(stream_shards, scan, layout, shards, plan=plan, broken=broken))
@@ -119,19 +118,16 @@ def stream_shards(scan: QueryScan, layout: ShardLayout, infos: Sequence[ShardInf
                     yield Shard(shard_id, info.index, info.index_path, tuple(bucket), info.index_sha)
 
 
-def _check_plannable(scan: QueryScan, options: RunOptions, caps: dict[str, Any]) -> None:
-    """Options no query can run with fail before any work (as planning every row would):
-    the planner's check of each (budget, mode, index) that some row asks for, in input order."""
-    planner = RetrievalPlanner()
-    for budget, mode, folder in scan.combos:
-        if folder not in caps:
-            continue
-        row_mode = mode or options.mode
-        for m in ALL_MODES + ("auto",) if row_mode == "all" else (row_mode,):
-            planner.check(budget or options.budget, m, options.rerank, caps[folder])
+def _check_plannable(scan: QueryScan, caps: dict[str, Any]) -> None:
+    """An index no query can run on fails before any work (as planning its rows would), in
+    input order. (The options and each row's budget and mode were checked as they were read.)"""
+    for _, _, folder in scan.combos:
+        if folder in caps:
+            check_capabilities(caps[folder])
 
 
-def _engines_needed_streamed(scan: QueryScan, caps: dict[str, Any], plan, broken: dict[str, str]) -> Counter:
+def _engines_needed_streamed(scan: QueryScan, caps: dict[str, Any], plan, broken: dict[str, str],
+                             mode: str) -> Counter:
     """Which engines the plans use (`_engines_needed`), known before the job starts: none
     beyond sparse and graph when no index has dense vectors or a reranker (no plan can use
     them); otherwise the set is planned once ahead, stopping once dense and rerank are seen."""
@@ -140,7 +136,7 @@ def _engines_needed_streamed(scan: QueryScan, caps: dict[str, Any], plan, broken
     out: Counter = Counter()
     for batch in scan.batches():
         rows = [r for r in batch if r.index_path not in broken]
-        out.update(_engines_needed(plan(rows)))
+        out.update(_engines_needed(plan(rows), mode))
         if out["dense"] and out["rerank"]:
             break
     return out
@@ -174,24 +170,18 @@ def index_cache_dir(options: RunOptions, storage: StorageConfig) -> IndexCacheDi
 def _local_runner(options: RunOptions, shard_opts: ShardOptions, cache: IndexCacheDir):
     """The shard function of the in-process path: indexes loaded once (checksums were
     verified by the driver), engines in this process, as the Ray actors would run them."""
+    from codenib.batch.session import RetrievalSession, llm_reranker
     from codenib.batch.worker import IndexCache, process_shard
-    from codenib.index.loaded import load_index
-    from codenib.model.pipelines import LocalEngines
 
-    cache = IndexCache(lambda p: load_index(p, verify=False, device=options.device), options.max_indexes,
+    llm = llm_reranker(options.llm)
+    cache = IndexCache(lambda p: RetrievalSession.load(p, verify=False, device=options.device, reranker=llm,
+                                                       weights=shard_opts.localise_weights), options.max_indexes,
                        copies=cache, max_bytes=options.actor_memory)
-    llm = None
-    if options.llm:
-        from codenib.ops.llm import LLMReranker
-        from codenib.ops.llm_client import LLMConfig
-
-        llm = LLMReranker(LLMConfig.from_dict(options.llm))
 
     def run(shard: Shard):
         if not shard.index_path or all(r.error for r in shard.rows):   # an unusable index is not loaded
             return failed_shard(shard, shard_opts, "index not found")
-        index = cache.get(shard.index_path, shard.index_sha)
-        return process_shard(shard, index, LocalEngines(index, llm), shard_opts, llm)
+        return process_shard(shard, cache.get(shard.index_path, shard.index_sha), shard_opts)
 
     return run
 
@@ -308,36 +298,9 @@ def _placed(graphs: list, custom: dict[str, float], share: float, log: Logger) -
 
 # --- fingerprint and metadata ------------------------------------------------------------------
 
-def plan_rows(rows: Sequence[QueryRow], budget: str, mode: str, rerank: str | None,
-              capabilities: dict[str, Any], symbols: dict[str, Any] | None = None) -> tuple[QueryRow, ...]:
-    """Plan every query once, here: each row carries its plans (one per mode it runs; for
-    `--mode all` every fixed mode plus the planner's own choice) to the actors as data.
-    Rows with an error or an unusable index stay unplanned. `symbols` maps an index path to
-    its symbol table, which grounds the planner's targets.
-
-    Raises:
-        BadInputError: options no query can run with (an index without sparse or dense).
-    """
-    planner = RetrievalPlanner()
-    out = []
-    for row in rows:
-        caps = capabilities.get(row.index_path)
-        if row.error or caps is None:
-            out.append(row)
-            continue
-        row_mode = row.mode or mode
-        plans = []
-        for m in ALL_MODES + ("auto",) if row_mode == "all" else (row_mode,):
-            planner.check(row.budget or budget, m, rerank, caps)
-            plans.append(planner.plan_query(row.query, row.budget or budget, caps, m, rerank,
-                                            (symbols or {}).get(row.index_path)))
-        out.append(dataclasses.replace(row, plans=tuple(plans)))
-    return tuple(out)
-
-
 def _symbol_tables(rows: Sequence[QueryRow], mode: str, indexes: dict[str, Any]) -> dict[str, Any]:
     """The symbol table of every usable index that some row lets the planner choose for."""
-    return _symbol_tables_of({r.index_path for r in rows if r.index_path in indexes and (r.mode or mode) in ("auto", "all")},
+    return _symbol_tables_of({r.index_path for r in rows if r.index_path in indexes and planner_chooses(r.mode or mode)},
                              indexes)
 
 
@@ -347,13 +310,13 @@ def _symbol_tables_of(wanted: set[str], indexes: dict[str, Any]) -> dict[str, An
     return {path: load_symbols(indexes[path].get("local", path)) for path in sorted(wanted)}
 
 
-def _engines_needed(rows: Sequence[QueryRow]) -> Counter:
+def _engines_needed(rows: Sequence[QueryRow], mode: str) -> Counter:
     """Plans executed per plan name, and how many need the dense branch or a reranker, so
-    actors are started only for engines that some query's plan uses."""
+    actors are started only for engines that some query's plan uses (`mode`: the job's)."""
     out: Counter = Counter()
     for row in rows:
-        # Under `--mode all` the planner's own choice is recorded, not run.
-        run = [p for p in row.plans if p.plan is not None and not (p.mode == "auto" and len(row.plans) > 1)]
+        executed = run_modes(row.mode or mode)[0]   # a recorded-only plan runs nothing
+        run = [p for p in row.plans if p.plan is not None and p.mode in executed]
         for p in run:
             out[p.plan.plan] += 1
             out["dense"] += "dense" in plan_class(p.plan.plan).needs(p.plan)
@@ -408,6 +371,6 @@ def _public_llm(llm: dict | None) -> dict | None:
     from the environment)."""
     if not llm:
         return None
-    from codenib.ops.llm_client import LLMConfig
+    from codenib.engines.llm_client import LLMConfig
 
     return LLMConfig.from_dict(llm).to_dict()

@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 
 from codenib.engines.backends import BACKENDS
 from codenib.errors import BadInputError
-from codenib.model.planner import BUDGETS, MODES
+from codenib.model.planner import BUDGETS, RUN_MODES, PlanOptions
 from codenib.model.planner import RERANKERS as PLAN_RERANKERS
 from codenib.options import DEVICES, option, required, validate_options
 
 #: `codenib run --mode`: a planner mode, or all: every fixed mode for every query.
-JOB_MODES = MODES + ("all",)
+JOB_MODES = RUN_MODES
 #: `codenib run --encoder`: a backend name (queries are always encoded by the index's backend).
 ENCODER_BACKENDS = tuple(BACKENDS)
 #: `codenib rerank --reranker`: the rerankers (the planner's "none" means no rerank).
@@ -108,13 +108,17 @@ class RunOptions(JobOptions):
         if self.rerank == "llm" and not self.llm:
             raise BadInputError("--rerank llm needs an LLM configuration", fix="pass --llm-config FILE (endpoint, model)")
         if self.llm:
-            from codenib.ops.llm_client import LLMConfig
+            from codenib.engines.llm_client import LLMConfig
 
             # The budget may pick the LLM for any query: a key it could not send is refused now,
             # before the output folder or Ray, not as a folder of error rows.
             LLMConfig.from_dict(self.llm).check_key_route()
         if self.localise_weights:
             self.weights()
+
+    def plan_options(self) -> PlanOptions:
+        """The planning options, typed (their names were checked by `validate`)."""
+        return PlanOptions(BUDGETS[self.budget], self.mode, self.rerank)
 
     def resources(self) -> dict[str, float]:
         """`actor_resources` parsed: {name: amount}.
@@ -140,7 +144,7 @@ class RunOptions(JobOptions):
         """The localisation weights file's values, checked (None: the packaged weights)."""
         if not self.localise_weights:
             return None
-        from codenib.model.localise import load_weights
+        from codenib.batch.weights import load_weights
 
         return tuple(sorted(load_weights(self.localise_weights).values.items()))
 
@@ -183,7 +187,7 @@ class RerankOptions(JobOptions):
         if self.reranker == "llm":
             if not self.llm:
                 raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
-            from codenib.ops.llm_client import LLMConfig
+            from codenib.engines.llm_client import LLMConfig
 
             LLMConfig.from_dict(self.llm).check_key_route()
         from codenib.storage import is_uri

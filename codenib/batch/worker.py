@@ -14,12 +14,9 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from codenib.batch.queries import QueryRow, Shard
-from codenib.model.pipelines import QueryResult, RetrieveRerankPipeline
-from codenib.model.planner import MODE_PLANS
+from codenib.model.pipelines import QueryResult
+from codenib.model.planner import MODE_PLANS, run_modes
 from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
-
-#: The fixed modes a `--mode all` run executes for every query.
-ALL_MODES = tuple(MODE_PLANS)
 
 
 @dataclass(frozen=True)
@@ -117,10 +114,11 @@ def cache_stats(cache: IndexCache) -> dict[str, int]:
             "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
-def process_shard(shard: Shard, index, engines, options: ShardOptions, llm=None) -> tuple[pa.Table, pa.Table]:
-    """Run a shard's queries; every query yields plan rows, failures included."""
-    live = [r for r in shard.rows if r.error is None] if index is not None else []
-    dead = [r for r in shard.rows if r.error is not None] if index is not None else list(shard.rows)
+def process_shard(shard: Shard, session, options: ShardOptions) -> tuple[pa.Table, pa.Table]:
+    """Run a shard's planned queries on a `RetrievalSession` (None: the index could not be
+    loaded); every query yields plan rows, failures included."""
+    live = [r for r in shard.rows if r.error is None] if session is not None else []
+    dead = [r for r in shard.rows if r.error is not None] if session is not None else list(shard.rows)
     results_cols = {name: [] for name in RESULTS_SCHEMA.names}
     plans_cols = {name: [] for name in PLANS_SCHEMA.names}
     for row in dead:
@@ -128,30 +126,27 @@ def process_shard(shard: Shard, index, engines, options: ShardOptions, llm=None)
     groups: dict[tuple[str, str], list[QueryRow]] = {}
     for row in live:
         groups.setdefault((row.budget or options.budget, row.mode or options.mode), []).append(row)
-    for (budget, mode), rows in sorted(groups.items()):
+    executor = session.executor() if session is not None else None
+    # Grouped as planned (budget, mode): each group is one batch of engine calls.
+    for (_, mode), rows in sorted(groups.items()):
         texts = [r.query for r in rows]
-        pipe = _pipeline(index, engines, budget, options, llm)
-        if mode == "all":
-            by_mode = {m: pipe.execute(texts, [r.planned(m) for r in rows], options.k) for m in ALL_MODES}
-            for j, row in enumerate(rows):
-                written: set[str] = set()
-                for m in ALL_MODES:
-                    res = by_mode[m][j]
-                    # A mode that degraded to a plan already written (no dense vectors, a
-                    # budget without graph) would repeat that plan's ranking: rows are per plan.
-                    if res.plan in written:
-                        continue
-                    written.add(res.plan)
-                    _result_rows(results_cols, row, res, options)
-                    _plan_row(plans_cols, row, res, options, res.error, m)
-                auto = row.planned("auto")  # the planner's own choice, recorded, not run
-                _plan_row(plans_cols, row, None, options, None, "auto", plan=auto.plan.plan if auto.plan else "none",
-                          trace=auto.trace.to_dict() if auto.trace else {})
-        else:
-            results = pipe.execute(texts, [r.planned(mode) for r in rows], options.k)
-            for row, res in zip(rows, results):
+        executed, recorded = run_modes(mode)
+        by_mode = {m: executor.execute(texts, [r.planned(m) for r in rows], options.k) for m in executed}
+        for j, row in enumerate(rows):
+            written: set[str] = set()
+            for m in executed:
+                res = by_mode[m][j]
+                # A mode that degraded to a plan already written (no dense vectors, a
+                # budget without graph) would repeat that plan's ranking: rows are per plan.
+                if res.plan in written:
+                    continue
+                written.add(res.plan)
                 _result_rows(results_cols, row, res, options)
-                _plan_row(plans_cols, row, res, options, res.error, mode)
+                _plan_row(plans_cols, row, res, options, res.error, m)
+            for m in recorded:   # the planner's own choice under `all`: recorded, not run
+                p = row.planned(m)
+                _plan_row(plans_cols, row, None, options, None, m, plan=p.plan.plan if p.plan else "none",
+                          trace=p.trace.to_dict() if p.trace else {})
     return (pa.table(results_cols, schema=RESULTS_SCHEMA), pa.table(plans_cols, schema=PLANS_SCHEMA))
 
 
@@ -161,16 +156,6 @@ def failed_shard(shard: Shard, options: ShardOptions, error: str) -> tuple[pa.Ta
     for row in shard.rows:
         _plan_row(plans_cols, row, None, options, row.error or error, row.mode or options.mode)
     return RESULTS_SCHEMA.empty_table(), pa.table(plans_cols, schema=PLANS_SCHEMA)
-
-
-def _pipeline(index, engines, budget, options: ShardOptions, llm) -> RetrieveRerankPipeline:
-    weights = None
-    if options.localise_weights is not None:
-        from codenib.model.localise import LocaliseWeights
-
-        weights = LocaliseWeights(dict(options.localise_weights))
-    return RetrieveRerankPipeline(index, budget=budget, rerank=options.rerank, llm=llm, engines=engines,
-                                  llm_configured=options.llm_configured, localise_weights=weights)
 
 
 def _result_rows(cols: dict[str, list], row: QueryRow, res: QueryResult, options: ShardOptions) -> None:

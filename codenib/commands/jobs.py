@@ -94,7 +94,7 @@ def rerank_options(spec: JobSpec | None, overrides: dict[str, Any]):
 def read_llm_config(path: str | Path) -> dict[str, Any]:
     """The LLM reranker settings of a TOML/JSON file (its [llm] table or the whole file),
     checked here so that a bad setting names the file."""
-    from codenib.ops.llm_client import LLMConfig
+    from codenib.engines.llm_client import LLMConfig
 
     data = read_config_file(path, section="llm")
     try:

@@ -34,9 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codenib.batch.session import RetrievalSession
     from codenib.errors import QueryError
-    from codenib.index.loaded import check_encoder, load_index
-    from codenib.model.pipelines import RetrieveRerankPipeline
+    from codenib.index.loaded import check_encoder
+    from codenib.model.planner import BUDGETS, PlanOptions
     from codenib.querytext import clean_query_text
 
     if args.k < 1:
@@ -50,16 +51,17 @@ def run(args: argparse.Namespace) -> int:
         raise QueryError("the query text is empty", fix='pass a question, e.g. codenib query IDX "who calls main?"')
     weights = None
     if args.localise_weights:
-        from codenib.model.localise import load_weights
+        from codenib.batch.weights import load_weights
 
-        weights = load_weights(args.localise_weights)
-    llm = _llm(args.llm_config)   # a bad config fails before the index loads
-    index = load_index(args.index)
-    check_encoder(index.manifest, args.encoder, args.index)
-    pipe = RetrieveRerankPipeline(index, retrieval_mode=args.mode, budget=args.budget, rerank=args.rerank, llm=llm,
-                                  localise_weights=weights)
-    # Planned here, in-process, as the batch driver plans; the pipeline executes the plan.
-    result = pipe.execute([text], pipe.plan([text]), k=args.k)[0]
+        weights = tuple(sorted(load_weights(args.localise_weights).values.items()))
+    llm = _llm_config(args.llm_config)   # a bad config fails before the index loads
+    # The options argparse checked, typed once.
+    options = PlanOptions(BUDGETS[args.budget], args.mode, args.rerank)
+    session = RetrievalSession.load(args.index, llm=llm, weights=weights)
+    check_encoder(session.index.manifest, args.encoder, args.index)
+    session.check()
+    # Planned here, in-process, as the batch driver plans; the executor runs the plan.
+    result = session.search(text, options, k=args.k)
     if result.error:
         raise QueryError(result.error, fix="rephrase the query")
     if cleaned.changed:
@@ -117,16 +119,16 @@ def explain_lines(trace: dict) -> list[str]:
     return out
 
 
-def _llm(path: str | None):
+def _llm_config(path: str | None) -> dict | None:
+    """The [llm] settings of `--llm-config`, checked (BadInputError naming the file)."""
     if not path:
         return None
     from codenib.commands.jobs import read_llm_config
-    from codenib.ops.llm import LLMReranker
-    from codenib.ops.llm_client import LLMConfig
+    from codenib.engines.llm_client import LLMConfig
 
-    config = LLMConfig.from_dict(read_llm_config(path))
-    config.check_key_route()   # before the index loads
-    return LLMReranker(config)
+    config = read_llm_config(path)
+    LLMConfig.from_dict(config).check_key_route()   # before the index loads
+    return config
 
 
 COMMAND = Command("Answer one query against an index; print ranked nodes, the plan and its trace.",

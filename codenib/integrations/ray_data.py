@@ -56,10 +56,10 @@ class CodeNibRetrieve:
                  run_tag: str | None = None, device: str = "auto"):
         from codenib.artifact import read_manifest
         from codenib.batch.options import RunOptions
+        from codenib.batch.session import RetrievalSession
         from codenib.batch.worker import ShardOptions
-        from codenib.index.loaded import capabilities_of, check_encoder, load_index, load_symbols
-        from codenib.model.pipelines import LocalEngines
-        from codenib.model.planner import RetrievalPlanner
+        from codenib.index.loaded import check_encoder
+        from codenib.model.planner import planner_chooses
 
         path = Path(index)
         if not (path / "manifest.json").is_file():
@@ -69,25 +69,20 @@ class CodeNibRetrieve:
                              rerank=rerank, llm=dict(llm) if llm else None, localise_weights=localise_weights,
                              run_tag=run_tag, device=device, progress=False)
         options.validate()
-        manifest = read_manifest(path, verify=True)
-        check_encoder(manifest, None, path)
+        check_encoder(read_manifest(path, verify=False), None, path)
         self.index = str(index)
         self._path = str(path)
         self._options = options
-        self._caps = {self._path: capabilities_of(manifest, bool(llm))}
-        if mode != "all":
-            RetrievalPlanner().check(budget, mode, rerank, self._caps[self._path])
-        self._symbols = {self._path: load_symbols(path)} if mode in ("auto", "all") else {}
-        self._index = load_index(path, verify=False, device=device)
-        self._llm = None
-        if llm:
-            from codenib.ops.llm import LLMReranker
-            from codenib.ops.llm_client import LLMConfig
-
-            self._llm = LLMReranker(LLMConfig.from_dict(llm))
-        self._engines = LocalEngines(self._index, self._llm)
+        self._plan_options = options.plan_options()
+        weights = options.weights()
+        # Verified once here (checksums), as the driver of `codenib run` verifies before its actors load.
+        self._session = RetrievalSession.load(self._path, verify=True, device=device, llm=options.llm,
+                                              weights=weights)
+        self._session.check()
+        self._caps = {self._path: self._session.capabilities}
+        self._symbols = {self._path: self._session.symbols} if planner_chooses(mode) else {}
         self._shard_opts = ShardOptions(budget, mode, k, rerank, run_tag or f"codenib-{mode}-{budget}",
-                                        llm_configured=bool(llm), localise_weights=options.weights())
+                                        llm_configured=bool(llm), localise_weights=weights)
 
     def __repr__(self) -> str:
         o = self._options
@@ -96,17 +91,15 @@ class CodeNibRetrieve:
     def __call__(self, batch: Any) -> pa.Table:
         """Result rows (RESULTS_SCHEMA) of the queries of `batch` (a pyarrow Table, a pandas
         DataFrame or a dict of columns: `qid`, `query`, optional `budget` and `mode`)."""
-        from codenib.batch.driver import plan_rows
         from codenib.batch.queries import Shard
         from codenib.batch.worker import process_shard
+        from codenib.model.planner import plan_rows
 
         rows = self._rows(_as_table(batch))
         if not rows:
             return RESULTS_SCHEMA.empty_table()
-        o = self._options
-        planned = plan_rows(rows, o.budget, o.mode, o.rerank, self._caps, self._symbols)
-        results, plans = process_shard(Shard(0, self.index, self._path, planned), self._index, self._engines,
-                                       self._shard_opts, self._llm)
+        planned = plan_rows(rows, self._plan_options, self._caps, self._symbols)
+        results, plans = process_shard(Shard(0, self.index, self._path, planned), self._session, self._shard_opts)
         errors = [(q, e) for q, e in zip(plans.column("qid").to_pylist(), plans.column("error").to_pylist()) if e]
         if errors:
             _log.warning("CodeNibRetrieve: %d of %d queries failed and have no rows (first: %s: %s)",
@@ -114,9 +107,8 @@ class CodeNibRetrieve:
         return results
 
     def _rows(self, table: pa.Table):
-        from codenib.batch.options import JOB_MODES
         from codenib.batch.queries import QueryRow, check_column_types
-        from codenib.model.planner import BUDGETS
+        from codenib.model.planner import BUDGETS, MODES
         from codenib.querytext import clean_query_text
 
         missing = [c for c in ("qid", "query") if c not in table.column_names]
@@ -133,7 +125,8 @@ class CodeNibRetrieve:
         for qid, query, budget, mode in zip(col("qid"), col("query"), col("budget"), col("mode")):
             if qid is None or str(qid) == "":
                 raise BadInputError("a row of the batch has an empty qid", path=BATCH, fix="give every row a qid")
-            for what, value, valid in (("budget", budget, tuple(BUDGETS)), ("mode", mode, JOB_MODES)):
+            # As `batch/scan.py` reads a query set: a row's mode is a planner mode, never `all`.
+            for what, value, valid in (("budget", budget, tuple(BUDGETS)), ("mode", mode, MODES)):
                 if value not in (None, "") and value not in valid:
                     raise BadInputError(f"query {qid}: invalid {what} {value!r}", path=BATCH,
                                         fix=f"use one of: {', '.join(valid)} (or leave it empty)")

@@ -4,18 +4,16 @@ Inputs arrive already computed (BM25 runs of the report and its parts, the dense
 mention priors, the code graph); `features` and `rank` only score. A node's
 score is its file's score plus its own features, each a weighted, named feature, so the trace
 shows every signal's contribution. The weights are data (`codenib/data/localise_weights.json`,
+read at the edge by `codenib.batch.weights`,
 fitted on the SWE-bench dev set by `scripts/swebench_dev.py --fit`, cross-validated by
 repository) and scoring is one matrix product: deterministic and cheap.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -65,43 +63,6 @@ class LocaliseWeights:
 
     def to_dict(self) -> dict[str, float]:
         return {f: float(self.values.get(f, 0.0)) for f in FEATURES}
-
-
-def load_weights(path: str) -> LocaliseWeights:
-    """Weights from a JSON file (`{"weights": {feature: value}}`, as `scripts/swebench_dev.py
-    --fit` writes). Raises BadInputError naming the file, the field and the fix."""
-    from codenib.errors import BadInputError
-
-    fix = 'write {"weights": {"f_bm25": 1.0, ...}} with feature names from codenib.model.localise.FEATURES'
-    try:
-        data = json.loads(open(path, encoding="utf-8").read())
-    except OSError as exc:
-        raise BadInputError(f"cannot read the localisation weights: {exc.strerror}", path=path,
-                            fix="pass an existing JSON file to --localise-weights") from exc
-    except ValueError as exc:
-        raise BadInputError(f"the localisation weights are not JSON: {exc}", path=path, fix=fix) from exc
-    values = data.get("weights") if isinstance(data, dict) else None
-    if not isinstance(values, dict):
-        raise BadInputError("no `weights` object in the localisation weights", path=path, fix=fix)
-    unknown = sorted(set(values) - set(FEATURES))
-    if unknown:
-        raise BadInputError(f"unknown feature(s) {', '.join(unknown)} in `weights`", path=path,
-                            fix=f"use only: {', '.join(FEATURES)}")
-    bad = sorted(k for k, v in values.items() if not isinstance(v, (int, float)) or isinstance(v, bool)
-                 or not math.isfinite(v))
-    if bad:
-        raise BadInputError(f"`weights.{bad[0]}` is not a finite number", path=path, fix=fix)
-    return LocaliseWeights({k: float(v) for k, v in values.items()})
-
-
-@lru_cache(maxsize=1)
-def default_weights() -> LocaliseWeights:
-    """The packaged fitted weights (hand-set ones when the file is absent); read once."""
-    try:
-        text = resources.files("codenib").joinpath("data/localise_weights.json").read_text()
-    except (FileNotFoundError, ModuleNotFoundError):
-        return LocaliseWeights()
-    return LocaliseWeights(json.loads(text)["weights"])
 
 
 @dataclass(frozen=True)

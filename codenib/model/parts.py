@@ -53,7 +53,7 @@ class PlanParts:
     def __init__(self, index: LoadedIndex, ctx: RetrieveContext | None = None, localise_weights=None):
         self.index = index
         self.ctx = ctx or RetrieveContext(index)
-        self.localise_weights = localise_weights   # `LocaliseWeights` of bug-report plans (None: packaged)
+        self.localise_weights = localise_weights   # `LocaliseWeights` of bug-report plans (read at the edge)
         self._file_rows: dict[str, int] | None = None
 
     def file_rows(self) -> dict[str, int]:

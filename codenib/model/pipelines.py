@@ -1,7 +1,8 @@
 """Named retrieval pipelines: they execute plans with one batched call per engine.
 
-`RetrieveRerankPipeline` executes planned queries (`execute`), planning them itself in
-`run`; each plan's assembly is its class in `codenib.model.plans`.
+`PlanExecutor` executes planned queries (`execute`): a plan (`RetrievalPathPlan`) says
+what to search, how deep, what to fuse and with which weights, so the executor decides
+nothing and knows no planner; each plan's assembly is its class in `codenib.model.plans`.
 `SparseSeededGraphRetrievePipeline` and `DenseGraphExpandRerankPipeline`, the two graph
 pipelines of the design, are compositions of the same parts (engines, graph walk, fusion).
 """
@@ -17,8 +18,8 @@ import numpy as np
 from codenib.errors import BadInputError, CodeNibError
 from codenib.index.loaded import LoadedIndex
 from codenib.model.parts import PlanInput, PlanParts, fuse
-from codenib.model.planner import BUDGETS, QueryPlan, RetrievalPlanner
-from codenib.model.plans import NAME_MATCH_RELATIONS, plan_class
+from codenib.model.plans import plan_class
+from codenib.model.planspec import QueryPlan
 from codenib.model.signals import QuerySignals
 from codenib.model.traversal import WalkSpec, ranked_walk
 from codenib.ops.expand import ExpandParams, expand_graph_neighbors
@@ -27,11 +28,6 @@ from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_r
 from codenib.ops.retrieve import Candidates, QueriedNode, RetrieveContext, to_queried_nodes
 from codenib.querytext import clean_query_text
 
-#: A long report's dense query keeps its opening words plus its code keywords: the encoder
-#: truncates at ~256 word pieces, and the opening (title, first sentences) carries the intent.
-DENSE_HEAD_WORDS = 96
-#: Dense candidates fetched for a long report, so the file prior has nodes to filter.
-LONG_QUERY_DENSE_K = 400
 #: BM25 hits scanned for name-matched callers of a structural query's target.
 MENTION_CANDIDATES = 200
 
@@ -104,46 +100,18 @@ class QueryResult:
     signals: dict[str, Any] = field(default_factory=dict)
 
 
-class RetrieveRerankPipeline:
-    """Planner-driven retrieval over one loaded index.
+class PlanExecutor:
+    """Executes planned queries over one index's resources: its engines (in this process or
+    on actors) and, for bug reports, the localisation weights (`LocaliseWeights`, loaded at
+    the edge). Plans come from the planner (`codenib.model.planner`), with the queries."""
 
-    Args:
-        retrieval_mode: auto (the planner decides per query) or sparse | dense | hybrid |
-            graph (a fixed plan, bypassing the planner's choice).
-        budget: fast | balanced | thorough.
-        rerank: None (the budget decides), none, embedding or llm.
-        llm: an `LLMReranker` (ops.llm) when LLM reranking is configured.
-        localise_weights: `LocaliseWeights` for bug reports (None: the packaged fitted ones).
-    """
-
-    def __init__(self, index: LoadedIndex, retrieval_mode: str = "auto", budget: str = "balanced",
-                 rerank: str | None = None, llm=None, planner: RetrievalPlanner | None = None,
-                 engines: Engines | None = None, llm_configured: bool | None = None, localise_weights=None):
+    def __init__(self, index: LoadedIndex, engines: Engines, localise_weights):
         self.index = index
-        self.mode = retrieval_mode
-        self.budget = budget
-        self.rerank = rerank
-        self.planner = planner or RetrievalPlanner()
-        self.engines = engines or LocalEngines(index, llm)
+        self.engines = engines
         self.ctx = RetrieveContext(index)
-        llm_on = llm is not None if llm_configured is None else llm_configured
-        self.capabilities = index.capabilities(llm_configured=llm_on)
-        self.last_selected_plan: str | None = None
-        self.last_planner_trace: dict[str, Any] | None = None
+        # A resource, not a strategy: an index without vectors has no dense branch to call.
+        self.dense = index.capabilities().dense
         self.parts = PlanParts(index, self.ctx, localise_weights)
-        # Validate mode/budget/rerank once, up front.
-        self.planner.check(budget, retrieval_mode, rerank, self.capabilities)
-
-    def plan(self, queries: Sequence[str]) -> list[QueryPlan]:
-        """Plan every query (its cleaned text, `codenib.querytext`) with this pipeline's mode,
-        budget, reranker and capabilities, grounded in the index's symbol table."""
-        texts = [clean_query_text(q).text for q in queries]
-        return self.planner.plan_queries(texts, self.budget, self.capabilities, self.mode, self.rerank,
-                                         self.index.symbols)
-
-    def run(self, queries: Sequence[str], k: int | None = None) -> list[QueryResult]:
-        """Plan and retrieve for a batch of queries; a failing query becomes an error result."""
-        return self.execute(queries, self.plan(queries), k)
 
     def execute(self, queries: Sequence[str], plans: Sequence[QueryPlan], k: int | None = None) -> list[QueryResult]:
         """Retrieve for a batch of planned queries (`plans[i]` is query i's plan, made by the
@@ -155,7 +123,6 @@ class RetrieveRerankPipeline:
         cleaned = [clean_query_text(q) for q in queries]
         queries = [c.text for c in cleaned]
         n = len(queries)
-        k_out = k or BUDGETS[self.budget].k
         signals: list[QuerySignals | None] = [p.signals for p in plans]
         errors: list[str | None] = [p.error for p in plans]
         live = [i for i in range(n) if errors[i] is None and plans[i].plan is not None]
@@ -164,13 +131,13 @@ class RetrieveRerankPipeline:
         for i, c in enumerate(cleaned):
             if c.changed:
                 traces[i]["query_text"] = c.changes()
-        k_fetch = {i: max(planned[i].k, k_out) for i in live}
+        k_out = {i: k or planned[i].k for i in live}
+        k_fetch = {i: max(planned[i].k, k_out[i]) for i in live}
         engine_ms: dict[int, float] = {i: 0.0 for i in live}
         needs = {i: plan_class(planned[i].plan).needs(planned[i]) for i in live}
 
         targets = {i: self.parts.targets(signals[i]) for i in live if "graph" in needs[i]}
-        sparse_hits, dense_hits, mention_rows, runs = self._branches(queries, live, planned, needs, signals,
-                                                                     k_fetch, targets, engine_ms)
+        sparse_hits, dense_hits, mention_rows, runs = self._branches(live, planned, k_fetch, targets, engine_ms)
         results: list[list[QueriedNode] | None] = [None] * n
         for i in live:
             t0 = time.perf_counter()
@@ -189,41 +156,28 @@ class RetrieveRerankPipeline:
 
         out: list[QueryResult] = []
         for i, q in enumerate(queries):
-            cands = tuple(results[i][:k_out]) if results[i] is not None and errors[i] is None else ()
+            cands = tuple(results[i][:k_out[i]]) if results[i] is not None and errors[i] is None else ()
             plan_name = planned[i].plan if i in planned else "none"
             if i in planned:
                 traces[i].setdefault("detail", {})["plan"] = planned[i].to_dict()
             out.append(QueryResult(q, cands, plan_name, traces[i], round(engine_ms.get(i, 0.0), 3),
                                    errors[i], signals[i].to_dict() if signals[i] else {}))
-        if out:
-            self.last_selected_plan = out[-1].plan
-            self.last_planner_trace = out[-1].trace
         return out
-
-    def search(self, query: str, k: int | None = None) -> QueryResult:
-        """One query (a batch of one)."""
-        return self.run([query], k)[0]
 
     # -- engines (one batched call each) ---------------------------------------------------
 
-    def _branches(self, queries, live, plans, needs, signals, k_fetch, targets, engine_ms):
-        """One batched engine round for the whole batch: BM25 for plans that need it (plus
-        the name searches of call-graph queries), dense for plans that need it."""
-        sparse_want = [i for i in live if "sparse" in needs[i]]
-        dense_want = [i for i in live if "dense" in needs[i]] if self.capabilities.dense else []
-        mention_want = [i for i in sorted(targets) if targets[i] and plans[i].graph.direction in ("callers", "both")
-                        and plans[i].graph.relation in NAME_MATCH_RELATIONS]
-        # Plans with their own search texts (bug reports: whole text, title, prose) name them.
-        own = {i: plan_class(plans[i].plan).searches(queries[i], signals[i]) for i in set(sparse_want) | set(dense_want)}
-        named = {i: own[i][0] if own.get(i) else {"sparse": (_sparse_text(queries[i], signals[i]), k_fetch[i])}
-                 for i in sparse_want}
-        slots = [(i, name, depth_) for i in sparse_want for name, (_, depth_) in named[i].items()]
-        sparse_texts = [named[i][name][0] for i, name, _ in slots]
+    def _branches(self, live, plans, k_fetch, targets, engine_ms):
+        """One batched engine round for the whole batch: each plan's BM25 searches (and the
+        name searches of call-graph queries), and its dense search."""
+        sparse_want = [i for i in live if plans[i].sparse_searches]
+        dense_want = [i for i in live if plans[i].dense_search is not None] if self.dense else []
+        mention_want = [i for i in sorted(targets) if targets[i] and plans[i].mention_search]
+        slots = [(i, s.name, s.depth or k_fetch[i])
+                 for i in sparse_want for s in plans[i].sparse_searches]
+        sparse_texts = [s.text for i in sparse_want for s in plans[i].sparse_searches]
         sparse_texts += [" ".join(sorted({self.index.nodes.name[t] for t in targets[i]})) for i in mention_want]
-        dense_texts = [own[i][1] if own.get(i) and own[i][1] is not None else _dense_text(queries[i], signals[i])
-                       for i in dense_want]
-        # A long report's file prior filters the dense ranking, so it reaches deeper.
-        depth = {i: max(k_fetch[i], LONG_QUERY_DENSE_K) if signals[i].long_text else k_fetch[i] for i in dense_want}
+        dense_texts = [plans[i].dense_search.text for i in dense_want]
+        depth = {i: max(k_fetch[i], plans[i].dense_search.depth) for i in dense_want}
         sparse_k = max([max(k_fetch[i], d) for i, _, d in slots] + [MENTION_CANDIDATES] * bool(mention_want), default=0)
         t0 = time.perf_counter()
         sparse_res, dense_res = self.engines.branch_search(sparse_texts, sparse_k, dense_texts,
@@ -232,7 +186,9 @@ class RetrieveRerankPipeline:
         share = (time.perf_counter() - t0) * 1000 / max(len(users), 1)
         for i in users:
             engine_ms[i] += share
-        sparse_hits, dense_hits, mention_rows, runs = {}, {}, {}, {i: {} for i in own if own[i]}
+        sparse_hits, dense_hits, mention_rows = {}, {}, {}
+        # Named runs reach `assemble` raw (bug reports score them); their plans search only BM25.
+        runs = {i: {} for i in sparse_want if plans[i].report is not None}
         if sparse_res is not None:
             rows, scores = sparse_res
             for j, (i, name, d) in enumerate(slots):
@@ -345,23 +301,3 @@ def rerank_context(index: LoadedIndex) -> RerankContext:
         row_of=index.row_of,
         vectors=index.dense.vectors if index.dense is not None else None,
     )
-
-
-def _sparse_text(query: str, s: QuerySignals | None) -> str:
-    """A long report's BM25 query: its title line and its code keywords, not the prose."""
-    if s is None or not s.long_text:
-        return query
-    title = next((line for line in query.splitlines() if line.strip()), "")
-    title = " ".join(title.split()[:DENSE_HEAD_WORDS // 3])
-    stems = [p.rsplit("/", 1)[-1].removesuffix(".py") for p in s.keywords.paths]
-    return " ".join([title, *s.keywords.symbols(), *stems])
-
-
-def _dense_text(query: str, s: QuerySignals | None) -> str:
-    if s is None or not s.long_text:
-        return query
-    head = " ".join(query.split()[:DENSE_HEAD_WORDS])
-    keys = " ".join(list(s.keywords.symbols())[:24] + list(s.keywords.paths)[:8])
-    return f"{head}\n{keys}" if keys else head
-
-

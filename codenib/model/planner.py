@@ -2,14 +2,16 @@
 
 Deterministic and cheap: no model, no LLM, no I/O. The same inputs always give the same
 plan, and the trace says why (including every degradation forced by a missing capability).
-Plans are decided once per query (`plan_query`: in the batch driver, or in-process for
-`codenib query` and `RetrieveRerankPipeline.run`) and travel with the query as data.
+Plans are decided once per query (`plan_query`; `plan_rows` for query rows: in the batch
+driver, the Ray Data adapter, or in-process for `codenib query`) and travel with the query
+as data. Options are checked once, at the edge, into a `PlanOptions` (`plan_options`);
+`--mode all` becomes its modes in `run_modes` alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from codenib.errors import BadInputError, CodeNibError
 from codenib.model.plans import MODE_PLANS, PLANS, plan_class
@@ -17,6 +19,7 @@ from codenib.model.planspec import (  # noqa: F401 - the planner's public data t
     BUDGETS,
     BudgetPreset,
     GraphExpansionPlan,
+    PlanOptions,
     PlannerCapabilities,
     PlannerTrace,
     QueryPlan,
@@ -26,6 +29,10 @@ from codenib.model.intent import SymbolTable
 from codenib.model.signals import QuerySignals, query_signals
 
 MODES = ("auto", *MODE_PLANS)
+#: The fixed modes a `--mode all` run executes for every query.
+ALL_MODES = tuple(MODE_PLANS)
+#: `--mode` of the batch entry points: a planner mode, or all (every fixed mode for every query).
+RUN_MODES = MODES + ("all",)
 RERANKERS = ("none", "embedding", "llm")
 
 #: Signal thresholds: a query is structural / lexical / semantic from these scores up.
@@ -40,67 +47,47 @@ class RetrievalPlanner:
     def __init__(self, hybrid_weights: tuple[float, float] = (1.0, 1.0)):
         self.hybrid_weights = hybrid_weights   # (sparse, dense) RRF weights
 
-    def check(self, budget: str, mode: str, rerank: str | None, capabilities: Any = None) -> None:
-        """Validate the options every query of a run shares.
+    def plan(self, signals: QuerySignals, options: PlanOptions | None = None, capabilities: Any = None,
+             text: str | None = None) -> tuple[RetrievalPathPlan, PlannerTrace]:
+        """Choose and parametrize a plan for one mode (`options.mode` is not all; default:
+        auto at budget balanced). With `text` (the query's cleaned text) the plan carries its
+        searches, ready to execute.
 
         Raises:
-            BadInputError: unknown budget, mode or reranker, or an index with no sparse,
-                dense or graph capability at all.
+            BadInputError: an index with no sparse or dense capability at all.
         """
-        _preset(budget)
-        if mode not in MODES:
-            raise BadInputError(f"unknown mode {mode!r}", fix=f"use one of: {', '.join(MODES)}")
-        if rerank is not None and rerank not in RERANKERS:
-            raise BadInputError(f"unknown reranker {rerank!r}", fix=f"use one of: {', '.join(RERANKERS)}")
         caps = capabilities or PlannerCapabilities()
-        if not (caps.sparse or caps.dense):
-            raise BadInputError("the index has neither a sparse nor a dense index",
-                                fix="rebuild it with `codenib index`")
-
-    def plan(self, signals: QuerySignals, budget: str = "balanced", capabilities: Any = None,
-             mode: str = "auto", rerank: str | None = None) -> tuple[RetrievalPathPlan, PlannerTrace]:
-        """Choose and parametrize a plan.
-
-        Args:
-            rerank: none | embedding | llm to force a reranker (None: the budget decides).
-
-        Raises:
-            BadInputError: as `check`.
-        """
-        self.check(budget, mode, rerank, capabilities)
-        preset = _preset(budget)
-        caps = capabilities or PlannerCapabilities()
+        check_capabilities(caps)
+        options = options or PlanOptions(BUDGETS["balanced"])
+        preset, mode = options.budget, options.mode
         reasons: list[str] = []
         intended = MODE_PLANS[mode] if mode != "auto" else self._choose(signals, reasons)
         plan_name = self._degrade(intended, preset, caps, reasons)
-        plan = self._parametrize(plan_name, signals, preset, caps, rerank, reasons)
+        plan = self._parametrize(plan_name, signals, preset, caps, options.rerank, reasons)
+        if text is not None:
+            plan = plan_class(plan_name).searches(text, signals, plan)
         trace = PlannerTrace(signals.to_dict(), preset.name, _caps_dict(caps), mode, intended,
                              plan.plan, tuple(reasons))
         return plan, trace
 
-    def plan_query(self, text: str, budget: str = "balanced", capabilities: Any = None, mode: str = "auto",
-                   rerank: str | None = None, symbols: SymbolTable | None = None) -> QueryPlan:
-        """Signals and plan of one query text, as data; a query that cannot be planned
-        (empty text, bad options) carries its error instead of raising.
+    def plan_query(self, text: str, options: PlanOptions, capabilities: Any = None,
+                   symbols: SymbolTable | None = None) -> QueryPlan:
+        """Signals and plan of one query text (cleaned: `codenib.querytext`), as data; a
+        query that cannot be planned (empty text, an unusable index) carries its error
+        instead of raising.
 
         Args:
             symbols: the index's symbol table (`LoadedIndex.symbols`, `load_symbols`): with
                 it, plain words that name definitions can be targets ("who calls invoke").
         """
         if not isinstance(text, str) or not text.strip():
-            return QueryPlan(mode, error="empty query text")
+            return QueryPlan(options.mode, error="empty query text")
         signals = query_signals(text, symbols)
         try:
-            plan, trace = self.plan(signals, budget, capabilities, mode, rerank)
+            plan, trace = self.plan(signals, options, capabilities, text)
         except CodeNibError as exc:
-            return QueryPlan(mode, signals, error=str(exc))
-        return QueryPlan(mode, signals, plan, trace)
-
-    def plan_queries(self, texts: Sequence[str], budget: str = "balanced", capabilities: Any = None,
-                     mode: str = "auto", rerank: str | None = None,
-                     symbols: SymbolTable | None = None) -> list[QueryPlan]:
-        """`plan_query` for every text."""
-        return [self.plan_query(t, budget, capabilities, mode, rerank, symbols) for t in texts]
+            return QueryPlan(options.mode, signals, error=str(exc))
+        return QueryPlan(options.mode, signals, plan, trace)
 
     # -- choice ------------------------------------------------------------------------------
 
@@ -141,7 +128,7 @@ class RetrievalPlanner:
 
     def _parametrize(self, plan: str, s: QuerySignals, preset: BudgetPreset, caps, rerank: str | None,
                      reasons: list[str]) -> RetrievalPathPlan:
-        params = plan_class(plan).parametrize(s, preset, self)
+        params = plan_class(plan).parametrize(s, preset, self.hybrid_weights)
         chosen = self._reranker(plan, preset, caps, rerank, reasons)
         top = preset.rerank_top if chosen != "none" else 0
         if chosen != "none" and top == 0:
@@ -167,10 +154,65 @@ class RetrievalPlanner:
         return rerank
 
 
-def _preset(budget: str) -> BudgetPreset:
-    if budget not in BUDGETS:
-        raise BadInputError(f"unknown budget {budget!r}", fix=f"use one of: {', '.join(BUDGETS)}")
-    return BUDGETS[budget]
+def plan_options(budget: str, mode: str = "auto", rerank: str | None = None) -> PlanOptions:
+    """The run's planning options, checked: the one place a budget, mode or reranker name
+    from the command line, a job spec or an adapter is validated.
+
+    Raises:
+        BadInputError: unknown budget, mode or reranker.
+    """
+    for what, value, valid in (("budget", budget, tuple(BUDGETS)), ("mode", mode, RUN_MODES)):
+        if value not in valid:
+            raise BadInputError(f"unknown {what} {value!r}", fix=f"use one of: {', '.join(valid)}")
+    if rerank is not None and rerank not in RERANKERS:
+        raise BadInputError(f"unknown reranker {rerank!r}", fix=f"use one of: {', '.join(RERANKERS)}")
+    return PlanOptions(BUDGETS[budget], mode, rerank)
+
+
+def check_capabilities(caps: Any) -> None:
+    """Raises BadInputError for an index with neither a sparse nor a dense index (no plan runs)."""
+    if not (caps.sparse or caps.dense):
+        raise BadInputError("the index has neither a sparse nor a dense index",
+                            fix="rebuild it with `codenib index`")
+
+
+def run_modes(mode: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The modes a run plans each query with, as (executed, recorded only): `all` executes
+    every fixed mode and records the planner's own choice; any other mode executes itself.
+    The one place `--mode all` expands."""
+    return (ALL_MODES, ("auto",)) if mode == "all" else ((mode,), ())
+
+
+def planner_chooses(mode: str) -> bool:
+    """Whether a run in `mode` lets the planner choose (and so reads the symbol table)."""
+    return "auto" in sum(run_modes(mode), ())
+
+
+def plan_rows(rows: Sequence[Any], options: PlanOptions, capabilities: Mapping[str, Any],
+              symbols: Mapping[str, SymbolTable] | None = None, planner: RetrievalPlanner | None = None) -> tuple:
+    """Plan every query row once: each row (a frozen dataclass with `query`, `index_path`,
+    `budget`, `mode`, `error` and `plans`: `codenib.batch.queries.QueryRow`) gets its plans,
+    one per mode it runs or records (`run_modes`), to carry to the executor as data. Rows with an error
+    or an index without capabilities stay unplanned. `symbols` maps an index path to its
+    symbol table, which grounds the planner's targets.
+
+    Raises:
+        BadInputError: an index no query can run on (no sparse and no dense index).
+    """
+    planner = planner or RetrievalPlanner()
+    out = []
+    for row in rows:
+        caps = capabilities.get(row.index_path)
+        if row.error or caps is None:
+            out.append(row)
+            continue
+        check_capabilities(caps)
+        row_options = options.for_row(row.budget, row.mode)
+        table = (symbols or {}).get(row.index_path)
+        plans = tuple(planner.plan_query(row.query, dataclasses.replace(row_options, mode=m), caps, table)
+                      for m in sum(run_modes(row_options.mode), ()))
+        out.append(dataclasses.replace(row, plans=plans))
+    return tuple(out)
 
 
 def _caps_dict(caps) -> dict[str, bool]:

@@ -1,6 +1,7 @@
 """One class per retrieval plan (PyTerrier style: one transformer per operator).
 
-Each plan says how the planner parametrizes it (`parametrize`), what it falls back to when
+Each plan says how the planner parametrizes it (`parametrize`: everything the executor
+runs, search texts and depths and fusion weights included), what it falls back to when
 the index or budget cannot run it (`degrade`), which engines and look-ups it needs
 (`needs`), and how a query's branch results become its ranking (`assemble`). The
 registry, keyed by plan name, replaces string switches in the planner and the executor.
@@ -11,18 +12,18 @@ give `RetrievalPlanner._choose` a line that picks it.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from codenib.errors import BadInputError
+from codenib.model import localise
 from codenib.model.parts import PlanInput, PlanParts, fuse
-from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan
+from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan, Search
+from codenib.model.report import read_report
 from codenib.model.signals import QuerySignals
 from codenib.model.traversal import WalkSpec, ranked_walk
 from codenib.ops.retrieve import Candidates, dedup
-
-if TYPE_CHECKING:
-    from codenib.model.planner import RetrievalPlanner
 
 #: What a plan may need: the BM25 branch, the dense branch, graph walks, exact symbol look-up.
 NEEDS = ("sparse", "dense", "graph", "symbols")
@@ -40,6 +41,11 @@ WALK_DIRECTIONS = {"incoming": "callers", "outgoing": "callees", None: "both"}
 #: Relations whose answers call the target by name, so name-matched BM25 hits can stand in
 #: for calls the precise graph missed (untyped receivers).
 NAME_MATCH_RELATIONS = frozenset({"calls", "uses", "depends", "references", "raises", "instantiates"})
+#: A long report's dense query keeps its opening words plus its code keywords: the encoder
+#: truncates at ~256 word pieces, and the opening (title, first sentences) carries the intent.
+DENSE_HEAD_WORDS = 96
+#: Dense candidates fetched for a long report, so the file prior has nodes to filter.
+LONG_QUERY_DENSE_K = 400
 
 
 class RetrievalPlan(ABC):
@@ -55,7 +61,8 @@ class RetrievalPlan(ABC):
     budget_rerank: ClassVar[bool] = True
 
     @abstractmethod
-    def parametrize(self, s: QuerySignals, preset: BudgetPreset, planner: RetrievalPlanner) -> RetrievalPathPlan:
+    def parametrize(self, s: QuerySignals, preset: BudgetPreset,
+                    hybrid_weights: tuple[float, float]) -> RetrievalPathPlan:
         """The plan's parameters for this query and budget (the reranker is set afterwards)."""
 
     def degrade(self, preset: BudgetPreset, caps: Any) -> tuple[str, str] | None:
@@ -70,11 +77,19 @@ class RetrievalPlan(ABC):
     def assemble(self, q: PlanInput, parts: PlanParts) -> Candidates:
         """The query's ranking from its branch results."""
 
-    def searches(self, query: str, s: QuerySignals) -> tuple[dict[str, tuple[str, int]], str | None] | None:
-        """Named BM25 queries with their depths, and the dense text, when the plan searches
-        with its own texts (None: the executor's default texts). Their raw results reach
-        `assemble` as `q.runs`, and the first BM25 run also as `q.sparse`."""
-        return None
+    def searches(self, query: str, s: QuerySignals, plan: RetrievalPathPlan) -> RetrievalPathPlan:
+        """`plan` with the searches it makes for `query` (its cleaned text): by default the
+        branches it needs, a long report's BM25 text cut to its title and code keywords and
+        its dense text to its opening. Their raw results reach `assemble` as `q.runs`, and
+        the first BM25 run also as `q.sparse`."""
+        needs = self.needs(plan)
+        sparse = (Search("sparse", _sparse_text(query, s)),) if "sparse" in needs else ()
+        # A long report's file prior filters the dense ranking, so it reaches deeper.
+        dense = (Search("dense", _dense_text(query, s), LONG_QUERY_DENSE_K if s.long_text else 0)
+                 if "dense" in needs else None)
+        mention = (plan.graph is not None and plan.graph.direction in ("callers", "both")
+                   and plan.graph.relation in NAME_MATCH_RELATIONS)
+        return dataclasses.replace(plan, sparse_searches=sparse, dense_search=dense, mention_search=mention)
 
 
 PLAN_REGISTRY: dict[str, RetrievalPlan] = {}
@@ -105,7 +120,7 @@ class FastLexical(RetrievalPlan):
     mode = "sparse"
     budget_rerank = False
 
-    def parametrize(self, s, preset, planner):
+    def parametrize(self, s, preset, hybrid_weights):
         return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0, symbol_lookup=True)
 
     def degrade(self, preset, caps):
@@ -129,7 +144,7 @@ class Semantic(RetrievalPlan):
     name = "semantic"
     mode = "dense"
 
-    def parametrize(self, s, preset, planner):
+    def parametrize(self, s, preset, hybrid_weights):
         return RetrievalPathPlan(self.name, preset.k, dense_weight=1.0, prefer_library=_library_first(s))
 
     def degrade(self, preset, caps):
@@ -139,8 +154,9 @@ class Semantic(RetrievalPlan):
         return frozenset({"dense"})
 
     def assemble(self, q, parts):
-        # A long report's dense run reaches deeper (see LONG_QUERY_DENSE_K) and stays whole.
-        return q.dense[: q.plan.k] if not q.signals.long_text else q.dense
+        # A dense run that reaches deeper (a long report's: LONG_QUERY_DENSE_K) stays whole.
+        deep = q.plan.dense_search is not None and q.plan.dense_search.depth > 0
+        return q.dense if deep else q.dense[: q.plan.k]
 
 
 @register
@@ -150,10 +166,15 @@ class HybridFusion(RetrievalPlan):
     name = "hybrid_fusion"
     mode = "hybrid"
 
-    def parametrize(self, s, preset, planner):
-        sparse_w, dense_w = planner.hybrid_weights
-        return RetrievalPathPlan(self.name, preset.k, sparse_w, dense_w, symbol_lookup=bool(s.keywords.symbols()),
-                                 prefer_library=_library_first(s))
+    def parametrize(self, s, preset, hybrid_weights):
+        sparse_w, dense_w = hybrid_weights
+        symbols = bool(s.keywords.symbols())
+        # Long reports fuse with their own weights and a file-prior run (see `assemble`).
+        fusion = ((("sparse", LONG_QUERY_WEIGHTS[0]), ("dense", LONG_QUERY_WEIGHTS[1]), ("file_prior", FILE_PRIOR_WEIGHT))
+                  if s.long_text else (("sparse", sparse_w), ("dense", dense_w)))
+        fusion += (("symbols", SYMBOL_RUN_WEIGHT),) if symbols else ()
+        return RetrievalPathPlan(self.name, preset.k, sparse_w, dense_w, symbol_lookup=symbols,
+                                 prefer_library=_library_first(s), fusion=fusion)
 
     def degrade(self, preset, caps):
         if caps.dense and caps.sparse:
@@ -166,24 +187,35 @@ class HybridFusion(RetrievalPlan):
         return frozenset(n for n, on in wanted.items() if on)
 
     def assemble(self, q, parts):
-        s, detail = q.signals, q.detail
-        runs, weights = [q.sparse, q.dense], [q.plan.sparse_weight, q.plan.dense_weight]
-        if s.long_text:
-            weights = list(LONG_QUERY_WEIGHTS)
-            files = parts.mentioned_files(s)
-            detail["mentioned_files"] = sorted(files)[:20]
-            if files:
-                # Bug reports name the files that fail (tracebacks, paths): the dense
-                # ranking within those files is a run of its own.
-                runs.append(tuple(c for c in q.dense if c.file in files))
-                weights.append(FILE_PRIOR_WEIGHT)
-        if q.plan.symbol_lookup:
-            symbols = parts.symbol_hits(s, detail, all_keywords=True)
-            if symbols:
-                runs.append(symbols)
-                weights.append(SYMBOL_RUN_WEIGHT)
-        detail["fusion_weights"] = weights
+        runs, weights = [], []
+        for name, weight in q.plan.fusion:
+            run = _FUSION_RUNS[name](q, parts)
+            if run is not None:   # an empty look-up adds no run
+                runs.append(run)
+                weights.append(weight)
+        q.detail["fusion_weights"] = weights
         return fuse(runs, weights)
+
+
+def _file_prior_run(q: PlanInput, parts: PlanParts) -> Candidates | None:
+    # Bug reports name the files that fail (tracebacks, paths): the dense ranking within
+    # those files is a run of its own.
+    files = parts.mentioned_files(q.signals)
+    q.detail["mentioned_files"] = sorted(files)[:20]
+    return tuple(c for c in q.dense if c.file in files) if files else None
+
+
+def _symbol_run(q: PlanInput, parts: PlanParts) -> Candidates | None:
+    return parts.symbol_hits(q.signals, q.detail, all_keywords=True) or None
+
+
+#: The runs a hybrid plan's `fusion` names, each from a query's branch results.
+_FUSION_RUNS = {
+    "sparse": lambda q, parts: q.sparse,
+    "dense": lambda q, parts: q.dense,
+    "file_prior": _file_prior_run,
+    "symbols": _symbol_run,
+}
 
 
 @register
@@ -196,7 +228,7 @@ class StructuralGraph(RetrievalPlan):
     mode = "graph"
     budget_rerank = False
 
-    def parametrize(self, s, preset, planner):
+    def parametrize(self, s, preset, hybrid_weights):
         graph = GraphExpansionPlan(direction=WALK_DIRECTIONS[s.direction], edge_types=s.edge_types,
                                    relation=s.relation or "calls", method="ppr" if preset.ppr else "bfs",
                                    hops=2 if preset.ppr else 1)
@@ -250,7 +282,7 @@ class BugLocalisation(RetrievalPlan):
 
     name = "bug_localisation"
 
-    def parametrize(self, s, preset, planner):
+    def parametrize(self, s, preset, hybrid_weights):
         # The signals' weights are the localisation weights (data), not RRF weights.
         return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0)
 
@@ -262,25 +294,21 @@ class BugLocalisation(RetrievalPlan):
     def needs(self, plan):
         return frozenset({"sparse"})
 
-    def searches(self, query, s):
-        from codenib.model import localise
-        from codenib.model.report import read_report
-
+    def searches(self, query, s, plan):
+        # The report is read once, here; its texts are searched and `assemble` scores it.
         report = read_report(query)
         texts = localise.sparse_texts(query, report)
-        return ({name: (text, localise.SPARSE_DEPTH[name]) for name, text in texts.items()},
-                localise.dense_text(report))
+        return dataclasses.replace(
+            plan, report=report, sparse_searches=tuple(Search(name, text, localise.SPARSE_DEPTH[name])
+                                                       for name, text in texts.items()))
 
     def assemble(self, q, parts):
-        from codenib.model import localise
-        from codenib.model.report import read_report
-
         index, detail = parts.index, q.detail
-        report = read_report(q.query)
+        report = q.plan.report
         runs = dict(q.runs or {})
         inputs = localise.inputs_for(report, runs, index)
         table = localise.features(inputs, index.nodes, index.graph, parts.file_rows())
-        weights = parts.localise_weights or localise.default_weights()
+        weights = parts.localise_weights
         scored = localise.rank(table, weights, index.nodes.node_id, limit=max(q.plan.k, 100), explain=10)
         detail["runs"] = sorted(k for k, v in runs.items() if v is not None and len(v[0]))
         detail["mentions"] = report.kinds()
@@ -298,6 +326,24 @@ class BugLocalisation(RetrievalPlan):
 PLANS = tuple(PLAN_REGISTRY)
 #: The fixed modes and the plan each runs; the one place this table is written.
 MODE_PLANS = {p.mode: name for name, p in PLAN_REGISTRY.items() if p.mode}
+
+
+def _sparse_text(query: str, s: QuerySignals) -> str:
+    """A long report's BM25 query: its title line and its code keywords, not the prose."""
+    if not s.long_text:
+        return query
+    title = next((line for line in query.splitlines() if line.strip()), "")
+    title = " ".join(title.split()[:DENSE_HEAD_WORDS // 3])
+    stems = [p.rsplit("/", 1)[-1].removesuffix(".py") for p in s.keywords.paths]
+    return " ".join([title, *s.keywords.symbols(), *stems])
+
+
+def _dense_text(query: str, s: QuerySignals) -> str:
+    if not s.long_text:
+        return query
+    head = " ".join(query.split()[:DENSE_HEAD_WORDS])
+    keys = " ".join(list(s.keywords.symbols())[:24] + list(s.keywords.paths)[:8])
+    return f"{head}\n{keys}" if keys else head
 
 
 def _library_first(s: QuerySignals) -> bool:

@@ -6,9 +6,10 @@ A leaf module: the plan classes (`codenib.model.plans`) build these, the planner
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
+from codenib.model.report import BugReport
 from codenib.model.signals import QuerySignals
 
 
@@ -47,8 +48,23 @@ class GraphExpansionPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class Search:
+    """One engine search a plan makes: a named text and its depth. 0 is the executor's fetch
+    depth, max(plan k, results kept); a named BM25 run is cut to its own depth, a dense run
+    reaches at least the fetch depth."""
+
+    name: str
+    text: str
+    depth: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class RetrievalPathPlan:
-    """What to run for one query; executed by `codenib.model.pipelines`."""
+    """What to run for one query; executed by `codenib.model.pipelines`, which decides
+    nothing: the searches, the fusion runs and weights and the parsed report are here.
+
+    `to_dict` (the trace's `detail.plan`) writes the declarative fields only: the execution
+    fields (`EXECUTION`) restate the query text (search texts, the parsed report)."""
 
     plan: str
     k: int
@@ -59,9 +75,32 @@ class RetrievalPathPlan:
     rerank: str = "none"
     rerank_top: int = 0
     prefer_library: bool = False           # demote test code below library code
+    sparse_searches: tuple[Search, ...] = ()   # BM25 searches; the first is the sparse branch
+    dense_search: Search | None = None         # the dense branch's search
+    fusion: tuple[tuple[str, float], ...] = ()  # (run, weight) fused by RRF, in order (hybrid)
+    mention_search: bool = False               # BM25 of the targets' names (name-matched callers)
+    report: BugReport | None = None            # the parsed bug report (bug_localisation)
+
+    #: Fields the executor reads that the trace does not record.
+    EXECUTION = ("sparse_searches", "dense_search", "fusion", "mention_search", "report")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.EXECUTION}
+        return {k: asdict(v) if is_dataclass(v) else v for k, v in values.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """A run's planning options, checked once at the edge (`planner.plan_options`): the
+    budget as its preset, the mode (auto, a fixed mode, or all) and the forced reranker."""
+
+    budget: BudgetPreset
+    mode: str = "auto"
+    rerank: str | None = None
+
+    def for_row(self, budget: str | None, mode: str | None) -> PlanOptions:
+        """These options with a query row's own budget and mode (checked when the row was read)."""
+        return PlanOptions(BUDGETS[budget] if budget else self.budget, mode or self.mode, self.rerank)
 
 
 @dataclass(frozen=True)

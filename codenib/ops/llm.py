@@ -11,8 +11,9 @@ is returned next to the result. The query and candidate code are untrusted: they
 delimited blocks, text inside them that looks like a delimiter or an answer is defused, and
 answers are parsed strictly against the identifiers of the window.
 
-The HTTP client, prompts and limits are built on the first `rerank` call. The API key is read
-then from the environment variable the config names; no repr, log line or error contains it.
+The HTTP client, prompts and limits are built on the first `rerank` call, by the `connect`
+the reranker was given (`codenib.engines.llm_connect`: it reads the API key from the
+environment variable the config names); no repr, log line or error contains the key.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from codenib.errors import BadInputError, RerankError
-from codenib.ops.llm_client import ChatClient, LLMConfig, api_key
-from codenib.ops.llm_prompts import (CHARS_PER_TOKEN, LISTWISE_SYSTEM, POINTWISE_SYSTEM, listwise_user,
+from codenib.engines.llm_client import ChatClient, LLMConfig
+from codenib.engines.llm_connect import connect as connect_endpoint
+from codenib.engines.llm_prompts import (CHARS_PER_TOKEN, LISTWISE_SYSTEM, POINTWISE_SYSTEM, listwise_user,
                                      parse_listwise, parse_pointwise, pointwise_user, prompt_messages)
 from codenib.ops.retrieve import Candidates, QueriedNode
 
@@ -44,11 +46,14 @@ class LLMReranker:
     pickles as its config alone (for Ray actors); the copy builds its own client.
     """
 
-    def __init__(self, config: LLMConfig):
+    def __init__(self, config: LLMConfig, connect: Callable[[LLMConfig], tuple[ChatClient, str | None]] =
+                 connect_endpoint):
+        """`connect`: makes the client and returns it with its API key, on the first rerank."""
         if not isinstance(config, LLMConfig):
             raise BadInputError(f"LLMReranker needs an LLMConfig, got {type(config).__name__}",
                                 fix="build one with LLMConfig(...) or LLMConfig.from_dict(...)")
         self.config = config
+        self.connect = connect
         self._ctx: _Context | None = None
         self._lock = threading.Lock()
 
@@ -58,10 +63,10 @@ class LLMReranker:
                 f"built={self._ctx is not None})")
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"config": self.config}
+        return {"config": self.config, "connect": self.connect}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["config"])
+        self.__init__(state["config"], state["connect"])
 
     def rerank(self, query: str, cands: Sequence[QueriedNode],
                texts: Sequence[str | None]) -> tuple[Candidates, list[str]]:
@@ -111,7 +116,7 @@ class LLMReranker:
     def _context(self) -> "_Context":
         with self._lock:
             if self._ctx is None:
-                self._ctx = _Context.build(self.config)
+                self._ctx = _Context.build(self.config, self.connect)
             return self._ctx
 
     def _listwise(self, ctx: "_Context", query: str, cands: Candidates,
@@ -179,9 +184,9 @@ class _Context:
     secret: str | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, config: LLMConfig) -> "_Context":
-        key = api_key(config)
-        return cls(config, ChatClient(config, key), config.max_prompt_tokens * CHARS_PER_TOKEN, key)
+    def build(cls, config: LLMConfig, connect) -> "_Context":
+        client, key = connect(config)
+        return cls(config, client, config.max_prompt_tokens * CHARS_PER_TOKEN, key)
 
     def record(self, error: str) -> str:
         """An error string safe to keep: the key is redacted (a server may echo it back)."""

@@ -4,11 +4,12 @@ import pickle
 
 import pytest
 
-from codenib.batch.driver import plan_rows
 from codenib.batch.queries import QueryRow, Shard
+from codenib.batch.session import RetrievalSession
 from codenib.batch.worker import ShardOptions, process_shard
 from codenib.errors import BadInputError, CodeNibError
-from codenib.model.pipelines import LocalEngines, RetrieveRerankPipeline
+from codenib.model.planner import plan_options, plan_rows
+from tests.retrieval import Retrieval
 
 
 def _rows(path):
@@ -19,7 +20,7 @@ def _rows(path):
 
 def test_rows_carry_their_plans(sparse_only_index):
     path = str(sparse_only_index.path)
-    rows = plan_rows(_rows(path), "balanced", "auto", None, {path: sparse_only_index.capabilities()})
+    rows = plan_rows(_rows(path), plan_options("balanced"), {path: sparse_only_index.capabilities()})
     rows = pickle.loads(pickle.dumps(rows))  # shipped to the actors as data
     assert [p.mode for p in rows[0].plans] == ["auto"]
     assert rows[0].planned("auto").plan.plan == "structural_graph"
@@ -29,9 +30,8 @@ def test_rows_carry_their_plans(sparse_only_index):
     assert rows[1].planned("dense").trace.reasons == ("semantic -> fast_lexical: the index has no dense vectors",)
     assert rows[2].plans == ()
     # The worker executes the carried plan: the same ranking as planning in-process.
-    res, plans = process_shard(Shard(0, "ix", path, rows), sparse_only_index, LocalEngines(sparse_only_index),
-                               ShardOptions(k=10))
-    direct = RetrieveRerankPipeline(sparse_only_index).search("who calls Engine.prepare?", k=10)
+    res, plans = process_shard(Shard(0, "ix", path, rows), RetrievalSession.of(sparse_only_index), ShardOptions(k=10))
+    direct = Retrieval(sparse_only_index).search("who calls Engine.prepare?", k=10)
     assert [r["node_id"] for r in res.to_pylist() if r["qid"] == "q1"] == [c.node_id for c in direct.candidates]
     # Error rows first, then groups by (budget, mode): "all" writes each distinct plan once.
     assert plans.column("mode").to_pylist() == ["auto", "sparse", "graph", "auto", "auto"]
@@ -40,10 +40,9 @@ def test_rows_carry_their_plans(sparse_only_index):
 def test_unplanned_rows_and_bad_options_are_errors(sparse_only_index):
     path = str(sparse_only_index.path)
     with pytest.raises(CodeNibError, match="no plan for mode 'auto'"):
-        process_shard(Shard(0, "ix", path, _rows(path)[:1]), sparse_only_index, LocalEngines(sparse_only_index),
-                      ShardOptions())
+        process_shard(Shard(0, "ix", path, _rows(path)[:1]), RetrievalSession.of(sparse_only_index), ShardOptions())
     with pytest.raises(BadInputError, match="unknown reranker"):
-        plan_rows(_rows(path), "balanced", "auto", "magic", {path: sparse_only_index.capabilities()})
+        plan_options("balanced", "auto", "magic")
 
 
 def test_the_driver_plans_with_each_index_symbol_table(sparse_only_index):
@@ -55,10 +54,10 @@ def test_the_driver_plans_with_each_index_symbol_table(sparse_only_index):
             QueryRow("q2", "who calls prepare or slugify", "ix", path, mode="sparse"))
     tables = _symbol_tables(rows, "auto", {path: {}})
     assert list(tables) == [path] and tables[path].definitions("slugify") == ("name", 1)
-    planned = plan_rows(rows, "balanced", "auto", None, {path: sparse_only_index.capabilities()}, tables)
+    planned = plan_rows(rows, plan_options("balanced"), {path: sparse_only_index.capabilities()}, tables)
     auto = planned[0].planned("auto")
     assert auto.plan.plan == "structural_graph" and auto.signals.targets == ("prepare", "slugify")
-    unplanned = plan_rows(rows, "balanced", "auto", None, {path: sparse_only_index.capabilities()})
+    unplanned = plan_rows(rows, plan_options("balanced"), {path: sparse_only_index.capabilities()})
     assert unplanned[0].planned("auto").plan.plan != "structural_graph"
     # Rows of a fixed mode need no table.
     assert _symbol_tables(rows[1:], "auto", {path: {}}) == {}

@@ -197,10 +197,10 @@ def test_undecodable_and_control_text_is_cleaned_and_recorded_in_the_plan_row(tm
                                                                               fixture_index):
     import pyarrow.parquet as pq
 
-    from codenib.batch.driver import plan_rows
     from codenib.batch.queries import Shard
+    from codenib.batch.session import RetrievalSession
     from codenib.batch.worker import ShardOptions, process_shard
-    from codenib.model.pipelines import LocalEngines
+    from codenib.model.planner import plan_options, plan_rows
 
     path = tmp_path / "q.jsonl"
     # json.dumps writes lone surrogates as \udcxx escapes, which json.loads reads back as such.
@@ -213,9 +213,10 @@ def test_undecodable_and_control_text_is_cleaned_and_recorded_in_the_plan_row(tm
     assert by["nul"].query == "who calls  slugify?" and by["only-bad"].error == "empty query text"
     assert by["fine"].text_changes == ()
     assert any("the text of 3 queries was cleaned" in w for w in qs.warnings)
-    rows = plan_rows(qs.rows, "balanced", "auto", "embedding", {str(fixture_index.path): fixture_index.capabilities()})
-    results, plans = process_shard(Shard(0, "ix", str(fixture_index.path), rows), fixture_index,
-                                   LocalEngines(fixture_index), ShardOptions(k=5))
+    rows = plan_rows(qs.rows, plan_options("balanced", rerank="embedding"),
+                     {str(fixture_index.path): fixture_index.capabilities()})
+    results, plans = process_shard(Shard(0, "ix", str(fixture_index.path), rows), RetrievalSession.of(fixture_index),
+                                   ShardOptions(k=5))
     pq.write_table(results, tmp_path / "r.parquet")   # valid UTF-8 throughout
     pq.write_table(plans, tmp_path / "p.parquet")
     got = {p["qid"]: p for p in pq.read_table(tmp_path / "p.parquet").to_pylist()}

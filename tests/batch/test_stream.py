@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from codenib.batch import scan as scan_module
-from codenib.batch.driver import RunOptions, plan_rows, run_job, stream_shards
+from codenib.batch.driver import RunOptions, run_job, stream_shards
+from codenib.model.planner import plan_options, plan_rows
 from codenib.batch.queries import read_query_set
 from codenib.batch.scan import scan_query_set
 from codenib.errors import BadInputError
@@ -46,7 +47,7 @@ def _planner(root):
     from codenib.index.loaded import capabilities_of
 
     caps = {str((root / n).resolve()): capabilities_of(read_manifest(root / n)) for n in ("a", "b")}
-    return partial(plan_rows, budget="balanced", mode="auto", rerank=None, capabilities=caps, symbols={})
+    return partial(plan_rows, options=plan_options("balanced"), capabilities=caps, symbols={})
 
 
 # Hand-computed: grouped by index name (a, b, nope), input order within each, cut every 2.

@@ -84,3 +84,11 @@ def test_the_callable_in_process_and_its_bad_input(fixture_index_dir, tmp_path):
         CodeNibRetrieve(str(fixture_index_dir), mode="turbo")
     with pytest.raises(BadInputError, match="manifest.json"):
         CodeNibRetrieve(str(tmp_path / "nothing"))
+
+
+def test_a_row_of_mode_all_is_refused_as_codenib_run_refuses_it(fixture_index_dir):
+    # `--mode all` is a run's option; a query set's `mode` column takes a planner mode only
+    # (batch/scan.py refuses `all` there), and so does a Ray Data batch.
+    retrieve = CodeNibRetrieve(str(fixture_index_dir), mode="sparse", k=3)
+    with pytest.raises(BadInputError, match="invalid mode 'all'"):
+        retrieve(pa.table({"qid": ["a"], "query": ["slugify"], "mode": ["all"]}))

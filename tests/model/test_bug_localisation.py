@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codenib.model.localise import LocaliseWeights
-from codenib.model.pipelines import RetrieveRerankPipeline
+from tests.retrieval import Retrieval
 from tests.model import bug_repo
 
 LONG_TAIL = ("\n\nI expected the cart to keep every cent of the price after the coupon is applied, "
@@ -13,7 +13,7 @@ LONG_TAIL = ("\n\nI expected the cart to keep every cent of the price after the 
 
 
 def _run(index, text, **kw):
-    return RetrieveRerankPipeline(index, **kw).run([text], 20)[0]
+    return Retrieval(index, **kw).run([text], 20)[0]
 
 
 def _files(result):

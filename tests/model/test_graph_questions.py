@@ -7,7 +7,7 @@ import pytest
 
 from codenib.compiler.build import BuildOptions, build_index
 from codenib.index.loaded import load_index
-from codenib.model.pipelines import RetrieveRerankPipeline
+from tests.retrieval import Retrieval
 from tests.fixture_repo import write_repo
 
 FILES = {
@@ -64,7 +64,7 @@ def pipe(tmp_path_factory):
     repo = write_repo(tmp_path_factory.mktemp("repo"), FILES)
     out = tmp_path_factory.mktemp("index") / "idx"
     build_index(repo, out, BuildOptions(dense=False, progress=False))
-    return RetrieveRerankPipeline(load_index(out), budget="balanced")
+    return Retrieval(load_index(out), budget="balanced")
 
 
 def _top(pipe, query: str, k: int = 3) -> list[str]:

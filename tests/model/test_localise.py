@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, default_weights, features,
+from codenib.batch.weights import default_weights
+from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, features,
                                     rank)
 from codenib.model.report import Mention, Prior
 
@@ -79,7 +80,7 @@ def test_packaged_weights_cover_every_feature_and_demote_tests():
 
 def test_weights_files_are_checked_and_named_in_errors(tmp_path):
     from codenib.errors import BadInputError
-    from codenib.model.localise import load_weights
+    from codenib.batch.weights import load_weights
 
     good = tmp_path / "w.json"
     good.write_text('{"weights": {"f_bm25": 1.5, "f_test": -2}}')

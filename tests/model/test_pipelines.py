@@ -2,11 +2,8 @@
 
 import pytest
 
-from codenib.model.pipelines import (
-    DenseGraphExpandRerankPipeline,
-    RetrieveRerankPipeline,
-    SparseSeededGraphRetrievePipeline,
-)
+from codenib.model.pipelines import DenseGraphExpandRerankPipeline, SparseSeededGraphRetrievePipeline
+from tests.retrieval import Retrieval
 
 QUERIES = [
     "where is run_engine defined",
@@ -22,7 +19,7 @@ def ids(result, n=5):
 
 
 def test_auto_mode_end_to_end(fixture_index):
-    pipe = RetrieveRerankPipeline(fixture_index)
+    pipe = Retrieval(fixture_index)
     results = pipe.run(QUERIES, k=10)
     assert [r.plan for r in results] == ["fast_lexical", "structural_graph", "structural_graph", "semantic", "none"]
     assert ids(results[0], 1) == ["pkg/core.py::run_engine"]
@@ -32,7 +29,6 @@ def test_auto_mode_end_to_end(fixture_index):
     assert "pkg/util.py::slugify" in ids(results[3], 3)
     assert results[4].error == "empty query text" and results[4].candidates == ()
     # The trace records signals, budget, capabilities and plan.
-    assert pipe.last_selected_plan == "none"
     trace = results[1].trace
     assert trace["plan"] == "structural_graph" and trace["budget"] == "balanced"
     assert trace["capabilities"]["graph"] is True and trace["signals"]["direction"] == "incoming"
@@ -46,23 +42,23 @@ def test_auto_mode_end_to_end(fixture_index):
 @pytest.mark.parametrize("mode,plan", [("sparse", "fast_lexical"), ("dense", "semantic"),
                                        ("hybrid", "hybrid_fusion"), ("graph", "structural_graph")])
 def test_fixed_modes(fixture_index, mode, plan):
-    pipe = RetrieveRerankPipeline(fixture_index, retrieval_mode=mode)
+    pipe = Retrieval(fixture_index, retrieval_mode=mode)
     results = pipe.run(QUERIES[:4], k=5)
     assert all(r.plan == plan for r in results)
     assert all(r.candidates for r in results)
-    assert pipe.last_planner_trace["mode"] == mode
+    assert all(r.trace["mode"] == mode for r in results)
 
 
 def test_embedding_rerank_and_budgets(fixture_index):
     for budget in ("fast", "balanced", "thorough"):
-        pipe = RetrieveRerankPipeline(fixture_index, budget=budget, rerank="embedding")
+        pipe = Retrieval(fixture_index, budget=budget, rerank="embedding")
         res = pipe.run(["lowercase text into a slug", "who calls Engine.prepare?"], k=5)
         assert "pkg/util.py::slugify" in ids(res[0], 3)
         assert res[0].trace["detail"]["plan"]["rerank"] == "embedding"
 
 
 def test_index_without_dense_vectors_still_answers(sparse_only_index):
-    pipe = RetrieveRerankPipeline(sparse_only_index)
+    pipe = Retrieval(sparse_only_index)
     results = pipe.run(QUERIES[:4], k=5)
     assert results[3].plan == "fast_lexical"
     assert "no dense" in " ".join(results[3].trace["reasons"])
@@ -92,14 +88,14 @@ def test_long_report_uses_its_paths_and_keywords(fixture_index):
     report = ("Store loses items after upgrade\n\n" + "We see this in production every night. " * 30
               + '\nTraceback (most recent call last):\n  File "/venv/site-packages/pkg/core.py", line 19, in start\n'
               '  File "/venv/site-packages/pkg/util.py", line 14, in put\nTypeError: bad item\n')
-    res = RetrieveRerankPipeline(fixture_index, retrieval_mode="hybrid").run([report], k=10)[0]
+    res = Retrieval(fixture_index, retrieval_mode="hybrid").run([report], k=10)[0]
     assert res.plan == "hybrid_fusion"
     detail = res.trace["detail"]
     assert detail["mentioned_files"] == ["pkg/core.py", "pkg/util.py"]
     assert len(detail["fusion_weights"]) == 4  # sparse, dense, file prior, symbols
     assert "pkg/util.py::Store.put" in [c.node_id for c in res.candidates[:3]]
     # auto sends a long report to files-first localisation, which reads the frames too.
-    auto = RetrieveRerankPipeline(fixture_index).run([report], k=10)[0]
+    auto = Retrieval(fixture_index).run([report], k=10)[0]
     assert auto.plan == "bug_localisation"
     assert auto.trace["detail"]["runs"] == ["bm25", "prose", "title"]   # no dense run (see BugLocalisation)
     assert "pkg/util.py::Store.put" in [c.node_id for c in auto.candidates[:3]]

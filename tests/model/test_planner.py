@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from codenib.errors import BadInputError
-from codenib.model.planner import BUDGETS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner
+from codenib.model.planner import BUDGETS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner, plan_options
 from codenib.model.signals import query_signals
 
 PLANNER = RetrievalPlanner()
@@ -27,8 +27,8 @@ QUERIES = [
 def test_same_inputs_same_plan(query, budget, dense, sparse, graph, llm):
     caps = PlannerCapabilities(dense=dense, sparse=sparse or not dense, graph=graph,
                                embedding_rerank=dense, llm_rerank=llm)
-    a = PLANNER.plan(query_signals(query), budget, caps)
-    b = RetrievalPlanner().plan(query_signals(query), budget, caps)
+    a = PLANNER.plan(query_signals(query), plan_options(budget), caps)
+    b = RetrievalPlanner().plan(query_signals(query), plan_options(budget), caps)
     assert a == b
 
 
@@ -39,9 +39,9 @@ def test_every_budget_and_capability_combination_yields_a_runnable_plan(budget, 
         for q in QUERIES:
             if not (dense or sparse):
                 with pytest.raises(BadInputError, match="neither a sparse nor a dense"):
-                    PLANNER.plan(query_signals(q), budget, caps, mode)
+                    PLANNER.plan(query_signals(q), plan_options(budget, mode), caps)
                 continue
-            plan, trace = PLANNER.plan(query_signals(q), budget, caps, mode)
+            plan, trace = PLANNER.plan(query_signals(q), plan_options(budget, mode), caps)
             assert plan.plan in PLANS and trace.plan == plan.plan
             # Runnable: every branch the plan uses exists.
             assert plan.dense_weight == 0 or dense
@@ -68,24 +68,24 @@ def test_signal_cases_pick_the_expected_plans():
 
 def test_degradations_are_traced():
     no_graph = PlannerCapabilities(graph=False)
-    plan, trace = PLANNER.plan(query_signals("who calls parse_args?"), "balanced", no_graph)
+    plan, trace = PLANNER.plan(query_signals("who calls parse_args?"), plan_options("balanced"), no_graph)
     assert (trace.intended, plan.plan) == ("structural_graph", "fast_lexical")
     assert "no graph" in trace.reasons[-1]
-    plan, trace = PLANNER.plan(query_signals("who calls parse_args?"), "fast")
+    plan, trace = PLANNER.plan(query_signals("who calls parse_args?"), plan_options("fast"))
     assert plan.plan == "fast_lexical" and "budget fast" in trace.reasons[-1]
-    plan, trace = PLANNER.plan(query_signals("Open the file lazily."), "balanced", PlannerCapabilities(dense=False))
+    plan, trace = PLANNER.plan(query_signals("Open the file lazily."), plan_options("balanced"), PlannerCapabilities(dense=False))
     assert plan.plan == "fast_lexical" and "no dense" in trace.reasons[-1]
 
 
 def test_budgets_set_k_rerank_and_traversal():
     q = query_signals("who calls parse_args?")
-    assert PLANNER.plan(q, "fast")[0].k == 32
-    assert PLANNER.plan(q, "balanced")[0].graph.method == "bfs"
-    assert PLANNER.plan(q, "thorough")[0].graph.method == "ppr"
+    assert PLANNER.plan(q, plan_options("fast"))[0].k == 32
+    assert PLANNER.plan(q, plan_options("balanced"))[0].graph.method == "bfs"
+    assert PLANNER.plan(q, plan_options("thorough"))[0].graph.method == "ppr"
     sem = query_signals("Return the default stream encoding if not found.")
-    plan, _ = PLANNER.plan(sem, "balanced", rerank="embedding")
+    plan, _ = PLANNER.plan(sem, plan_options("balanced", rerank="embedding"))
     assert (plan.rerank, plan.rerank_top) == ("embedding", 50)
-    plan, trace = PLANNER.plan(sem, "thorough", PlannerCapabilities(llm_rerank=False), rerank="llm")
+    plan, trace = PLANNER.plan(sem, plan_options("thorough", rerank="llm"), PlannerCapabilities(llm_rerank=False))
     assert plan.rerank == "none" and "no LLM endpoint" in trace.reasons[-1]
 
 
@@ -93,11 +93,11 @@ def test_fixed_modes_bypass_the_choice():
     q = query_signals("who calls parse_args?")
     for mode, expected in {"sparse": "fast_lexical", "dense": "semantic", "hybrid": "hybrid_fusion",
                            "graph": "structural_graph"}.items():
-        assert PLANNER.plan(q, "balanced", None, mode)[0].plan == expected
+        assert PLANNER.plan(q, plan_options("balanced", mode))[0].plan == expected
 
 
 def test_bad_names_list_the_valid_choices():
     with pytest.raises(BadInputError, match="fast, balanced, thorough"):
-        PLANNER.plan(query_signals("x"), "cheap")
+        plan_options("cheap")
     with pytest.raises(BadInputError, match="auto, sparse"):
-        PLANNER.plan(query_signals("x"), "balanced", None, "magic")
+        plan_options("balanced", "magic")

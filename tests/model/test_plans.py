@@ -6,8 +6,8 @@ import pytest
 
 from codenib.errors import BadInputError
 from codenib.model.parts import fuse
-from codenib.model.pipelines import RetrieveRerankPipeline
-from codenib.model.planner import MODE_PLANS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner
+from tests.retrieval import Retrieval
+from codenib.model.planner import MODE_PLANS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner, plan_options
 from codenib.model.plans import PLAN_REGISTRY, RetrievalPathPlan, RetrievalPlan, plan_class
 from codenib.model.signals import query_signals
 
@@ -27,7 +27,7 @@ def test_needs_follow_the_plan():
     planner = RetrievalPlanner()
     needs = {}
     for mode in ("sparse", "dense", "hybrid", "graph"):
-        plan, _ = planner.plan(query_signals("who calls run_engine?"), "balanced", PlannerCapabilities(), mode)
+        plan, _ = planner.plan(query_signals("who calls run_engine?"), plan_options("balanced", mode), PlannerCapabilities())
         needs[plan.plan] = plan_class(plan.plan).needs(plan)
     assert needs == {"fast_lexical": {"sparse", "symbols"}, "semantic": {"dense"},
                      "hybrid_fusion": {"sparse", "dense", "symbols"},
@@ -37,11 +37,11 @@ def test_needs_follow_the_plan():
 
 
 def test_planned_queries_are_data_and_execute_like_run(fixture_index):
-    pipe = RetrieveRerankPipeline(fixture_index)
+    pipe = Retrieval(fixture_index)
     queries = ["who calls Engine.prepare?", "Turn the given text into a lowercase slug.", " "]
     plans = pickle.loads(pickle.dumps(pipe.plan(queries)))  # what Ray ships to the actors
     assert [p.error for p in plans] == [None, None, "empty query text"]
-    a, b = pipe.execute(queries, plans, 10), pipe.run(queries, 10)
+    a, b = pipe.session.executor().execute(queries, plans, 10), pipe.run(queries, 10)
     assert [(r.plan, r.candidates, r.trace, r.error) for r in a] == [(r.plan, r.candidates, r.trace, r.error)
                                                                        for r in b]
     # Executing a plan twice does not leak assembly details into the planned trace.
@@ -53,7 +53,7 @@ class _FirstFile(RetrievalPlan):
 
     name = "first_file"
 
-    def parametrize(self, s, preset, planner):
+    def parametrize(self, s, preset, hybrid_weights):
         return RetrievalPathPlan(self.name, preset.k, sparse_weight=1.0)
 
     def needs(self, plan):
@@ -72,8 +72,36 @@ class _ToyPlanner(RetrievalPlanner):
 
 def test_a_new_plan_is_one_class_and_a_choice(fixture_index, monkeypatch):
     monkeypatch.setitem(PLAN_REGISTRY, "first_file", _FirstFile())
-    pipe = RetrieveRerankPipeline(fixture_index, planner=_ToyPlanner())
+    pipe = Retrieval(fixture_index, planner=_ToyPlanner())
     result = pipe.search("slugify text", k=5)
-    assert result.plan == pipe.last_selected_plan == "first_file"
+    assert result.plan == "first_file"
     assert result.candidates and len({c.file for c in result.candidates}) == 1
-    assert pipe.last_planner_trace["reasons"] == ["toy"]
+    assert result.trace["reasons"] == ["toy"]
+
+
+def test_the_plan_carries_what_the_executor_runs(fixture_index):
+    # A long report planned: its searches, its fusion runs and weights and its parsed report
+    # are in the plan (the executor decides none of them), and stay out of the trace.
+    report = ("Store loses items after upgrade\n\n" + "We see this in production every night. " * 30
+              + '\nTraceback (most recent call last):\n  File "/venv/site-packages/pkg/util.py", line 14, in put\n'
+              "TypeError: bad item\n")
+    pipe = Retrieval(fixture_index, retrieval_mode="hybrid")
+    [planned] = pipe.plan([report])
+    plan = planned.plan
+    assert [s.name for s in plan.sparse_searches] == ["sparse"] and plan.dense_search.depth == 400
+    assert [name for name, _ in plan.fusion] == ["sparse", "dense", "file_prior", "symbols"]
+    assert not set(plan.to_dict()) & set(plan.EXECUTION)
+    # The executor runs what the plan says: a plan fusing the BM25 run alone ranks as BM25.
+    import dataclasses
+
+    only_sparse = dataclasses.replace(planned, plan=dataclasses.replace(plan, fusion=(("sparse", 1.0),)))
+    [res] = pipe.session.executor().execute([report], [only_sparse], 10)
+    assert res.trace["detail"]["fusion_weights"] == [1.0]
+    from codenib.ops.filter import demote_tests
+
+    bm25 = fuse([pipe.session.executor()._branches([0], {0: plan}, {0: 100}, {}, {0: 0.0})[0][0]])
+    assert plan.prefer_library
+    assert [c.node_id for c in res.candidates] == [c.node_id for c in demote_tests(bm25)[:10]]
+    auto = Retrieval(fixture_index).plan([report])[0].plan
+    assert auto.plan == "bug_localisation" and auto.report is not None
+    assert [s.name for s in auto.sparse_searches] == ["bm25", "title", "prose"] and auto.dense_search is None

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from codenib.errors import RerankError
-from codenib.ops.retrieve import QueriedNode
 
 #: Rough characters per token of BPE tokenizers on code and English, for the prompt budget.
 CHARS_PER_TOKEN = 4
@@ -34,7 +33,7 @@ class MalformedAnswerError(RerankError):
     """An answer that cannot be read as the requested format (recorded, never raised out)."""
 
 
-def prompt_messages(system: str, render: Callable[..., str], query: str, nodes: Sequence[QueriedNode],
+def prompt_messages(system: str, render: Callable[..., str], query: str, nodes: Sequence[Any],
                     texts: Sequence[str | None], budget_chars: int) -> list[dict[str, str]]:
     """System and user messages for `nodes`, every text cut to fit `budget_chars`.
 
