@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from codenib.model.report import BugReport, Prior, about_tests, read_report, resolve_mentions
-from codenib.ops.filter import is_test_path
+from codenib.ops.filter import is_test_definition, is_test_path
 
 #: Runs a report is searched with: node-level BM25 of the whole text, of its title and of its
 #: prose (code blocks and logs removed), and dense.
@@ -44,6 +44,17 @@ GRAPH_EDGES = ("calls", "references", "inherits", "imports")
 GRAPH_PER_SEED = 30
 #: Paths that hold documentation, examples or benchmarks rather than the library.
 _NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extra)/")
+#: The same, by one language's own conventions (file suffix -> pattern), so that no other
+#: language's paths change: Cargo's build scripts and `benches/`, TypeScript declaration files
+#: (types only: the code they describe lives elsewhere).
+_NONLIB_BY_SUFFIX = (
+    (".rs", re.compile(r"(^|/)(build\.rs$|benches/)")),
+    (".ts", re.compile(r"\.d\.ts$")),
+    (".mts", re.compile(r"\.d\.mts$")),
+    (".cts", re.compile(r"\.d\.cts$")),
+)
+#: Group key suffix of a source file's in-file test module (scored as a test file of its own).
+_TEST_GROUP = "\0tests"
 
 #: Hand-set weights, used when the packaged fitted weights are missing.
 _HAND_WEIGHTS = {"f_bm25": 1.0, "f_bm25_top3": 0.5, "f_title": 0.5, "f_prose": 0.5,
@@ -119,6 +130,14 @@ def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarra
     return LocaliseInputs(runs, priors, about_tests(report), report.words)
 
 
+def is_nonlib_path(path: str) -> bool:
+    """Documentation, examples, benchmarks, scripts and tools; per language, its build-time or
+    declaration-only files (`_NONLIB_BY_SUFFIX`)."""
+    if _NONLIB.search(path):
+        return True
+    return any(path.endswith(suffix) and pattern.search(path) for suffix, pattern in _NONLIB_BY_SUFFIX)
+
+
 def file_rows_of(nodes) -> dict[str, int]:
     """File path -> row of its file node."""
     return {f: r for r, (f, kind) in enumerate(zip(nodes.file, nodes.kind)) if kind == "file"}
@@ -165,6 +184,18 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
             mention[p.row] = mention.get(p.row, 0.0) + p.confidence
     near = _graph_scores(graph, mention, nodes)
 
+    # A source file's in-file test module (Rust `mod tests`) scores as a test file of its own:
+    # its matches neither lift the file it tests nor escape the test demotion.
+    groups: dict[int, str] = {}
+
+    def group(r: int) -> str:
+        g = groups.get(r)
+        if g is None:
+            f = nodes.file[r]
+            in_tests = nodes.kind[r] != "file" and not is_test_path(f) and is_test_definition(f, nodes.qualname[r])
+            g = groups[r] = f + _TEST_GROUP if in_tests else f
+        return g
+
     per_file: dict[str, dict[str, float]] = {}
 
     def bump(f: str, key: str, value: float) -> None:
@@ -173,21 +204,22 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
 
     tops: dict[str, list[float]] = {}
     for r, s in node_runs["bm25"].items():
-        bump(nodes.file[r], "f_bm25", s)
-        tops.setdefault(nodes.file[r], []).append(s)
+        bump(group(r), "f_bm25", s)
+        tops.setdefault(group(r), []).append(s)
     for f, scores in tops.items():
         per_file[f]["f_bm25_top3"] = sum(sorted(scores, reverse=True)[:3]) / 3.0
     for run, key in (("title", "f_title"), ("prose", "f_prose"), ("dense", "f_dense")):
         for r, s in node_runs[run].items():
-            bump(nodes.file[r], key, s)
+            bump(group(r), key, s)
     for f, c in file_mention.items():
         bump(f, "f_mention", min(1.0, c))
     for r, s in near.items():
-        bump(nodes.file[r], "f_graph", s)
+        bump(group(r), "f_graph", s)
     for f, feats in per_file.items():
-        if is_test_path(f) and not inputs.about_tests:
+        path, _, in_file_tests = f.partition(_TEST_GROUP[0])
+        if (in_file_tests or is_test_path(path)) and not inputs.about_tests:
             feats["f_test"] = 1.0
-        if _NONLIB.search(f):
+        if is_nonlib_path(path):
             feats["f_nonlib"] = 1.0
 
     cand = set(mention) | set(near)
@@ -198,7 +230,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     col = {f: i for i, f in enumerate(FEATURES)}
     X = np.zeros((len(rows), len(FEATURES)), dtype=np.float64)
     for i, r in enumerate(rows.tolist()):
-        for k, v in per_file.get(nodes.file[r], {}).items():
+        for k, v in per_file.get(group(r), {}).items():
             X[i, col[k]] = v
         X[i, col["n_bm25"]] = node_runs["bm25"].get(r, 0.0)
         X[i, col["n_title"]] = node_runs["title"].get(r, 0.0)

@@ -21,6 +21,11 @@ _TEST_PATH = re.compile(
     r"|[a-z0-9]Tests?\.java$"                              # Java FooTest.java
 )
 
+#: Test modules inside source files, by file suffix: a definition whose container path holds one
+#: of these names is test code although its file is not (Rust keeps unit tests in a
+#: `#[cfg(test)] mod tests` block of the file they test).
+_TEST_CONTAINERS = {".rs": frozenset({"tests", "test"})}
+
 
 def valid_spans(cands: Sequence[QueriedNode]) -> Candidates:
     """Drop candidates whose span is impossible (start < 1 or end < start)."""
@@ -53,6 +58,15 @@ def is_test_path(path: str) -> bool:
     """True for test code: tests folders, `test_*.py`, `*_test.py`, `conftest.py`, and the other
     languages' conventions (`*_test.go`, `*.test.js`, `*.spec.ts`, `__tests__/`, `FooTest.java`)."""
     return bool(_TEST_PATH.search(path))
+
+
+def is_test_definition(path: str, qualname: str) -> bool:
+    """True for a definition in test code: in a test path, or inside a test module of a source
+    file (Rust's `mod tests`); other languages' definitions go by their path alone."""
+    if is_test_path(path):
+        return True
+    names = next((v for suffix, v in _TEST_CONTAINERS.items() if path.endswith(suffix)), None)
+    return bool(names) and any(seg in names for seg in qualname.split(".")[:-1])
 
 
 def drop_tests(cands: Sequence[QueriedNode]) -> Candidates:

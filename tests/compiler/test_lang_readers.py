@@ -285,3 +285,16 @@ def test_a_cpp_header_keeps_its_classes_and_methods():
     parsed = read_foreign("include/fmt/base.h", text)
     assert [(n.qualname, n.kind) for n in parsed.nodes[1:]] == [("fmt.buffer", "class"),
                                                                 ("fmt.buffer.push_back", "method")]
+
+
+def test_a_rust_cfg_test_module_is_folded_out_of_the_file_outline():
+    src = (b"pub fn parse(s: &str) -> u64 { s.len() as u64 }\n\n"
+           b"#[cfg(test)]\nmod tests {\n    use super::*;\n    macro_rules! cases { () => {} }\n"
+           b"    cases! { kilo_plus: (\"+1k\", 1000), }\n    #[test]\n    fn parses() { assert_eq!(parse(\"a\"), 1); }\n}\n\n"
+           b"mod inner {\n    pub const LIMIT: u64 = 9;\n}\n")
+    parsed = read_foreign("src/size.rs", src)
+    text = parsed.file_node.text
+    assert "mod tests" in text and "kilo_plus" not in text and "fn parses" not in text
+    assert "cfg(test)" not in text
+    assert "pub const LIMIT" in text          # an ordinary inline module is shown as before
+    assert [n.node_id for n in parsed.nodes[1:]] == ["src/size.rs::parse", "src/size.rs::tests.parses"]

@@ -102,3 +102,46 @@ def test_query_command_exits_2_on_a_bad_weights_file(bug_index, tmp_path, capsys
     rc = main(["query", str(bug_index.path), "cart total is off by a cent", "--localise-weights", str(bad)])
     assert rc == 2
     assert "no_such_feature" in capsys.readouterr().err
+
+
+RUST = SimpleNamespace(
+    node_id=["src/size.rs", "src/size.rs::parse", "src/size.rs::tests.parses_min", "src/walk.rs",
+             "src/walk.rs::scan", "build.rs", "build.rs::main"],
+    kind=["file", "function", "function", "file", "function", "file", "function"],
+    file=["src/size.rs", "src/size.rs", "src/size.rs", "src/walk.rs", "src/walk.rs", "build.rs", "build.rs"],
+    qualname=["", "parse", "tests.parses_min", "", "scan", "", "main"],
+    start_line=[1, 1, 10, 1, 1, 1, 1],
+    end_line=[20, 9, 20, 9, 9, 5, 5],
+)
+RUST_FILES = {"src/size.rs": 0, "src/walk.rs": 3, "build.rs": 5}
+
+
+def test_a_rust_mod_tests_block_scores_as_test_code_not_as_its_file():
+    # The in-file unit test matches best; the file it tests must not inherit that match, and
+    # the test itself is demoted like a test file's.
+    runs = {"bm25": (np.array([2, 4, 1]), np.array([4.0, 3.0, 1.0]))}
+    table = features(LocaliseInputs(runs), RUST, None, RUST_FILES)
+    w = _w(f_bm25=1.0, n_bm25=0.5, f_test=-1.0)
+    by_id = {RUST.node_id[s.row]: s.score for s in rank(table, w, RUST.node_id, limit=10)}
+    assert by_id["src/size.rs::tests.parses_min"] == pytest.approx(1.0 - 1.0 + 0.5)
+    assert by_id["src/size.rs::parse"] == pytest.approx(0.25 + 0.125)
+    assert by_id["src/walk.rs::scan"] == pytest.approx(0.75 + 0.375)
+    assert _ids_of(RUST, rank(table, w, RUST.node_id))[:2] == ["src/walk.rs::scan", "src/walk.rs"]
+
+
+def test_cargo_build_scripts_and_typescript_declarations_are_not_library_code():
+    from codenib.model.localise import is_nonlib_path
+
+    assert is_nonlib_path("build.rs") and is_nonlib_path("crates/x/build.rs") and is_nonlib_path("benches/b.rs")
+    assert is_nonlib_path("index.d.ts") and is_nonlib_path("src/types/api.d.mts")
+    assert not is_nonlib_path("src/build.rs.txt") and not is_nonlib_path("src/index.ts")
+    # Python's paths are judged as before: only the language-neutral folders count.
+    assert not is_nonlib_path("build.py") and not is_nonlib_path("benches/b.py")
+    assert is_nonlib_path("docs/conf.py") and is_nonlib_path("benchmarks/b.py")
+    runs = {"bm25": (np.array([6, 4]), np.array([4.0, 4.0]))}
+    table = features(LocaliseInputs(runs), RUST, None, RUST_FILES)
+    assert _ids_of(RUST, rank(table, _w(f_bm25=1.0, f_nonlib=-0.5), RUST.node_id))[0].startswith("src/walk.rs")
+
+
+def _ids_of(nodes, scored):
+    return [nodes.node_id[s.row] for s in scored]

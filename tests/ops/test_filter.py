@@ -58,3 +58,14 @@ def test_filters_are_idempotent(paths, glob):
               lambda c: exclude_paths(c, [glob])):
         once = f(cands)
         assert f(once) == once
+
+
+def test_a_rust_test_module_is_test_code_in_rust_files_only():
+    from codenib.ops.filter import is_test_definition
+
+    assert is_test_definition("src/size.rs", "tests.parses_min")
+    assert is_test_definition("src/a.rs", "imp.test.helper")
+    assert not is_test_definition("src/size.rs", "SizeFilter.tests")       # a method named tests
+    assert not is_test_definition("src/size.rs", "parse")
+    assert is_test_definition("tests/cli.rs", "run")                        # a test path
+    assert not is_test_definition("lib/size.py", "tests.parses_min")       # Python: by path only

@@ -135,6 +135,11 @@ class TreeReader:
         """What a `@def` capture is, or None when it is no definition (e.g. unnamed)."""
         raise NotImplementedError
 
+    def folded(self, node, src: bytes) -> bool:
+        """A namespace the file's outline shows by its signature alone, its body left out:
+        test code kept inside a source file (Rust's `#[cfg(test)] mod tests`)."""
+        return False
+
     def call(self, node, src: bytes) -> tuple[str, str, str] | None:
         """(callee, receiver, kind) of a `@call` capture, or None (computed callee)."""
         return None
@@ -222,6 +227,7 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     file_id = make_node_id(rel_path)
 
     defs: list[_Def] = []
+    folds: list[_Def] = []      # top-level namespaces the file outline shows as a signature
     bases: list[BaseFact] = []
     impl_bases: list[tuple[str, tuple, int]] = []
     seen: dict[str, int] = {}
@@ -238,6 +244,8 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
         holder = top.definition if top else None
         if found.role in ("namespace", "impl"):
             segs = tuple(s for s in found.name.split(".") if s)
+            if found.role == "namespace" and holder is None and reader.folded(node, raw):
+                folds.append(_definition(reader, raw, lines, rel_path, node, found, "", "", "namespace", None))
             stack.append(_Scope(node.end_byte, path + segs, found.role, holder))
             if found.role == "impl" and found.bases:
                 impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
@@ -280,7 +288,8 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
         node_id=file_id, kind="file", file=rel_path, qualname="", name=rel_path.rsplit("/", 1)[-1],
         start_line=1, end_line=max(1, len(lines)), signature="",
         docstring=_file_doc(reader, root, raw, defs),
-        text=_outline(rel_path, lines, 1, len(lines), [d for d in defs if d.parent is None])[:MAX_FILE_TEXT_CHARS],
+        text=_outline(rel_path, lines, 1, len(lines),
+                      folds + [d for d in defs if d.parent is None])[:MAX_FILE_TEXT_CHARS],
         content_sha256=hashlib.sha256(raw).hexdigest(), language=reader.language, parse_error=error,
     )
     nodes = [file_node] + [_node(rel_path, lines, d, reader.language) for d in defs]

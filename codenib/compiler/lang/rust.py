@@ -4,6 +4,8 @@ containers; `mod x;`, `use` trees, calls, `impl Trait for Type` and supertraits.
 
 from __future__ import annotations
 
+import re
+
 import tree_sitter_rust
 
 from codenib.compiler.lang.base import TreeReader, drop_generics, field_id_text, field_ids, field_text, new_found, node_text
@@ -11,12 +13,14 @@ from codenib.compiler.lang.base import TreeReader, drop_generics, field_id_text,
 _FUNCTION, _FIELD, _VALUE, _PATH, _NAME = field_ids(
     tree_sitter_rust.language(), "function", "field", "value", "path", "name")
 
+_CFG_TEST = re.compile(r"^#\[\s*cfg\s*\(\s*test\s*\)\s*\]")
+
 _TYPES = frozenset({"struct_item", "enum_item", "union_item", "trait_item"})
 
 
 class RustReader(TreeReader):
     language = "rust"
-    version = 1
+    version = 2     # 2: a `#[cfg(test)]` module's body is left out of the file outline
     comment_types = frozenset({"line_comment", "block_comment"})
     attribute_types = frozenset({"attribute_item"})
     query_source = """
@@ -60,6 +64,18 @@ class RustReader(TreeReader):
                               if b.type != "lifetime")
             return new_found("type", name, body=body, bases=bases)
         return new_found("function", name, body=body)
+
+    def folded(self, node, src):
+        # Unit tests live in a `#[cfg(test)] mod tests` block of the file they test: test
+        # fixtures and data would otherwise make the file's outline read like its tests.
+        if node.type != "mod_item":
+            return False
+        prev = node.prev_sibling
+        while prev is not None and prev.type in self.attribute_types | self.comment_types:
+            if prev.type == "attribute_item" and _CFG_TEST.search(node_text(prev, src)):
+                return True
+            prev = prev.prev_sibling
+        return False
 
     def call(self, node, src):
         fn = node.child_by_field_id(_FUNCTION)
