@@ -57,7 +57,7 @@ SIGNALS: dict[str, HistorySignal] = {s.name: s for s in (
 #: The weight of each signal in the `bug_localisation` plan when the index has a history
 #: (0 leaves a signal out). Chosen leave-one-repository-out on the SWE-bench dev set over the
 #: grid 0, 0.25, 0.5, 1, 2; see README "Repository history".
-WEIGHTS: tuple[tuple[str, float], ...] = (("similar_changes", 1.0), ("fix_proneness", 0.5))
+WEIGHTS: tuple[tuple[str, float], ...] = (("similar_changes", 1.0), ("fix_proneness", 0.0))
 
 
 class EvidenceCache:

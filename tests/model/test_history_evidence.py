@@ -18,11 +18,11 @@ from codenib.compiler.history import HistorySpec
 from codenib.model import history_evidence
 from codenib.model.planner import plan_options
 
-LEGEND = '''"""Legends."""
+LEGEND = '''"""Keys."""
 
 
 def draw_legend(labels, title):
-    """Draw the legend labels under the chart title."""
+    """Draw the legend labels under a title."""
     lines = [title] + [f"* {label}" for label in labels]
     return "\\n".join(lines)
 '''
@@ -30,7 +30,7 @@ LAYOUT = '''"""Boxes on a page."""
 
 
 def stack_boxes(boxes, gap):
-    """Place boxes top to bottom, `gap` apart."""
+    """Place boxes (a long chart title, the legend labels) top to bottom, `gap` apart, so text never overlaps."""
     y, out = 0, []
     for height in boxes:
         out.append(y)
