@@ -89,20 +89,42 @@ def order(instances: dict, repo_of: Callable[[dict], str]) -> list[str]:
     return sorted(instances, key=key)
 
 
+def commit_order(instances: dict, repo_of: Callable[[dict], str], mirror_of: Callable[[dict], Path]) -> list[str]:
+    """Snapshots of one repository in base-commit time order (from the repository's mirror),
+    so that each snapshot's history extends the previous one's and `--reuse` reads only the
+    new commits."""
+    import pygit2
+
+    repos: dict[Path, pygit2.Repository] = {}
+
+    def key(qid: str):
+        inst = instances[qid]
+        mirror = mirror_of(inst)
+        repo = repos.setdefault(mirror, pygit2.Repository(str(mirror)))
+        commit = repo.revparse_single(inst["base_commit"]).peel(pygit2.Commit)
+        return repo_of(inst), commit.commit_time, qid
+    return sorted(instances, key=key)
+
+
 def index_all(instances: dict, checkouts: Path, root: Path, dense: bool, repo_of: Callable[[dict], str],
-              reuse: bool = True) -> dict[str, float]:
+              reuse: bool = True, history: Callable[[dict], Path] | None = None) -> dict[str, float]:
     """`codenib index` each snapshot not indexed yet under `root`/<qid> (`--reuse` of the
-    previous snapshot of its repository when `reuse`); seconds per snapshot indexed now."""
+    previous snapshot of its repository when `reuse`); seconds per snapshot indexed now.
+    `history(instance)`: the repository's git mirror, indexed with `--history MIRROR@BASE`
+    (snapshots then go in base-commit order)."""
     root.mkdir(parents=True, exist_ok=True)
     prev: dict[str, str] = {}
     seconds: dict[str, float] = {}
-    for qid in order(instances, repo_of):
+    qids = order(instances, repo_of) if history is None else commit_order(instances, repo_of, history)
+    for qid in qids:
         repo = repo_of(instances[qid])
         out = root / qid
         if not (out / "manifest.json").exists():
             cmd = [codenib(), "index", str(checkouts / qid), "--out", str(out), "--quiet"]
             if not dense:
                 cmd.append("--no-dense")
+            if history is not None:
+                cmd += ["--history", f"{history(instances[qid])}@{instances[qid]['base_commit']}"]
             if reuse and repo in prev:
                 cmd += ["--reuse", str(root / prev[repo])]
             t0 = time.perf_counter()

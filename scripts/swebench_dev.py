@@ -13,6 +13,14 @@ repository's run are fitted on the other two (`--localise-weights` of `codenib r
     python scripts/swebench_dev.py                       # dense indexes (slow on 2 cores)
     python scripts/swebench_dev.py --no-dense            # BM25 + graph indexes, a few minutes
     python scripts/swebench_dev.py --no-dense --fit      # refit the packaged weights, ablation
+    python scripts/swebench_dev.py --no-dense --history /work/.mirror   # history as evidence
+
+With `--history MIRROR_ROOT` every snapshot is indexed with `--history
+MIRROR_ROOT/<owner>+<name>/repo@<base commit>` (snapshots of a repository in base-commit order,
+each with `--reuse` of the previous one, so only new commits are read), and the script prints
+the history signals' weights chosen leave-one-repository-out (nested: the localisation weights
+of the training repositories are themselves fitted without them), the per-signal ablation, and
+the table with and without history per repository, mean and worst.
 
 The mirrors come from the search library's `fetch` (see ../shared/eval/swebench-dev/README.md).
 `--data` and `--checkouts` point the script at another set of the same layout (the tests use a
@@ -83,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="where --fit writes (default: the packaged weights)")
     ap.add_argument("--ablation", action="store_true", help="cross-validated ablation of each signal group")
     ap.add_argument("--shard-size", type=int, default=8)
+    ap.add_argument("--history", metavar="MIRROR_ROOT",
+                    help="index with each repository's history from MIRROR_ROOT/<owner>+<name>/repo and "
+                         "measure it as evidence (leave-one-repository-out)")
     a = ap.parse_args(argv)
 
     data, work = Path(a.data), Path(a.work)
@@ -90,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     dev = devsets.read_set(data)
     queries, instances, gold_files, gold_funcs = dev.queries, dev.instances, dev.gold_files, dev.gold_funcs
     checkouts = Path(a.checkouts) if a.checkouts else devsets.prepare(data, work)
-    idx_root = work / ("idx-sparse" if a.no_dense else "idx")
-    # Vectors are what --reuse saves; without them each snapshot is built in full, as before.
+    idx_root = work / (("idx-sparse" if a.no_dense else "idx") + ("-history" if a.history else ""))
+    mirror_of = (lambda inst: Path(a.history) / inst["repo"].replace("/", "+") / "repo") if a.history else None
+    # Vectors are what --reuse saves; without them each snapshot is built in full, as before
+    # (with history, --reuse also reads only the commits the previous snapshot lacks).
     devsets.index_all(instances, checkouts, idx_root, dense=not a.no_dense, repo_of=_repo,
-                      reuse=not a.no_dense)
+                      reuse=not a.no_dense or bool(a.history), history=mirror_of)
 
     repos = sorted({r["repo_short"] for r in instances.values()})
     tag = "sparse" if a.no_dense else "dense"
@@ -150,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         if not a.no_dense:
             ranks = _cv_rankings(tables, instances, repos, gold_files, gold_funcs, ())
             print(f"  + {'dense (MiniLM)':<22} " + devsets.fmt(devsets.scores(ranks, list(tables), gold_files, gold_funcs)))
+    if a.history:
+        _history_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs)
     if a.fit:
         w = _fit(list(tables), tables, gold_files, gold_funcs)
         target = Path(a.weights_out)
@@ -229,6 +244,113 @@ def _cv_rankings(tables, instances, repos, gold_files, gold_funcs, drop) -> dict
                 table, ids = tables[q]
                 out[q] = [ids[s.row] for s in localise.rank(table, w, ids, 100)]
     return out
+
+
+#: The weights tried for each history signal (the LOO choice picks one per signal).
+HISTORY_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: The signals measured, and the ablation's sets of them.
+HISTORY_SIGNALS = ("similar_changes", "fix_proneness")
+HISTORY_ABLATION = {"similar changes only": ("similar_changes",), "fix-proneness only": ("fix_proneness",),
+                    "change-proneness only": ("change_proneness",), "both": HISTORY_SIGNALS}
+
+
+def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs) -> None:
+    """History as evidence, measured leave-one-repository-out with the plan's own scorer
+    (`history_evidence.rank_with_history`), in process on the same feature tables."""
+    import itertools
+
+    from codenib.index.loaded import load_index
+    from codenib.model import history_evidence as he
+    from codenib.model.report import read_report
+    from codenib.querytext import clean_query_text
+
+    evidence, meta = {}, {}
+    for q in queries:
+        index = load_index(idx_root / q["index"], sparse=False, graph=False, verify=False)
+        cache = he.EvidenceCache(index.history)
+        text = clean_query_text(q["query"]).text   # as the plan searches it (`sparse_texts`' whole text)
+        text = text[:read_report(text).chars]
+        evidence[q["qid"]] = {name: cache.get(name, text) for name in he.SIGNALS}
+        meta[q["qid"]] = (index.nodes, index.row_of, localise.file_rows_of(index.nodes))
+    repo_of = {q: instances[q]["repo_short"] for q in tables}
+
+    # Localisation weights: for a held-out repository R, fitted on the other two; to choose
+    # the history weights on a training repository T, fitted on the one repository left.
+    def loc_weights(train):
+        return _fit([q for q in tables if repo_of[q] in train], tables, gold_files, gold_funcs)
+
+    fitted = {}
+    for held in repos:
+        rest = tuple(r for r in repos if r != held)
+        fitted[(held, rest)] = loc_weights(rest)
+        for t in rest:
+            fitted[(t, tuple(r for r in rest if r != t))] = loc_weights(tuple(r for r in rest if r != t))
+
+    def ranking(qid, loc, hw):
+        table, ids = tables[qid]
+        nodes, row_of, file_rows = meta[qid]
+        scored = he.rank_with_history(table, loc, evidence[qid], hw, nodes, row_of, file_rows, 100)
+        return [ids[s.row] for s in scored]
+
+    def objective(rows):
+        return (rows["file@5"] + rows["func@10"]) / 2
+
+    def choose(held, signals):
+        """The grid point best on the training repositories (each scored by weights fitted
+        without it), ties to the smaller weights."""
+        rest = [r for r in repos if r != held]
+        best = None
+        for ws in itertools.product(HISTORY_GRID, repeat=len(signals)):
+            hw = tuple(zip(signals, ws))
+            ranks = {}
+            for t in rest:
+                loc = fitted[(t, tuple(r for r in rest if r != t))]
+                ranks.update({q: ranking(q, loc, hw) for q in tables if repo_of[q] == t})
+            qs = [q for q in tables if repo_of[q] in rest]
+            val = objective(devsets.scores(ranks, qs, gold_files, gold_funcs))
+            if best is None or val > best[0] + 1e-12:
+                best = (val, hw)
+        return best[1]
+
+    def held_out(signals, fixed=None):
+        out, chosen = {}, {}
+        for held in repos:
+            hw = fixed if fixed is not None else choose(held, signals)
+            chosen[held] = hw
+            loc = fitted[(held, tuple(r for r in repos if r != held))]
+            out.update({q: ranking(q, loc, hw) for q in tables if repo_of[q] == held})
+        return out, chosen
+
+    groups = [(repo, [q for q in tables if repo_of[q] == repo]) for repo in repos]
+    results = {"BM25 baseline": rankings["BM25 baseline"]}
+    results["no history"], _ = held_out((), fixed=())
+    print("\nhistory as evidence, leave-one-repository-out (weights chosen on the other two "
+          f"repositories from {HISTORY_GRID}, objective (file@5 + func@10) / 2):")
+    for name, signals in HISTORY_ABLATION.items():
+        results[name], chosen = held_out(signals)
+        print(f"  {name:<22} chosen: " + "; ".join(
+            f"without {r}: " + ", ".join(f"{n} {w:g}" for n, w in hw) for r, hw in chosen.items()))
+    shipped = tuple((n, w) for n, w in he.WEIGHTS if w)
+    results["shipped weights"], _ = held_out((), fixed=shipped)
+    print(f"  shipped weights (history_evidence.WEIGHTS): {shipped}")
+    if "codenib auto" in rankings:
+        results["codenib auto (run)"] = rankings["codenib auto"]
+    _loo_table(results, groups, gold_files, gold_funcs)
+
+
+def _loo_table(results, groups, gold_files, gold_funcs) -> None:
+    """Per repository, the mean over repositories and the worst repository (per column)."""
+    print(f"\n{'system':<24} {'set':<9} {'n':>3}  {devsets.HEAD}")
+    for name, ranks in results.items():
+        rows = []
+        for label, qids in groups:
+            row = devsets.scores(ranks, qids, gold_files, gold_funcs)
+            rows.append(row)
+            print(f"{name:<24} {label:<9} {len(qids):>3}  " + devsets.cells(row))
+        mean = {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
+        worst = {k: min(r[k] for r in rows) for k in rows[0]}
+        print(f"{name:<24} {'mean':<9} {'':>3}  " + devsets.cells(mean))
+        print(f"{name:<24} {'worst':<9} {'':>3}  " + devsets.cells(worst))
 
 
 def _bm25_baseline(queries: list[dict], idx_root: Path) -> dict[str, list[str]]:

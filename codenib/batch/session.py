@@ -59,6 +59,7 @@ class RetrievalSession:
     weights: LocaliseWeights
     llm: Any = None
     llm_configured: bool = False
+    history: Any = None   # the index's `History` (built with --history), evidence for bug reports
     planner: RetrievalPlanner = dataclasses.field(default_factory=RetrievalPlanner)
 
     @classmethod
@@ -82,8 +83,9 @@ class RetrievalSession:
            reranker: Any = None) -> RetrievalSession:
         """The session of a loaded index (`reranker`: an LLM reranker already made)."""
         reranker = reranker if reranker is not None else llm_reranker(llm)
+        history = index.history if index.capabilities().history else None
         return cls(index, engines or LocalEngines(index, reranker), localise_weights(weights), reranker,
-                   bool(llm) or reranker is not None if llm_configured is None else llm_configured)
+                   bool(llm) or reranker is not None if llm_configured is None else llm_configured, history)
 
     def with_engines(self, engines: Engines) -> RetrievalSession:
         """This session with its engine calls routed elsewhere (a graph actor's: to the
@@ -104,7 +106,7 @@ class RetrievalSession:
 
     @cached_property
     def _executor(self) -> PlanExecutor:
-        return PlanExecutor(self.index, self.engines, self.weights)
+        return PlanExecutor(self.index, self.engines, self.weights, self.history)
 
     def check(self) -> None:
         """Raises BadInputError when no plan can run on this index (no sparse, no dense)."""

@@ -44,17 +44,37 @@ class PlanInput:
     mention_rows: np.ndarray | None = None     # BM25 rows for the target's name (callers)
     detail: dict[str, Any] | None = None
     runs: dict[str, tuple] | None = None       # named raw (rows, scores) runs (`RetrievalPlan.searches`)
+    history: dict[str, Any] | None = None      # history signal -> `Evidence` (the plan's `history`)
 
 
 class PlanParts:
     """The index look-ups plans assemble from: exact symbols, named files, name-matched
     neighbours and the code graph. Holds no per-query state."""
 
-    def __init__(self, index: LoadedIndex, ctx: RetrieveContext | None = None, localise_weights=None):
+    def __init__(self, index: LoadedIndex, ctx: RetrieveContext | None = None, localise_weights=None,
+                 history=None):
         self.index = index
         self.ctx = ctx or RetrieveContext(index)
         self.localise_weights = localise_weights   # `LocaliseWeights` of bug-report plans (read at the edge)
         self._file_rows: dict[str, int] | None = None
+        self._history = None
+        if history is not None:   # a `History` (loaded at the edge, by the session)
+            from codenib.model.history_evidence import EvidenceCache
+
+            self._history = EvidenceCache(history)
+
+    def history_evidence(self, signals, text: str) -> dict[str, Any]:
+        """The evidence of each (signal, weight) a plan carries, for its text.
+
+        Raises:
+            BadInputError: the plan asks for history but the executor was given none.
+        """
+        if self._history is None:
+            from codenib.errors import BadInputError
+
+            raise BadInputError("the plan asks for history evidence but the index's history was not loaded",
+                                path=str(self.index.path), fix="load the index's history with the session")
+        return {name: self._history.get(name, text) for name, _ in signals}
 
     def file_rows(self) -> dict[str, int]:
         """File path -> row of its file node (built on first use)."""

@@ -105,13 +105,13 @@ class PlanExecutor:
     on actors) and, for bug reports, the localisation weights (`LocaliseWeights`, loaded at
     the edge). Plans come from the planner (`codenib.model.planner`), with the queries."""
 
-    def __init__(self, index: LoadedIndex, engines: Engines, localise_weights):
+    def __init__(self, index: LoadedIndex, engines: Engines, localise_weights, history=None):
         self.index = index
         self.engines = engines
         self.ctx = RetrieveContext(index)
         # A resource, not a strategy: an index without vectors has no dense branch to call.
         self.dense = index.capabilities().dense
-        self.parts = PlanParts(index, self.ctx, localise_weights)
+        self.parts = PlanParts(index, self.ctx, localise_weights, history)
 
     def execute(self, queries: Sequence[str], plans: Sequence[QueryPlan], k: int | None = None) -> list[QueryResult]:
         """Retrieve for a batch of planned queries (`plans[i]` is query i's plan, made by the
@@ -142,9 +142,12 @@ class PlanExecutor:
         for i in live:
             t0 = time.perf_counter()
             try:
+                # History signals the plan carries (computed on the session's `History`).
+                history = (self.parts.history_evidence(planned[i].history, planned[i].history_text)
+                           if planned[i].history else None)
                 q = PlanInput(queries[i], signals[i], planned[i], sparse_hits.get(i, ()), dense_hits.get(i, ()),
                               tuple(targets.get(i, ())), mention_rows.get(i), traces[i].setdefault("detail", {}),
-                              runs.get(i))
+                              runs.get(i), history)
                 cands = plan_class(planned[i].plan).assemble(q, self.parts)
                 if planned[i].prefer_library:
                     cands = demote_tests(cands)

@@ -128,7 +128,8 @@ class RetrievalPlanner:
 
     def _parametrize(self, plan: str, s: QuerySignals, preset: BudgetPreset, caps, rerank: str | None,
                      reasons: list[str]) -> RetrievalPathPlan:
-        params = plan_class(plan).parametrize(s, preset, self.hybrid_weights)
+        params = plan_class(plan).with_capabilities(plan_class(plan).parametrize(s, preset, self.hybrid_weights),
+                                                    caps, reasons)
         chosen = self._reranker(plan, preset, caps, rerank, reasons)
         top = preset.rerank_top if chosen != "none" else 0
         if chosen != "none" and top == 0:
@@ -216,4 +217,7 @@ def plan_rows(rows: Sequence[Any], options: PlanOptions, capabilities: Mapping[s
 
 
 def _caps_dict(caps) -> dict[str, bool]:
-    return {k: bool(getattr(caps, k, False)) for k in ("dense", "sparse", "graph", "embedding_rerank", "llm_rerank")}
+    out = {k: bool(getattr(caps, k, False)) for k in ("dense", "sparse", "graph", "embedding_rerank", "llm_rerank")}
+    if getattr(caps, "history", False):   # named only when present: traces of other indexes stay as they were
+        out["history"] = True
+    return out

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from codenib.errors import BadInputError
-from codenib.model import localise
+from codenib.model import history_evidence, localise
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan, Search
 from codenib.model.report import read_report
@@ -68,6 +68,11 @@ class RetrievalPlan(ABC):
     def degrade(self, preset: BudgetPreset, caps: Any) -> tuple[str, str] | None:
         """(fallback plan, reason) when the capabilities or budget cannot run this plan."""
         return None
+
+    def with_capabilities(self, plan: RetrievalPathPlan, caps: Any, reasons: list[str]) -> RetrievalPathPlan:
+        """`plan` with the optional evidence the index offers (capabilities such as `history`)
+        added; the reason is appended to `reasons`. By default: unchanged."""
+        return plan
 
     @abstractmethod
     def needs(self, plan: RetrievalPathPlan) -> frozenset[str]:
@@ -294,13 +299,24 @@ class BugLocalisation(RetrievalPlan):
     def needs(self, plan):
         return frozenset({"sparse"})
 
+    def with_capabilities(self, plan, caps, reasons):
+        # An index built with --history: similar past changes and change-proneness are
+        # evidence, each added to the localisation score with its weight (`history_evidence`).
+        weights = tuple((n, w) for n, w in history_evidence.WEIGHTS if w)
+        if not getattr(caps, "history", False) or not weights:
+            return plan
+        reasons.append("history: " + ", ".join(f"{n} (weight {w:g})" for n, w in weights)
+                       + " added to the localisation scores")
+        return dataclasses.replace(plan, history=weights)
+
     def searches(self, query, s, plan):
         # The report is read once, here; its texts are searched and `assemble` scores it.
         report = read_report(query)
         texts = localise.sparse_texts(query, report)
         return dataclasses.replace(
             plan, report=report, sparse_searches=tuple(Search(name, text, localise.SPARSE_DEPTH[name])
-                                                       for name, text in texts.items()))
+                                                       for name, text in texts.items()),
+            history_text=texts["bm25"] if plan.history else "")
 
     def assemble(self, q, parts):
         index, detail = parts.index, q.detail
@@ -309,7 +325,14 @@ class BugLocalisation(RetrievalPlan):
         inputs = localise.inputs_for(report, runs, index)
         table = localise.features(inputs, index.nodes, index.graph, parts.file_rows())
         weights = parts.localise_weights
-        scored = localise.rank(table, weights, index.nodes.node_id, limit=max(q.plan.k, 100), explain=10)
+        if q.history is not None:
+            scored = history_evidence.rank_with_history(
+                table, weights, q.history, q.plan.history, index.nodes, index.row_of, parts.file_rows(),
+                limit=max(q.plan.k, 100), explain=10)
+            detail["history"] = {name: {"weight": w, "files": len(q.history[name].files),
+                                        "nodes": len(q.history[name].nodes)} for name, w in q.plan.history}
+        else:
+            scored = localise.rank(table, weights, index.nodes.node_id, limit=max(q.plan.k, 100), explain=10)
         detail["runs"] = sorted(k for k, v in runs.items() if v is not None and len(v[0]))
         detail["mentions"] = report.kinds()
         detail["priors"] = [{"file": p.file, "node_id": index.nodes.node_id[p.row] if p.row is not None else None,

@@ -80,12 +80,16 @@ class RetrievalPathPlan:
     fusion: tuple[tuple[str, float], ...] = ()  # (run, weight) fused by RRF, in order (hybrid)
     mention_search: bool = False               # BM25 of the targets' names (name-matched callers)
     report: BugReport | None = None            # the parsed bug report (bug_localisation)
+    history: tuple[tuple[str, float], ...] = ()  # (history signal, weight) added to the ranking
+    history_text: str = ""                     # the text the query-dependent history signals search
 
     #: Fields the executor reads that the trace does not record.
-    EXECUTION = ("sparse_searches", "dense_search", "fusion", "mention_search", "report")
+    EXECUTION = ("sparse_searches", "dense_search", "fusion", "mention_search", "report", "history_text")
 
     def to_dict(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.EXECUTION}
+        if not self.history:   # an index without history writes the trace it always wrote
+            del values["history"]
         return {k: asdict(v) if is_dataclass(v) else v for k, v in values.items()}
 
 
@@ -112,6 +116,7 @@ class PlannerCapabilities:
     graph: bool = True
     embedding_rerank: bool = True
     llm_rerank: bool = False
+    history: bool = False
 
 
 @dataclass(frozen=True)

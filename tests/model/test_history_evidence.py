@@ -1,0 +1,118 @@
+"""History as evidence in the `bug_localisation` plan: a report that matches a past commit's
+message ranks the file that commit changed first with history and not without; the trace
+names the history runs; an index without history plans and ranks as before.
+
+The repository is a real git repository made with pygit2, indexed by the real build."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from codenib.batch.session import RetrievalSession
+from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.history import HistorySpec
+from codenib.model import history_evidence
+from codenib.model.planner import plan_options
+
+LEGEND = '''"""Keys."""
+
+
+def draw_legend(labels, title):
+    """Draw the legend labels under a title."""
+    lines = [title] + [f"* {label}" for label in labels]
+    return "\\n".join(lines)
+'''
+LAYOUT = '''"""Boxes on a page."""
+
+
+def stack_boxes(boxes, gap):
+    """Place boxes (a long chart title, the legend labels) top to bottom, `gap` apart, so text never overlaps."""
+    y, out = 0, []
+    for height in boxes:
+        out.append(y)
+        y += height + gap
+    return out
+'''
+COLORS = '''"""Colours."""
+
+
+def parse_hex(code):
+    return tuple(int(code[i:i + 2], 16) for i in (1, 3, 5))
+'''
+
+REPORT = ("Legend labels overlap a long chart title again\n\n"
+          "When the chart title is long, the legend labels overlap the title text. This was fixed once "
+          "before and came back in the last release. Expected: the legend labels sit below the title.")
+
+
+def _commit(repo: pygit2.Repository, files: dict[str, str], message: str, t: int, parents: list) -> pygit2.Oid:
+    root = Path(repo.workdir)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    repo.index.add_all()
+    repo.index.write()
+    sig = pygit2.Signature("t", "t@example.org", t, 0)
+    return repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents)
+
+
+@pytest.fixture(scope="module")
+def indexes(tmp_path_factory):
+    """The same work tree indexed with and without --history."""
+    tmp = tmp_path_factory.mktemp("hist")
+    root = tmp / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = _commit(repo, {"app/__init__.py": "", "app/legend.py": LEGEND, "app/layout.py": LAYOUT.replace(
+        "height + gap", "height")}, "Initial import", 1_000_000, [])
+    c2 = _commit(repo, {"app/layout.py": LAYOUT}, "Fix legend labels overlapping a long chart title", 2_000_000, [c1])
+    _commit(repo, {"app/colors.py": COLORS}, "Add colour parsing for hex codes", 3_000_000, [c2])
+    out = {}
+    for name, history in (("with", HistorySpec()), ("without", None)):
+        build_index(root, tmp / name, BuildOptions(dense=False, progress=False, use_cache=False, jobs=1,
+                                                   history=history))
+        out[name] = tmp / name
+    return out
+
+
+def _search(index_dir: Path):
+    session = RetrievalSession.load(str(index_dir))
+    return session.search(REPORT, plan_options("balanced"))
+
+
+def _files(result) -> list[str]:
+    return list(dict.fromkeys(c.file for c in result.candidates))
+
+
+def test_a_report_like_a_past_fix_ranks_that_fix_s_file_first_with_history(indexes):
+    without, with_history = _search(indexes["without"]), _search(indexes["with"])
+    assert without.plan == with_history.plan == "bug_localisation"
+    assert _files(without)[0] == "app/legend.py"        # the words of the report
+    assert _files(with_history)[0] == "app/layout.py"   # the file the past fix changed
+
+
+def test_the_trace_names_the_history_runs(indexes):
+    trace = _search(indexes["with"]).trace
+    weights = dict(history_evidence.WEIGHTS)
+    assert trace["capabilities"]["history"] is True
+    assert [n for n, _ in trace["detail"]["plan"]["history"]] == [n for n, w in history_evidence.WEIGHTS if w]
+    assert set(trace["detail"]["history"]) == {n for n, w in weights.items() if w}
+    assert trace["detail"]["history"]["similar_changes"]["files"] >= 1
+    assert any(r.startswith("history: similar_changes") for r in trace["reasons"])
+    top = trace["detail"]["contributions"][0]
+    assert top["node_id"].startswith("app/layout.py")
+    assert top["contributions"]["history:similar_changes"] > 0
+
+
+def test_without_history_the_plan_and_ranking_are_those_of_the_history_less_plan(indexes, monkeypatch):
+    """An index without history: no history in the trace at all, and the ranking equals that
+    of the history index when the plan carries no history signal."""
+    plain = _search(indexes["without"])
+    assert "history" not in json.dumps(plain.trace)
+    monkeypatch.setattr(history_evidence, "WEIGHTS", tuple((n, 0.0) for n, _ in history_evidence.WEIGHTS))
+    off = _search(indexes["with"])
+    assert "history" not in off.trace["detail"]["plan"]
+    assert [(c.node_id, c.score) for c in off.candidates] == [(c.node_id, c.score) for c in plain.candidates]
