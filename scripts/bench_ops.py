@@ -3,7 +3,7 @@
 
 Candidates are real nodes of the index (default: the click dev index). Prints one row per
 op with milliseconds per 1,000 candidates; online-encoding rerank is reported separately
-since it is bounded by the encoder (see scripts/bench_index.py for encode throughput).
+since it is bounded by the encoder (see scripts/bench_dense.py for encode throughput).
 
 Usage:
     python scripts/bench_ops.py [--index ~/.cache/codenib-dev/idx/click] [--repeats 20]
