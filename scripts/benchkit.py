@@ -1,7 +1,7 @@
 """Timing and tables shared by every benchmark script under scripts/ (bench_*.py).
 
 Timing: `Stopwatch` (wall and CPU seconds, the CPU of child processes included),
-`best_of` (best wall time of N calls), `timed_rounds` (interleaved A/B/... rounds whose
+`best_of` (best wall time of N calls), `median_of` (median after a warm-up), `timed_rounds` (interleaved A/B/... rounds whose
 order rotates, so load that drifts hits every side alike) and `Timing` (median, best and the
 median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
 and `Row` / `summary_table`, the metric | ours | baseline | ratio | target | pass/fail table
@@ -82,6 +82,13 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 def best_of(fn: Callable[[], Any], repeats: int) -> float:
     """The best wall seconds of `repeats` calls (noise only ever adds time)."""
     return min(timed(fn)[1] for _ in range(max(1, repeats)))
+
+
+def median_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+    """The median wall seconds of `repeats` calls, after `warmup` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    return Timing(tuple(timed(fn)[1] for _ in range(max(1, repeats)))).median
 
 
 @dataclass(frozen=True, slots=True)
