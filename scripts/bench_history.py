@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pygit2
 
 from codenib.compiler.history import HistorySpec, manifest_entry, read_history, resolve, write_history
 from codenib.compiler.workers import _Workers
+
+from benchkit import Stopwatch
 
 
 def _count(repo: pygit2.Repository, oid) -> int:
@@ -59,21 +59,14 @@ def _write(folder: Path, tables):
     return tables
 
 
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def _timed(jobs: int, work):
     """Run `work(map_chunks)` with its own worker pool (closed, so its CPU time is counted)."""
-    t0, c0 = time.perf_counter(), _cpu()
-    with _Workers(jobs) as workers:
+    with Stopwatch() as sw, _Workers(jobs) as workers:
         def map_chunks(fn, chunks):
             return workers.map(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
 
         result = work(map_chunks)
-    return result, {"wall_seconds": round(time.perf_counter() - t0, 2), "cpu_seconds": round(_cpu() - c0, 2)}
+    return result, {"wall_seconds": round(sw.wall, 2), "cpu_seconds": round(sw.cpu, 2)}
 
 
 def main() -> int:

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import re
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -33,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import devsets  # noqa: E402
+from benchkit import Stopwatch, timed_rounds  # noqa: E402
 
 TARGET_RATIO = 0.5
 
@@ -106,17 +105,12 @@ def _time(items, read_foreign, reader_for, repeat: int) -> tuple[float, float, i
         if key not in parsers:
             parsers[key] = Parser(_language(reader_for(rel).grammar_for(rel)))
         plan.append((parsers[key], raw))
-    bare = ours = float("inf")
-    n_nodes = 0
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for parser, raw in plan:
-            parser.parse(raw)
-        bare = min(bare, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        n_nodes = sum(len(read_foreign(rel, raw).nodes) for rel, raw in items)
-        ours = min(ours, time.perf_counter() - t0)
-    return bare, ours, n_nodes
+    counted: list[int] = []
+    timing = timed_rounds({
+        "bare": lambda: [parser.parse(raw) for parser, raw in plan],
+        "ours": lambda: counted.append(sum(len(read_foreign(rel, raw).nodes) for rel, raw in items)),
+    }, repeat, progress=False)
+    return timing["bare"].best, timing["ours"].best, counted[-1]
 
 
 def _language(grammar):
@@ -128,13 +122,10 @@ def _language(grammar):
 def _index_large(repo: Path) -> None:
     """`codenib index --no-dense --no-cache` of `repo` in a fresh process: wall and CPU seconds."""
     with tempfile.TemporaryDirectory(prefix="bench-languages-") as tmp:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        done = subprocess.run([devsets.codenib(), "index", str(repo), "--out", str(Path(tmp) / "idx"),
-                               "--no-dense", "--no-cache"], check=True, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        with Stopwatch() as sw:
+            done = subprocess.run([devsets.codenib(), "index", str(repo), "--out", str(Path(tmp) / "idx"),
+                                   "--no-dense", "--no-cache"], check=True, capture_output=True, text=True)
+    wall, cpu = sw.wall, sw.cpu
     summary = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if re.match(r"\s+(files|nodes|languages|time)\b", ln)]
     print(f"\nindex {repo} without vectors: {wall:.1f}s wall, {cpu:.1f}s CPU (target: under 60s on 2 cores)")
     for line in summary:

@@ -3,7 +3,7 @@
 
 Candidates are real nodes of the index (default: the click dev index). Prints one row per
 op with milliseconds per 1,000 candidates; online-encoding rerank is reported separately
-since it is bounded by the encoder (see scripts/bench_index.py for encode throughput).
+since it is bounded by the encoder (see scripts/bench_dense.py for encode throughput).
 
 Usage:
     python scripts/bench_ops.py [--index ~/.cache/codenib-dev/idx/click] [--repeats 20]
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
-import time
 from pathlib import Path
 
 from codenib.index.loaded import load_index
@@ -27,17 +25,14 @@ from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_r
 from codenib.ops.retrieve import RetrieveContext, dedup, rrf_fuse, rrf_fuse_files, to_queried_nodes
 from codenib.ops.transform import extract_keywords
 
+from benchkit import median_of
+
 N = 1000
 
 
 def timed(fn, repeats: int) -> float:
-    fn()  # warm-up
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
+    """Median milliseconds of `repeats` calls after one warm-up."""
+    return median_of(fn, repeats) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:

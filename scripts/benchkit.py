@@ -1,0 +1,220 @@
+"""Timing and tables shared by every benchmark script under scripts/ (bench_*.py).
+
+Timing: `Stopwatch` (wall and CPU seconds, the CPU of child processes included),
+`best_of` (best wall time of N calls), `median_of` (median after a warm-up), `timed_rounds` (interleaved A/B/... rounds whose
+order rotates, so load that drifts hits every side alike) and `Timing` (median, best and the
+median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
+and `Row` / `summary_table`, the metric | ours | baseline | ratio | target | pass/fail table
+that ends the index benchmarks. Not part of the codenib package: scripts import it as a
+sibling module (`python scripts/bench_x.py` puts scripts/ on sys.path).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    """Progress line on stderr, with the time since start."""
+    print(f"[bench {time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def out(msg: str = "") -> None:
+    """A result line on stdout."""
+    print(msg, flush=True)
+
+
+def elapsed() -> float:
+    """Seconds since this module was first imported (the benchmark's start)."""
+    return time.perf_counter() - _T0
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+def cpu_seconds() -> float:
+    """User + system seconds of this process and of its waited-for children so far."""
+    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def children_peak_rss_mb() -> float:
+    """The largest waited-for child process's peak resident set size (MB)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+class Stopwatch:
+    """`with Stopwatch() as sw: ...` then `sw.wall` and `sw.cpu` (seconds; the CPU seconds
+    count child processes, on a loaded machine the wall time mostly measures others)."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+
+    def __enter__(self) -> "Stopwatch":
+        self._wall0, self._cpu0 = time.perf_counter(), cpu_seconds()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self._wall0
+        self.cpu = cpu_seconds() - self._cpu0
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """`fn()`'s result and its wall seconds."""
+    t0 = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - t0
+
+
+def best_of(fn: Callable[[], Any], repeats: int) -> float:
+    """The best wall seconds of `repeats` calls (noise only ever adds time)."""
+    return min(timed(fn)[1] for _ in range(max(1, repeats)))
+
+
+def median_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+    """The median wall seconds of `repeats` calls, after `warmup` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    return Timing(tuple(timed(fn)[1] for _ in range(max(1, repeats)))).median
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Wall times of one function over interleaved rounds."""
+
+    times: tuple[float, ...]
+
+    @property
+    def best(self) -> float:
+        return min(self.times)
+
+    @property
+    def median(self) -> float:
+        ordered = sorted(self.times)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+    def speedup_over(self, baseline: "Timing") -> float:
+        """Median over rounds of baseline time / our time: each round's pair ran back to back,
+        so load from other processes that lasts longer than a round cancels out."""
+        return Timing(tuple(b / o for b, o in zip(baseline.times, self.times))).median
+
+
+def timed_rounds(fns: dict[str, Callable[[], Any]], repeats: int, desc: str = "rounds",
+                 progress: bool = True) -> dict[str, Timing]:
+    """Time each function once per round for `repeats` rounds; each round rotates the order."""
+    names = list(fns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    rounds: Any = range(repeats)
+    if progress:
+        from tqdm import tqdm
+
+        rounds = tqdm(rounds, desc=desc, unit="round", file=sys.stderr, leave=False)
+    for r in rounds:
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(timed(fns[name])[1])
+    return {name: Timing(tuple(ts)) for name, ts in times.items()}
+
+
+def qps(n: int, seconds: float) -> str:
+    return f"{n / seconds:,.0f} q/s" if seconds > 0 else "inf"
+
+
+def describe(t: Timing, n: int) -> str:
+    return f"median {t.median:.3f} s ({qps(n, t.median)}), best {t.best:.3f} s ({qps(n, t.best)})"
+
+
+def load_note(when: str) -> str | None:
+    """A warning when other processes keep the CPUs busy (the timings then wobble)."""
+    try:
+        load1 = float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    cpus = multiprocessing.cpu_count()
+    if load1 < 0.5 * cpus:
+        return None
+    return (f"WARNING: load average {load1:.1f} on {cpus} CPUs {when}: other processes compete for the "
+            "CPUs; ratios are medians of back-to-back pairs, absolute rates are low")
+
+
+def run_isolated(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run `fn(*args)` in a fresh process, so its peak memory and CPU are its own."""
+    ctx = multiprocessing.get_context("spawn")  # fork after torch/faiss threads start can hang
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(fn, *args).result()
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+def render_table(head: Sequence[str], rows: Sequence[Sequence[Any]], markdown: bool = False,
+                 right: Sequence[int] = ()) -> str:
+    """Rows under a header: fixed width (`a | b` with a `-+-` rule; columns in `right` are
+    right-aligned) or, with `markdown`, a Markdown table. Cells are str()-ed."""
+    cells = [[str(c) for c in head]] + [[str(c) for c in row] for row in rows]
+    if markdown:
+        lines = ["| " + " | ".join(row) + " |" for row in cells]
+        lines.insert(1, "|" + "|".join("---" for _ in head) + "|")
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+    lines = [" | ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row))
+             for row in cells]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def ratio(baseline: float, ours: float) -> str:
+    """`baseline / ours` as `1.23x` (a speed-up when both are times), `-` when undefined."""
+    return f"{baseline / ours:.2f}x" if ours else "-"
+
+
+@dataclass(slots=True)
+class Row:
+    """One line of a summary table."""
+
+    metric: str
+    ours: str
+    baseline: str = "-"
+    ratio: float | None = None
+    target: float | None = None
+    status: str | None = None      # overrides the ratio-vs-target verdict
+
+    def verdict(self) -> str:
+        if self.status is not None:
+            return self.status
+        if self.target is None or self.ratio is None:
+            return "info"
+        return "pass" if self.ratio >= self.target else "FAIL"
+
+
+SUMMARY_HEAD = ("metric", "ours", "baseline", "ratio", "target", "pass/fail")
+
+
+def summary_table(rows: Sequence[Row]) -> str:
+    """Fixed-width table: metric | ours | baseline | ratio | target | pass/fail."""
+    return render_table(SUMMARY_HEAD, [
+        (r.metric, r.ours, r.baseline, "-" if r.ratio is None else f"{r.ratio:.2f}x",
+         "-" if r.target is None else f">= {r.target:.2f}x", r.verdict())
+        for r in rows])
+
+
+def finish(rows: Sequence[Row], title: str, strict: bool, end_note: bool = False) -> int:
+    """Print the summary table and the total time; the exit status (1 with `strict` when a
+    target is missed)."""
+    out(f"\n== summary: {title} ==")
+    out(summary_table(rows))
+    note = load_note("at the end") if end_note else None
+    out(f"\ntotal benchmark time {elapsed():.0f} s" + (f"\n{note}" if note else ""))
+    return 1 if strict and any(r.verdict() == "FAIL" for r in rows) else 0
