@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 #: Above this share of the files changed (new, edited or deleted), the graph is built
 #: afresh without reading the earlier state. Measured on sympy (1,532 files) with a
-#: release's worth of edits to 43% of them (`scripts/bench_index.py --far-apart`): 87% of the
+#: release's worth of edits to 43% of them (`scripts/bench_far_apart.py --far-apart`): 87% of the
 #: files went through pass 2 again, and the graph stage took 25.1 CPU seconds against 21.2
 #: for a fresh one.
 GRAPH_REUSE_MAX_CHANGED = 0.25

@@ -96,7 +96,7 @@ class DenseIndex:
             return "torch"
         # An index built with --ann hnsw asked for approximate search on large corpora.
         # Otherwise faiss: its BLAS and top-k beat numpy's matrix product on the CPU
-        # (scripts/bench_index.py), and with fixed blocks its results are as reproducible.
+        # (scripts/bench_dense.py), and with fixed blocks its results are as reproducible.
         return "hnsw" if self.hnsw is not None else "faiss"
 
     def search(self, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
