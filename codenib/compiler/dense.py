@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from codenib import artifact
-from codenib.engines.embed import Encoder, ModelSpec
+from codenib.engines.embed import Encoder
+from codenib.engines.models import ModelSpec
 from codenib.engines.vectors import query_matrix, search_matrix
 from codenib.errors import BadInputError
 from codenib.tokens import split_identifier
