@@ -131,8 +131,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     repo = Path(repo)
     out = Path(out)
     artifact.check_output_dir(out, options.force)
-    if options.reuse is not None:
-        artifact.read_manifest(options.reuse, verify=True)
+    # The old index is verified here, once: `Previous` carries its manifest to the later stages.
+    old_manifest = artifact.read_manifest(options.reuse, verify=True) if options.reuse is not None else None
     Tokenizer(options.tokenizer)    # bad settings fail here, before any work
     history_source = None
     if options.history is not None:     # a bad GITDIR or REV fails here too
@@ -160,7 +160,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             previous = None
             if options.reuse is not None:
                 previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log,
-                                                    graph=False)
+                                                    graph=False, manifest=old_manifest)
             shas = {rel: hashlib.sha256(raw or b"").hexdigest() for rel, raw in sources.items()}
             kept = unchanged_files(previous, shas, read_errors)
             store = open_cache(options, out)
@@ -229,7 +229,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 t0 = time.perf_counter()
                 from codenib.compiler.dense import build_dense
 
-                dense_info = build_dense(nodes_of(nodes), staging / artifact.DENSE_DIR, options, log)
+                dense_info = build_dense(nodes_of(nodes), staging / artifact.DENSE_DIR, options, log,
+                                         previous)
                 seconds["dense"] = time.perf_counter() - t0
 
             incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer, all_facts)
