@@ -13,7 +13,8 @@ from typing import Any, Sequence
 
 import ray
 
-from codenib.batch.queries import Shard
+from codenib.batch.query_rows import Shard
+from codenib.batch.rerank_shard import rerank_shard
 from codenib.batch.worker import IndexCache, ShardOptions, cache_stats, failed_shard, process_shard
 from codenib.errors import CodeNibError
 
@@ -97,8 +98,6 @@ class RerankActor:
 
     def run_shard(self, shard):
         """Rerank every list of a `RerankShard` with this actor's reranker and top N."""
-        from codenib.batch.rerank import rerank_shard
-
         return rerank_shard(shard, self.cache.get(shard.index_path) if shard.index_path else None,
                             self.reranker, self.top_n, self.llm)
 

@@ -1,4 +1,5 @@
-"""Query sets: their rows and shards, reading a small set into memory, resolving index names.
+"""Query sets: reading a small set into memory (its rows, shards and index names are
+`codenib.batch.query_rows`, re-exported here).
 
 Streaming a large set is `codenib.batch.scan`; reading the files is `codenib.batch.query_files`."""
 
@@ -8,50 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codenib.batch.query_files import COLUMN_TYPES, check_column_types, load_query_records
-from codenib.errors import BadInputError, CodeNibError
-from codenib.model.planner import QueryPlan
-from codenib.storage import StorageConfig, is_uri
+from codenib.batch.query_rows import MAX_LISTED, QueryRow, Shard, resolve_index_name
+from codenib.errors import BadInputError
+from codenib.storage import StorageConfig
 
 __all__ = ["COLUMN_TYPES", "MAX_LISTED", "QueryRow", "QuerySet", "Shard", "check_column_types", "load_query_records",
            "read_query_set", "resolve_index_name"]
-
-
-#: Row numbers listed in an error message before "and N more".
-MAX_LISTED = 10
-
-
-@dataclass(frozen=True, slots=True)
-class QueryRow:
-    """One query of a set, with its resolved index and optional per-row overrides."""
-
-    qid: str
-    query: str
-    index: str            # the index as written (a path or a name under --index-root)
-    index_path: str       # resolved folder ('' when it could not be resolved)
-    budget: str | None = None
-    mode: str | None = None
-    error: str | None = None   # a per-row problem: the query becomes an error row
-    plans: tuple[QueryPlan, ...] = ()   # planned once by the driver: one per mode it runs
-    text_changes: tuple[tuple[str, int], ...] = ()   # what cleaning changed (codenib.querytext)
-
-    def planned(self, mode: str) -> QueryPlan:
-        """The driver's plan of this query for `mode`."""
-        for p in self.plans:
-            if p.mode == mode:
-                return p
-        raise CodeNibError(f"query {self.qid!r} carries no plan for mode {mode!r}: plan the rows first "
-                           "(codenib.batch.driver.plan_rows)")
-
-
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """Queries of one index, processed and committed together."""
-
-    shard_id: int
-    index: str
-    index_path: str
-    rows: tuple[QueryRow, ...]
-    index_sha: str = ""    # sha256 of the index's manifest when the job started
 
 
 @dataclass(frozen=True)
@@ -89,66 +52,8 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     while the rest of the job runs. Query text is cleaned (`codenib.querytext`): what was
     changed is kept on the row for its plan row's trace.
     """
-    from codenib.batch.scan import scan_query_set   # scan builds on this module's rows
+    from codenib.batch.scan import scan_query_set   # scan reads pyarrow: on first use
 
     with scan_query_set(path, index, index_root, storage) as scan:
         rows = tuple(row for batch in scan.batches() for row in batch)
     return QuerySet(scan.path, rows, scan.digest, scan.warnings)
-
-
-def resolve_index_name(name: str, root: str | Path, storage: StorageConfig | None = None) -> tuple[str, str | None]:
-    """An index name of an `index` column resolved strictly under `root`.
-
-    Returns (folder, None) for a name that is a relative path without `..` whose folder,
-    symlinks resolved, lies under the resolved root and holds a manifest.json; ('', None)
-    for such a name with no index there; ('', problem) for a name that could reach outside
-    the root (absolute, `..`, a symlink leading out), the problem naming the fix. Under a URI
-    root (object storage has no links) the folder is `ROOT/NAME`, the URI.
-    """
-    if not name:
-        return "", None
-    fix = (f"write the index's folder relative to {root} (e.g. 'click'), without '..' or a leading '/', "
-           "or pass --index DIR for one index")
-    pure = Path(name)
-    if "\x00" in name or pure.is_absolute() or ".." in pure.parts:
-        return "", f"index {name!r} is not a name under --index-root {root} (fix: {fix})"
-    if is_uri(str(root)):
-        if "\\" in name or "//" in name or pure.as_posix() in ("", "."):
-            return "", f"index {name!r} is not a name under --index-root {root} (fix: {fix})"
-        uri = f"{str(root).rstrip('/')}/{pure.as_posix()}"
-        return (uri, None) if (storage or StorageConfig()).open(uri).is_file("manifest.json") else ("", None)
-    try:
-        base = Path(root).resolve(strict=True)
-        folder = (base / pure).resolve(strict=False)
-    except (OSError, RuntimeError):   # a missing root, a symlink loop
-        return "", None
-    if not folder.is_relative_to(base):
-        return "", f"index {name!r} leads outside --index-root {root} through a symbolic link (fix: {fix})"
-    return (str(folder), None) if (folder / "manifest.json").is_file() else ("", None)
-
-
-def _qid(v) -> str | None:
-    if v is None:
-        return None
-    s = str(v).strip()
-    return s or None
-
-
-def _resolve_index(name: str, root: str | Path | None, storage: StorageConfig | None = None) -> str:
-    """The index folder a name refers to ('' when there is none with a manifest): a path as
-    given, or (with `root`) a name strictly under the root."""
-    if root is not None:
-        return resolve_index_name(name, root, storage)[0]
-    if not name:
-        return ""
-    if is_uri(name):
-        store = (storage or StorageConfig()).open(name)
-        store.check_bucket()
-        return store.uri if store.is_file("manifest.json") else ""
-    folder = Path(name)
-    return str(folder.resolve()) if (folder / "manifest.json").is_file() else ""
-
-
-def _list(items: list) -> str:
-    shown = ", ".join(str(i) for i in items[:MAX_LISTED])
-    return shown + (f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")

@@ -57,7 +57,7 @@ def check_column_types(table: pa.Table | pa.Schema, path: str | Path) -> None:
                                     f"pyarrow.array(values, pyarrow.string()))")
 
 
-def _local_copy(path: str | Path, storage: StorageConfig) -> tuple[Path, str | None]:
+def local_copy(path: str | Path, storage: StorageConfig) -> tuple[Path, str | None]:
     """A readable local file of the query set (a URI is downloaded, streamed, into a
     temporary folder that the scan removes when closed)."""
     if not is_uri(str(path)):
@@ -100,7 +100,7 @@ def _format_of(path: Path, shown: str) -> str:
     raise BadInputError(f"unknown query-set format {suffix!r}", path=shown, fix="use a .parquet or .jsonl file")
 
 
-def _schema(local: Path, shown: str) -> tuple[list[str], dict[str, pa.DataType], int]:
+def file_schema(local: Path, shown: str) -> tuple[list[str], dict[str, pa.DataType], int]:
     """Column names, Arrow types and the number of rows: a Parquet file's schema, or for
     JSONL the types Arrow infers from all values of each column (from one value per Python
     type seen, which infers the same type)."""
@@ -206,7 +206,7 @@ def _unreadable(exc: BaseException, shown: str) -> BadInputError:
     return BadInputError(f"cannot read the query set: {exc}", path=shown, fix="pass a readable Parquet or JSONL file")
 
 
-def _record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | tuple[str, ...] | None
+def record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | tuple[str, ...] | None
                     ) -> Iterator[list[dict]]:
     """The query set's rows as dicts, `batch_rows` at a time (text as `load_query_records`
     reads it). JSONL rows get every one of `keys` (None: only their own keys)."""
@@ -251,7 +251,7 @@ def _read_table(path: str | Path, storage: StorageConfig) -> tuple[pa.Table, lis
     import shutil
 
     shown = str(path) if is_uri(str(path)) else str(Path(path))
-    local, tmpdir = _local_copy(path, storage)
+    local, tmpdir = local_copy(path, storage)
     try:
         if _format_of(local, shown) == "jsonl":
             return _read_jsonl(local, shown)
@@ -309,7 +309,7 @@ def _type_is(found: pa.DataType, kind: str) -> bool:
             "null": pa.types.is_null(found)}[kind]
 
 
-def _has_surrogate(text: str) -> bool:
+def has_surrogate(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -12,9 +12,8 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from codenib.batch.query_files import (_has_surrogate, _local_copy, _record_batches, _schema,
-                                       check_column_types)
-from codenib.batch.queries import MAX_LISTED, QueryRow, _list, _qid, _resolve_index, resolve_index_name
+from codenib.batch.query_files import check_column_types, file_schema, has_surrogate, local_copy, record_batches
+from codenib.batch.query_rows import MAX_LISTED, QueryRow, listed, qid_text, resolve_index, resolve_index_name
 from codenib.errors import BadInputError
 from codenib.model.planner import BUDGETS, MODES
 from codenib.querytext import clean_query_text
@@ -67,10 +66,10 @@ class QueryScan:
 
     def batches(self) -> Iterator[list[QueryRow]]:
         """The rows in input order, `batch_rows` at a time (the same rows `read_query_set` gives)."""
-        for records in _record_batches(Path(self.local), self.batch_rows, self.path, self.columns):
+        for records in record_batches(Path(self.local), self.batch_rows, self.path, self.columns):
             out = []
             for rec in records:
-                qid = _qid(rec.get("qid"))
+                qid = qid_text(rec.get("qid"))
                 cleaned = clean_query_text(rec.get("query"))
                 text = cleaned.text
                 idx_name = self.index if self.index is not None else str(rec.get("index") or "")
@@ -141,11 +140,11 @@ def scan_query_set(path: str | Path, index: str | Path | None = None, index_root
                             fix="--index DIR for one index, or --index-root DIR with an `index` column")
     if index_root is not None and is_uri(str(index_root)):
         storage.open(str(index_root)).check_bucket()
-    if index is not None and not _resolve_index(str(index), None, storage):
+    if index is not None and not resolve_index(str(index), None, storage):
         raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
                             fix=f"build it with `codenib index REPO --out {index}`")
     shown = str(path) if is_uri(str(path)) else str(Path(path))
-    local, tmpdir = _local_copy(path, storage)
+    local, tmpdir = local_copy(path, storage)
     try:
         return _scan(shown, local, tmpdir, None if index is None else str(index),
                      None if index_root is None else str(index_root), storage, batch_rows, progress)
@@ -163,7 +162,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
 
     from codenib.progress import Progress
 
-    names, types, n_rows = _schema(local, shown)
+    names, types, n_rows = file_schema(local, shown)
     if n_rows == 0:
         raise BadInputError("the query set is empty", path=shown, fix="add at least one query")
     missing = [c for c in ("qid", "query") if c not in names]
@@ -192,18 +191,18 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
     row = 0
     runs, last_index = 0, None
     bar = Progress("validating queries", n_rows, "queries", enabled=progress and n_rows >= batch_rows)
-    for records in _record_batches(local, batch_rows, shown, names):
+    for records in record_batches(local, batch_rows, shown, names):
         bar.update(len(records))
         batch_hashes = []
         for rec in records:
             row += 1
             for col in bad_ident:
                 v = rec.get(col)
-                if isinstance(v, str) and _has_surrogate(v):
+                if isinstance(v, str) and has_surrogate(v):
                     n_ident[col] += 1
                     if len(bad_ident[col]) <= MAX_LISTED:
                         bad_ident[col].append(row)
-            qid = _qid(rec.get("qid"))
+            qid = qid_text(rec.get("qid"))
             if qid is None:
                 n_empty_qid += 1
                 if len(empty) <= MAX_LISTED:
@@ -221,7 +220,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
             idx_name = index if index is not None else str(rec.get("index") or "")
             if idx_name not in resolved:
                 if index is not None:
-                    resolved[idx_name], problems[idx_name] = _resolve_index(idx_name, None, storage), None
+                    resolved[idx_name], problems[idx_name] = resolve_index(idx_name, None, storage), None
                 else:
                     resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root, storage)
             folder = resolved[idx_name]
@@ -251,7 +250,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
     if twice.size:
         dups = _duplicates(local, batch_rows, shown, names, set(int(h) for h in twice))
         if dups:
-            raise BadInputError(f"duplicate qid(s): {_list(dups)}", path=shown, fix="make every `qid` unique")
+            raise BadInputError(f"duplicate qid(s): {listed(dups)}", path=shown, fix="make every `qid` unique")
     for col in ("budget", "mode"):
         if bad_value[col]:
             raise BadInputError(f"invalid `{col}` in row(s) {_listed(bad_value[col], n_bad_value[col])}", path=shown,
@@ -284,10 +283,10 @@ def _duplicates(local: Path, batch_rows: int, shown: str, names: list[str], cand
     first: dict[str, int] = {}
     dups = []
     row = 0
-    for records in _record_batches(local, batch_rows, shown, names):
+    for records in record_batches(local, batch_rows, shown, names):
         for rec in records:
             row += 1
-            qid = _qid(rec.get("qid"))
+            qid = qid_text(rec.get("qid"))
             if qid is None or _qid_hash(qid) not in candidates:
                 continue
             if qid in first:

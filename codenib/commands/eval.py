@@ -60,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from codenib.errors import BadInputError
     from codenib.eval import markdown, report
+    from codenib.eval.reportdata import EvalOptions
     from codenib.eval.qrels import read_qrels
     from codenib.eval.queries import read_queries
     from codenib.eval.runs import read_results
@@ -96,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         if args.qrels is None:
             return 0
-    options = report.EvalOptions(measures=measures, permutations=args.permutations,
-                                 seed=args.seed, plan=args.plan)
+    options = EvalOptions(measures=measures, permutations=args.permutations,
+                          seed=args.seed, plan=args.plan)
     evaluation = report.evaluate_results(
         results, read_qrels(args.qrels),
         queries=read_queries(args.queries) if args.queries else None,

@@ -9,7 +9,7 @@ from pathlib import Path
 from codenib.commands import Command
 from codenib.compiler.walk import MAX_FILE_BYTES
 from codenib.engines.backends import ENCODERS
-from codenib.engines.embed import DEFAULT_MODEL
+from codenib.engines.models import DEFAULT_MODEL
 from codenib.options import DEVICES
 
 

@@ -10,64 +10,38 @@ import hashlib
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pyarrow.parquet as pq
 
 from codenib import artifact
 from codenib.compiler import state as incr_state
-from codenib.compiler.build_cache import _cached_files, _fill_cache, _open_cache
+from codenib.compiler.build_cache import cached_files, fill_cache, open_cache
+from codenib.compiler.build_options import BuildOptions, Logger
 from codenib.compiler.build_parse import (
-    _file_facts,
-    _gc_paused,
-    _node_table,
-    _nodes_of,
-    _parse_files,
-    _read_sources,
-    _unchanged_files,
+    file_facts,
+    gc_paused,
+    node_table,
+    nodes_of,
+    parse_files,
+    read_sources,
+    unchanged_files,
 )
-from codenib.compiler.build_terms import _term_counts
+from codenib.compiler.build_terms import term_counts
 from codenib.compiler.graph import build_graph
-from codenib.compiler.history import HistorySpec
 from codenib.compiler.lang import is_foreign
 from codenib.compiler.lang.contains import foreign_contains
 from codenib.compiler.lang.graph import foreign_edges, read_manifests
 from codenib.compiler.reuse_plan import changed_share, plan_graph
-from codenib.compiler.walk import MAX_FILE_BYTES, walk_repository
-from codenib.compiler.workers import _Workers
+from codenib.compiler.walk import walk_repository
+from codenib.compiler.workers import Workers
 from codenib.errors import BadInputError
-from codenib.tokens import Tokenizer, TokenizerConfig
+from codenib.tokens import Tokenizer
 from codenib.types import EDGE_TYPES, NODE_KINDS
 
 #: The public names of the build, wherever they are defined.
 __all__ = ["BuildOptions", "BuildSummary", "Logger", "build_index"]
-
-
-@dataclass(frozen=True, slots=True)
-class BuildOptions:
-    """What the `index` command builds; the defaults are the offline defaults."""
-
-    model: str | None = None            # None: the packaged all-MiniLM-L6-v2
-    dense: bool = True
-    device: str = "auto"
-    encoder: str = "auto"               # torch | onnx | onnx-int8 | openvino | auto (codenib.engines.backends)
-    reuse: Path | None = None           # an earlier index of the repository: unchanged files,
-                                        # edges, BM25 counts and vectors are reused from it
-    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
-    ann: str = "flat"                   # flat (exact) | hnsw
-    batch_size: int | None = None     # None: 32 on the CPU, 256 on CUDA
-    max_seq_length: int | None = None
-    progress: bool = True
-    force: bool = False                 # replace an index folder that also holds others' files
-    jobs: int | None = None             # worker processes for parsing and tokenizing; None: CPUs
-    cache: Path | None = None           # per-file store (nodes, term counts) shared by indexes;
-                                        # None: `.codenib-cache` next to the output folder
-    use_cache: bool = True
-    history: "HistorySpec | None" = None   # --history: read the commits up to a revision
-                                        # (codenib.compiler.history); None: no history/
-    max_file_bytes: int = MAX_FILE_BYTES  # larger source files are skipped, each named on the log
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +101,8 @@ class BuildSummary:
         return "\n".join(lines)
 
 
-Logger = Callable[[str], None]
 
-
-def _read_history(source, nodes, options: BuildOptions, workers: _Workers, log: Logger):
+def _read_history(source, nodes, options: BuildOptions, workers: Workers, log: Logger):
     """The history tables of `source`, reusing `options.reuse`'s history where it can."""
     from codenib.compiler import history as hist
 
@@ -159,8 +131,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     repo = Path(repo)
     out = Path(out)
     artifact.check_output_dir(out, options.force)
-    if options.reuse is not None:
-        artifact.read_manifest(options.reuse, verify=True)
+    # The old index is verified here, once: `Previous` carries its manifest to the later stages.
+    old_manifest = artifact.read_manifest(options.reuse, verify=True) if options.reuse is not None else None
     Tokenizer(options.tokenizer)    # bad settings fail here, before any work
     history_source = None
     if options.history is not None:     # a bad GITDIR or REV fails here too
@@ -182,27 +154,27 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             "(Python, JavaScript, TypeScript, Go, Java, Rust, C or C++)")
     # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
     root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
-    with _Workers(options.jobs) as workers:
-        with _gc_paused():
-            sources, read_errors = _read_sources(files)
+    with Workers(options.jobs) as workers:
+        with gc_paused():
+            sources, read_errors = read_sources(files)
             previous = None
             if options.reuse is not None:
                 previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log,
-                                                    graph=False)
+                                                    graph=False, manifest=old_manifest)
             shas = {rel: hashlib.sha256(raw or b"").hexdigest() for rel, raw in sources.items()}
-            kept = _unchanged_files(previous, shas, read_errors)
-            store = _open_cache(options, out)
-            cached = _cached_files(store, sorted(set(sources) - kept - set(read_errors)), shas)
+            kept = unchanged_files(previous, shas, read_errors)
+            store = open_cache(options, out)
+            cached = cached_files(store, sorted(set(sources) - kept - set(read_errors)), shas)
             # `foreign_facts`: imports, calls and bases of the non-Python files parsed now.
-            parsed, trees, foreign_facts = _parse_files(sorted(set(sources) - kept - set(cached)), sources, read_errors,
+            parsed, trees, foreign_facts = parse_files(sorted(set(sources) - kept - set(cached)), sources, read_errors,
                                          workers, options.progress)
             fresh = set(parsed)
             parsed.update((rel, entry.nodes) for rel, entry in cached.items())
             seconds["parse"] = time.perf_counter() - t0
 
             t0 = time.perf_counter()
-            nodes, origin = _node_table(parsed, previous, kept)
-            facts = _file_facts(nodes)
+            nodes, origin = node_table(parsed, previous, kept)
+            facts = file_facts(nodes)
             # The Python graph reads Python files only; the other languages' containment
             # comes from their nodes (`foreign_contains`), the same for kept and parsed files.
             py_sources = {rel: raw for rel, raw in sources.items() if not is_foreign(rel)}
@@ -247,7 +219,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             from codenib.compiler import sparse
 
             cached_terms = {n.node_id: c for entry in cached.values() for n, c in zip(entry.nodes, entry.terms)}
-            terms, tokenized, new_counts = _term_counts(nodes, origin, previous, options, workers, cached_terms)
+            terms, tokenized, new_counts = term_counts(nodes, origin, previous, options, workers, cached_terms)
             sparse.build_sparse_from_terms(terms, staging / artifact.SPARSE_DIR)
             seconds["sparse"] = time.perf_counter() - t0
             workers.close()     # their memory goes back before the dense stage loads a model
@@ -257,7 +229,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 t0 = time.perf_counter()
                 from codenib.compiler.dense import build_dense
 
-                dense_info = build_dense(_nodes_of(nodes), staging / artifact.DENSE_DIR, options, log)
+                dense_info = build_dense(nodes_of(nodes), staging / artifact.DENSE_DIR, options, log,
+                                         previous)
                 seconds["dense"] = time.perf_counter() - t0
 
             incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer, all_facts)
@@ -296,7 +269,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             })
     if store is not None and fresh:
         t0 = time.perf_counter()
-        _fill_cache(store, fresh, parsed, shas, terms, nodes, new_counts, log)
+        fill_cache(store, fresh, parsed, shas, terms, nodes, new_counts, log)
         seconds["cache"] = time.perf_counter() - t0
     return BuildSummary(
         out=str(out),

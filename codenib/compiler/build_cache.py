@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from codenib.compiler.build_options import BuildOptions, Logger
 from codenib.types import Node
 
-if TYPE_CHECKING:
-    from codenib.compiler.build import BuildOptions, Logger
 
-
-def _open_cache(options: BuildOptions, out: Path):
+def open_cache(options: BuildOptions, out: Path):
     """The per-file store this build reads and fills, or None."""
     if not options.use_cache:
         return None
@@ -24,7 +21,7 @@ def _open_cache(options: BuildOptions, out: Path):
     return FileCache(options.cache or out.absolute().parent / DEFAULT_CACHE_NAME, options.tokenizer)
 
 
-def _cached_files(store, rels: list[str], shas: dict[str, str]) -> dict:
+def cached_files(store, rels: list[str], shas: dict[str, str]) -> dict:
     """The store's entries for these files' bytes (those it has)."""
     if store is None:
         return {}
@@ -36,7 +33,7 @@ def _cached_files(store, rels: list[str], shas: dict[str, str]) -> dict:
     return found
 
 
-def _fill_cache(store, fresh: set[str], parsed: dict[str, list[Node]], shas: dict[str, str],
+def fill_cache(store, fresh: set[str], parsed: dict[str, list[Node]], shas: dict[str, str],
                 terms, nodes: pa.Table, new_counts: dict[str, Counter], log: Logger) -> None:
     """Store the files parsed now (best effort: a store that cannot be written is skipped)."""
     from codenib.compiler.cache import CachedFile

@@ -14,7 +14,7 @@ from codenib.compiler.graph import KEEP_TREES_BYTES
 from codenib.compiler.lang import ForeignFacts, is_foreign, read_foreign, read_unreadable
 from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
 from codenib.compiler.walk import SourceFile
-from codenib.compiler.workers import CHUNKS_PER_WORKER, _chunks, _Workers
+from codenib.compiler.workers import CHUNKS_PER_WORKER, balanced_chunks, Workers
 from codenib.types import NODES_SCHEMA, Node, nodes_to_table
 
 #: Parse in worker processes from this many files to parse (below, starting them costs more).
@@ -22,7 +22,7 @@ PARALLEL_MIN_FILES = 200
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while parsing and resolving.
 
     Those stages allocate millions of small objects and free them by reference counting;
@@ -38,7 +38,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None], dict[str, str]]:
+def read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None], dict[str, str]]:
     """The bytes of every file, read once (None and the reason when unreadable)."""
     sources: dict[str, bytes | None] = {}
     errors: dict[str, str] = {}
@@ -51,7 +51,7 @@ def _read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None],
     return sources, errors
 
 
-def _unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
+def unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
     """Files whose nodes the earlier index holds for the same bytes (Python files by the
     graph's state, the others, which the Python graph does not hold, by their file nodes)."""
     if previous is None or previous.files is None:
@@ -75,8 +75,8 @@ def _previous_files(previous) -> set[str]:
     return set(previous.files or ()) | set(_previous_foreign_files(previous))
 
 
-def _parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],
-                 workers: "_Workers", progress: bool
+def parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],
+                 workers: "Workers", progress: bool
                  ) -> tuple[dict[str, list[Node]], dict[str, ParsedFile], dict[str, ForeignFacts]]:
     """The nodes of each file in `rels`, parsed in worker processes when there are many,
     and the facts of the non-Python ones among them (`codenib.compiler.lang.facts`).
@@ -86,7 +86,7 @@ def _parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors:
     """
     items = [(rel, sources[rel], read_errors.get(rel)) for rel in rels]
     if workers.size > 1 and len(items) >= PARALLEL_MIN_FILES:
-        chunks = _chunks(items, workers.size * CHUNKS_PER_WORKER, lambda it: len(it[1] or b""))
+        chunks = balanced_chunks(items, workers.size * CHUNKS_PER_WORKER, lambda it: len(it[1] or b""))
         results = workers.map(_parse_chunk, chunks, desc="parse", unit="chunk", progress=progress)
         return ({rel: nodes for chunk in results for rel, nodes, _ in chunk}, {},
                 {rel: facts for chunk in results for rel, _, facts in chunk if facts is not None})
@@ -127,7 +127,7 @@ def _parse_one(rel: str, raw: bytes | None, error: str | None):
     return parse_unreadable(rel, error) if raw is None else parse_source(rel, raw)
 
 
-def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tuple[pa.Table, list]:
+def node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tuple[pa.Table, list]:
     """nodes.parquet's table, sorted by node id, and each row's origin: the row of the
     earlier index it was taken from (an int), or None for a node parsed now."""
     new_nodes = [n for nodes in parsed.values() for n in nodes]
@@ -147,7 +147,7 @@ def _node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tupl
     return table, [origin[i] for i in order.to_numpy()]
 
 
-def _file_facts(nodes: pa.Table) -> dict[str, tuple[str, bool, str | None]]:
+def file_facts(nodes: pa.Table) -> dict[str, tuple[str, bool, str | None]]:
     """Per file: content sha256, whether it parsed, and its parse error (from file nodes)."""
     files = nodes.filter(pc.equal(nodes.column("kind"), "file"))
     return {rel: (sha, err is None, err) for rel, sha, err in zip(
@@ -155,7 +155,7 @@ def _file_facts(nodes: pa.Table) -> dict[str, tuple[str, bool, str | None]]:
         files.column("parse_error").to_pylist())}
 
 
-def _nodes_of(table: pa.Table) -> list[Node]:
+def nodes_of(table: pa.Table) -> list[Node]:
     """`Node` records of a nodes table (what the dense stage encodes)."""
     cols = table.to_pydict()
     names = NODES_SCHEMA.names

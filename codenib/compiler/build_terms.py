@@ -4,21 +4,18 @@ text is the same, counted (in worker processes when there are many) for the rest
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from codenib.compiler.workers import CHUNKS_PER_WORKER, _chunks, _Workers
+from codenib.compiler.build_options import BuildOptions
+from codenib.compiler.workers import CHUNKS_PER_WORKER, balanced_chunks, Workers
 from codenib.tokens import TokenizerConfig
-
-if TYPE_CHECKING:
-    from codenib.compiler.build import BuildOptions
 
 #: Count BM25 terms in worker processes from this many texts to tokenize.
 PARALLEL_MIN_TEXTS = 4_000
 
 
-def _term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions, workers: "_Workers",
+def term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions, workers: "Workers",
                  cached: dict[str, Counter]):
     """BM25 term counts of every node row: reused for a node whose text the earlier index
     holds (same id, same text) or the store has (`cached`, by node id), counted for the rest.
@@ -56,13 +53,13 @@ def _term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions,
     return assemble_terms(rows, old_terms), len(todo), dict(zip(ids, counts))
 
 
-def _count_texts(texts: list[str], config: TokenizerConfig, workers: "_Workers", progress: bool) -> list:
+def _count_texts(texts: list[str], config: TokenizerConfig, workers: "Workers", progress: bool) -> list:
     """Term counts of each text, in worker processes when there are many."""
     from codenib.compiler.sparse import count_terms
 
     if workers.size <= 1 or len(texts) < PARALLEL_MIN_TEXTS:
         return count_terms(texts, config)
-    chunks = _chunks([(t, config) for t in texts], workers.size * CHUNKS_PER_WORKER, lambda it: len(it[0]),
+    chunks = balanced_chunks([(t, config) for t in texts], workers.size * CHUNKS_PER_WORKER, lambda it: len(it[0]),
                      keep_order=True)
     results = workers.map(_count_chunk, chunks, desc="tokenize", unit="chunk", progress=progress)
     return [c for chunk in results for c in chunk]

@@ -11,7 +11,9 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from codenib import artifact
-from codenib.engines.embed import Encoder, ModelSpec
+from codenib.compiler.state import Previous
+from codenib.engines.embed import Encoder
+from codenib.engines.models import ModelSpec
 from codenib.engines.vectors import query_matrix, search_matrix
 from codenib.errors import BadInputError
 from codenib.tokens import split_identifier
@@ -33,8 +35,10 @@ NAME_VECTORS_FILE = "name_vectors.npy"
 NAME_WEIGHT = 0.5
 
 
-def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str], None]) -> dict:
-    """Encode node texts (reusing unchanged vectors) and write `vectors.npy` under `folder`."""
+def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str], None],
+                previous: Previous | None = None) -> dict:
+    """Encode node texts (reusing the unchanged vectors of `previous`, the loaded
+    `options.reuse`) and write `vectors.npy` under `folder`."""
     if options.ann not in ANN_KINDS:
         raise BadInputError(f"unknown --ann {options.ann!r}", fix=f"use one of: {', '.join(ANN_KINDS)}")
     spec = ModelSpec.for_model(options.model, options.max_seq_length)
@@ -42,8 +46,7 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
     fingerprint = _fingerprint(spec, encoder)
     body_texts = [n.text for n in nodes]
     name_texts = [name_text(n) for n in nodes]
-    old = _reusable_vectors(Path(options.reuse), fingerprint, encoder.dimension, log) \
-        if options.reuse is not None else {}
+    old = _reusable_vectors(previous, fingerprint, encoder.dimension, log) if previous is not None else {}
     (vectors, todo), (name_vectors, name_todo) = _encode_fields(encoder, fingerprint, [body_texts, name_texts],
                                                                 old, options.progress)
     stats = encoder.last_stats
@@ -67,7 +70,7 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
         "ann_recall_at_100": None,
         "hnsw_ef_search": None,
     }
-    if options.reuse is not None:
+    if previous is not None:
         log(f"dense: reused {reused} vectors from {options.reuse}, encoded {len(todo)}")
     if options.ann == "hnsw":
         info["ann_recall_at_100"] = _build_hnsw(search_matrix(vectors, name_vectors, NAME_WEIGHT),
@@ -132,14 +135,17 @@ def _text_key(fingerprint: str, text: str) -> str:
     return hashlib.sha256((fingerprint + "\0" + text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _reusable_vectors(old_dir: Path, fingerprint: str, dim: int, log) -> dict[str, np.ndarray]:
-    manifest = artifact.read_manifest(old_dir, verify=True)
+def _reusable_vectors(previous: Previous, fingerprint: str, dim: int, log) -> dict[str, np.ndarray]:
+    """The old index's vectors by (model, text) key; its manifest and nodes come loaded with
+    `previous` (verified once by the build), read here only when `previous` lacks them."""
+    old_dir = previous.path
+    manifest = previous.manifest if previous.manifest is not None else artifact.read_manifest(old_dir, verify=True)
     model = manifest.get("model") or {}
     if model.get("fingerprint") != fingerprint:
         log(f"dense: {old_dir} was built with another model or settings "
             f"({model.get('name', 'no dense vectors')}); nothing to reuse")
         return {}
-    table = pq.read_table(old_dir / artifact.NODES_FILE)
+    table = previous.nodes if previous.nodes is not None else pq.read_table(old_dir / artifact.NODES_FILE)
     texts = table.column("text").to_pylist()
     out: dict[str, np.ndarray] = {}
     fields = [(artifact.VECTORS_FILE, texts)]

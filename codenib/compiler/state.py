@@ -57,6 +57,8 @@ class Previous:
     terms: DocTerms | None          # None: BM25 counts are not reusable (other tokenizer)
     foreign_facts: dict | None = None   # rel -> (content sha256, ForeignFacts) of non-Python files
     files: dict[str, FileFacts] | None = None   # None: nodes and edges are not reusable
+    manifest: dict | None = None    # its manifest, verified once by the build (the dense stage
+                                    # reuses vectors by the fingerprint recorded there)
 
 
 def with_graph(previous: Previous) -> Previous:
@@ -111,13 +113,14 @@ def _load_foreign_facts(incr: Path) -> dict:
 
 
 def load_previous(index_dir: Path, root_package: str | None, tokenizer: TokenizerConfig,
-                  log: Callable[[str], None], graph: bool = True) -> Previous:
-    """What of `index_dir` (a verified index) this build can reuse; says why not on `log`.
+                  log: Callable[[str], None], graph: bool = True, manifest: dict | None = None) -> Previous:
+    """What of `index_dir` (a verified index, `manifest` its manifest) this build can reuse;
+    says why not on `log`.
 
     With `graph` False the graph state is left on disk until `with_graph` (a build that
     resolves every file afresh never reads it)."""
     incr = index_dir / INCR_DIR
-    nothing = Previous(index_dir, None, None, None)
+    nothing = Previous(index_dir, None, None, None, manifest=manifest)
     try:
         meta = json.loads((incr / STATE_FILE).read_text())
     except (OSError, ValueError):
@@ -142,7 +145,7 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
     else:
         log(f"reuse: {index_dir} was tokenized with other settings; tokenizing every node again")
     return Previous(index_dir, _load_graph(incr, facts) if graph else None, nodes, terms,
-                    foreign_facts=_load_foreign_facts(incr), files=facts)
+                    foreign_facts=_load_foreign_facts(incr), files=facts, manifest=manifest)
 
 
 def _load_graph(incr: Path, facts: dict[str, FileFacts]) -> GraphState:

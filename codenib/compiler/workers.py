@@ -10,7 +10,7 @@ from typing import Callable
 CHUNKS_PER_WORKER = 4
 
 
-def _chunks(items: list, n: int, size: Callable, keep_order: bool = False) -> list[list]:
+def balanced_chunks(items: list, n: int, size: Callable, keep_order: bool = False) -> list[list]:
     """`items` cut into at most `n` chunks of similar total size."""
     if not items:
         return []
@@ -36,14 +36,14 @@ def _chunks(items: list, n: int, size: Callable, keep_order: bool = False) -> li
     return [b for b in bins if b]
 
 
-class _Workers:
+class Workers:
     """A pool of worker processes, started on first use (none when `size` is 1)."""
 
     def __init__(self, jobs: int | None):
         self.size = jobs if jobs is not None else len(os.sched_getaffinity(0))
         self._pool = None
 
-    def __enter__(self) -> "_Workers":
+    def __enter__(self) -> "Workers":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -76,3 +76,8 @@ class _Workers:
                 results.append(fut.result())
                 bar.update(1)
         return results
+
+
+#: The old private name: scripts/bench_history.py still imports it (scripts/ is being split
+#: elsewhere); drop it once that script imports `Workers`.
+_Workers = Workers

@@ -29,11 +29,14 @@ SAMPLE_CHUNKS = 24
 PASSES = 2
 
 
-def choose_backend(spec, device: str, log: Logger | None = None) -> str:
-    """The backend `auto` means for `spec` on `device` (measured now if not remembered)."""
+def choose_backend(spec, device: str, log: Logger | None = None, *, encoder: Callable) -> str:
+    """The backend `auto` means for `spec` on `device` (measured now if not remembered).
+
+    `encoder` makes the candidates (`codenib.engines.embed.Encoder`, which calls this: passed
+    in, so that the two modules do not import each other)."""
     if device == "cuda":
         return "torch"
-    from codenib.engines.export import encoders_dir, local_model_folder, source_digest
+    from codenib.engines.export_cache import encoders_dir, local_model_folder, source_digest
 
     log = log or _stderr
     candidates = [name for name, b in BACKENDS.items() if b.auto and b.available()]
@@ -47,7 +50,7 @@ def choose_backend(spec, device: str, log: Logger | None = None) -> str:
     if remembered:
         return remembered["choice"]
     log(f"encoder auto: measuring {', '.join(candidates)} on this machine (once; remembered in {path})")
-    result = calibrate(spec, candidates, log)
+    result = calibrate(spec, candidates, log, encoder)
     table = _read(path)
     table[key] = result
     _write(path, table)
@@ -57,15 +60,14 @@ def choose_backend(spec, device: str, log: Logger | None = None) -> str:
     return result["choice"]
 
 
-def calibrate(spec, candidates: list[str], log: Logger) -> dict:
-    """Speed and agreement of each candidate on the sample; the choice is the fastest that passes."""
-    from codenib.engines.embed import Encoder
-
+def calibrate(spec, candidates: list[str], log: Logger, encoder: Callable) -> dict:
+    """Speed and agreement of each candidate on the sample; the choice is the fastest that passes.
+    `encoder(spec, device, backend=, log=)` makes one (`Encoder`)."""
     texts = sample_texts()
     encoders = {}
     for name in candidates:
         try:
-            encoders[name] = Encoder(spec, "cpu", backend=name, log=log)
+            encoders[name] = encoder(spec, "cpu", backend=name, log=log)
         except Exception as exc:  # noqa: BLE001 - a backend that cannot load is not a candidate
             log(f"encoder auto: {name} unavailable: {type(exc).__name__}: {exc}")
     reference = encoders["torch"].encode_documents(texts)

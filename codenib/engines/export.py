@@ -32,26 +32,26 @@ from codenib.engines.export_cache import (
     META_FILE,
     ONNX_FILE,
     TOKENIZER_FILE,
-    _locked,
-    _slug,
     cache_root,
     encoders_dir,
     file_digests,
     local_model_folder,
+    locked,
+    slug,
     source_digest,
 )
 from codenib.engines.export_onnx import (
     CHECK_TEXTS,
     OPSET,
     EncoderExportError,
-    _architecture,
-    _check,
-    _dimension,
-    _export_onnx,
-    _save_tokenizer,
-    _torch_model,
+    architecture,
+    check_export,
+    save_tokenizer,
+    torch_model,
+    write_onnx,
 )
 from codenib.engines.export_recipes import RECIPES, Recipe
+from codenib.engines.models import model_dimension
 
 #: The public names of encoder exports, wherever they are defined.
 __all__ = ["CACHE_ENV", "CHECK_TEXTS", "EXPORT_FORMAT", "META_FILE", "ONNX_FILE", "OPSET", "RECIPES", "TOKENIZER_FILE",
@@ -102,13 +102,13 @@ def exported_model(spec, recipe_name: str, log: Logger | None = None) -> Exporte
     recipe = RECIPES[recipe_name]
     folder = local_model_folder(spec.name)
     key = _key(recipe, source_digest(folder))
-    dest = encoders_dir() / f"{_slug(spec.name)}-{recipe.name}-{key[:16]}"
+    dest = encoders_dir() / f"{slug(spec.name)}-{recipe.name}-{key[:16]}"
     found = _read_export(dest, recipe.name, key)
     if found is not None:
         return found
     root = encoders_dir()
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f".lock-{key[:16]}"):
+    with locked(root / f".lock-{key[:16]}"):
         found = _read_export(dest, recipe.name, key)   # another process may have made it meanwhile
         if found is not None:
             return found
@@ -156,18 +156,18 @@ def _make(spec, recipe: Recipe, key: str, source_folder: Path, dest: Path, log: 
     staging = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}.tmp")
     staging.mkdir(parents=True)
     try:
-        model = _torch_model(spec)
+        model = torch_model(spec)
         if recipe.parent is None:
             log(f"encoder: exporting {spec.name} to ONNX from its local weights "
                 f"(once; cached in {dest.parent})")
-            _export_onnx(model, staging / ONNX_FILE)
+            write_onnx(model, staging / ONNX_FILE)
         else:
             parent = exported_model(spec, recipe.parent, log)
             log(f"encoder: making the {recipe.name} model from the {recipe.parent} export "
                 f"(once; cached in {dest.parent})")
-            recipe.derive(parent.onnx_path, staging / ONNX_FILE, _architecture(model))
-        _save_tokenizer(model, staging / TOKENIZER_FILE)
-        min_cos = _check(model, staging)
+            recipe.derive(parent.onnx_path, staging / ONNX_FILE, architecture(model))
+        save_tokenizer(model, staging / TOKENIZER_FILE)
+        min_cos = check_export(model, staging)
         if min_cos < recipe.min_cosine:
             raise EncoderExportError(
                 f"the {recipe.name} export of {spec.name} disagrees with sentence-transformers "
@@ -178,7 +178,7 @@ def _make(spec, recipe: Recipe, key: str, source_folder: Path, dest: Path, log: 
                 "settings": recipe.settings, "source_folder": str(source_folder),
                 "source_sha256": source_digest(source_folder),
                 "versions": _versions(("torch", "onnx", "onnxruntime", "sentence-transformers")),
-                "max_seq_length": int(model.max_seq_length), "dimension": _dimension(model),
+                "max_seq_length": int(model.max_seq_length), "dimension": model_dimension(model),
                 "onnx_sha256": sha256_file(onnx_path), "onnx_size": onnx_path.stat().st_size,
                 "check_min_cosine": round(float(min_cos), 7), "seconds": round(time.perf_counter() - t0, 1),
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}

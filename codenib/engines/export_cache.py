@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 from codenib.artifact import sha256_file
+from codenib.engines.models import model_path
 from codenib.errors import ModelLoadError
 
 CACHE_ENV = "CODENIB_CACHE_DIR"
@@ -37,8 +38,6 @@ def encoders_dir() -> Path:
 def local_model_folder(name: str) -> Path:
     """The local folder of a model: the packaged default, a path, or a Hugging Face cache
     snapshot (looked up offline only)."""
-    from codenib.engines.embed import model_path
-
     target = Path(os.path.expanduser(model_path(name)))
     if target.is_dir():
         return target
@@ -91,7 +90,7 @@ def file_digests(paths: list[Path]) -> list[str]:
 # --- private ------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     with open(path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
@@ -100,5 +99,5 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name or name)[:60]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from codenib.engines.export_cache import ONNX_FILE, TOKENIZER_FILE
+from codenib.engines.models import ModelSpec, load_sentence_transformer
 from codenib.errors import CodeNibError, MissingDependencyError
 
 #: ONNX opset of the TorchScript exporter (onnxruntime 1.17+ and OpenVINO read it).
@@ -32,20 +33,13 @@ class EncoderExportError(CodeNibError):
     """An encoder could not be exported, or its export disagrees with the model."""
 
 
-def _torch_model(spec):
+def torch_model(spec):
     """The sentence-transformers model on the CPU, at its own truncation (exports do not
     depend on --max-seq-length: the runtime truncates)."""
-    from codenib.engines.embed import ModelSpec, load_sentence_transformer
-
     return load_sentence_transformer(ModelSpec(spec.name), "cpu")
 
 
-def _dimension(model) -> int:
-    get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    return int(get())
-
-
-def _export_onnx(model, path: Path) -> None:
+def write_onnx(model, path: Path) -> None:
     """The whole sentence-transformers pipeline (transformer, pooling, normalisation) as one
     ONNX graph with inputs input_ids and attention_mask [batch, tokens] (int64)."""
     try:
@@ -89,13 +83,13 @@ def _export_onnx(model, path: Path) -> None:
             transformer.set_attn_implementation(previous)
 
 
-def _architecture(model) -> dict[str, int]:
+def architecture(model) -> dict[str, int]:
     """Attention heads and hidden size, which the fusions need."""
     config = model[0].auto_model.config
     return {"num_heads": int(config.num_attention_heads), "hidden_size": int(config.hidden_size)}
 
 
-def _save_tokenizer(model, path: Path) -> None:
+def save_tokenizer(model, path: Path) -> None:
     backend = getattr(model.tokenizer, "backend_tokenizer", None)
     if backend is None:
         raise EncoderExportError("the model has no fast (Rust) tokenizer, which the ONNX backends use",
@@ -103,7 +97,7 @@ def _save_tokenizer(model, path: Path) -> None:
     backend.save(str(path))
 
 
-def _check(model, folder: Path) -> float:
+def check_export(model, folder: Path) -> float:
     """Worst per-text cosine of the fresh export against sentence-transformers on CHECK_TEXTS,
     encoded together (padded) and one by one."""
     from codenib.engines.backends import OnnxRuntimeRunner, TextTokenizer

@@ -7,17 +7,15 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from codenib.eval import metrics
 from codenib.eval.queries import QuerySet
+from codenib.eval.reportdata import EvalOptions
 from codenib.eval.runs import Results
 from codenib.eval.stats import paired_tests
-
-if TYPE_CHECKING:  # report imports this module; the options are only annotations here
-    from codenib.eval.report import EvalOptions
 
 AUTO = "auto"
 ORACLE = "oracle"

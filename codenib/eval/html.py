@@ -17,13 +17,11 @@ import base64
 import json
 import math
 from html import escape
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from codenib.eval import metrics
+from codenib.eval.reportdata import Evaluation
 from codenib.types import file_of
-
-if TYPE_CHECKING:  # report imports this module; Evaluation is only an annotation here
-    from codenib.eval.report import Evaluation
 
 #: The report's file name in the report folder.
 HTML_NAME = "report.html"

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from codenib.eval import metrics
-
-if TYPE_CHECKING:  # report imports this module; Evaluation is only an annotation here
-    from codenib.eval.report import Evaluation
+from codenib.eval.reportdata import Evaluation
 
 
 def render_markdown(evaluation: Evaluation, figures: Sequence[str] = ()) -> str:

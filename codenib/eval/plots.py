@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from codenib.eval import metrics
 from codenib.eval.breakdowns import AUTO, ORACLE
-
-if TYPE_CHECKING:  # report imports this module; Evaluation is only an annotation here
-    from codenib.eval.report import Evaluation
+from codenib.eval.reportdata import Evaluation
 
 
 def write_plots(evaluation: Evaluation, folder: Path) -> list[str]:

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -29,6 +29,7 @@ from codenib.eval.markdown import render_markdown
 from codenib.eval.plots import write_plots
 from codenib.eval.qrels import JudgedQrels
 from codenib.eval.queries import QuerySet
+from codenib.eval.reportdata import EvalOptions, Evaluation
 from codenib.eval.runs import Results, chosen_plans
 
 REPORT_FORMAT = "codenib-eval/1"
@@ -41,37 +42,6 @@ LEGACY_REPORT_FILES = ("metrics.json", "per_query.parquet", "report.md", "recall
 #: node: rankings as written; file: a file ranks at its first node; function: symbol nodes only,
 #: `#N` stripped (the localization benchmarks' function level).
 LEVELS = ("node", "file", "function")
-#: Measures whose planner regret is reported (the issue asks for these two).
-REGRET_MEASURES: tuple[str, ...] = ("RR@10", "R@10")
-CURVE_KS: tuple[int, ...] = tuple(range(1, 101))
-
-
-@dataclass(frozen=True, slots=True)
-class EvalOptions:
-    """What `evaluate_results` computes."""
-
-    measures: tuple[str, ...] = metrics.DEFAULT_MEASURES
-    regret_measures: tuple[str, ...] = REGRET_MEASURES
-    curve_ks: tuple[int, ...] = CURVE_KS
-    permutations: int = 10_000
-    seed: int = 0
-    plan: str | None = None  # use only this plan of a --mode all run
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """Everything one `codenib eval` computed; `summary` is the content of metrics.json."""
-
-    summary: dict
-    per_query: dict[str, dict[str, dict[str, dict[str, float]]]]  # system -> level -> measure -> qid -> value
-    curves: dict[str, dict[str, list[float]]]                      # system -> level -> R@k for k in curve_ks
-    curve_ks: tuple[int, ...] = CURVE_KS
-    warnings: list[str] = field(default_factory=list)
-    runs: dict[str, dict[str, list[str]]] = field(default_factory=dict)        # system -> qid -> node ids
-    judgments: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # level -> qid -> item -> rel
-    query_info: dict[str, dict[str, str]] = field(default_factory=dict)  # qid -> text/plan/kind/index/trace/error
-
-
 def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet | None = None,
                      auto: Results | None = None, compare: Results | None = None,
                      options: EvalOptions = EvalOptions(), warn: Warn | None = None) -> Evaluation:

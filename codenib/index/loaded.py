@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from codenib import artifact
-from codenib.engines.embed import Encoder, ModelSpec
+from codenib.engines.embed import Encoder
+from codenib.engines.models import ModelSpec
 from codenib.errors import EncoderMismatchError, IndexFormatError
 from codenib.index.dense import DenseIndex
 from codenib.index.graph import CodeGraph
@@ -203,7 +204,7 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
     Raises:
         IndexFormatError: naming the wrong file and how to rebuild it.
     """
-    from codenib.engines.embed import resolve_device
+    from codenib.engines.models import resolve_device
 
     path = Path(path)
     manifest = artifact.read_manifest(path, verify=verify)

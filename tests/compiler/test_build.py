@@ -60,14 +60,14 @@ def test_every_stage_sees_the_bytes_read_once_even_if_a_file_changes_meanwhile(t
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "a.py").write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
-    real = build_module._read_sources
+    real = build_module.read_sources
 
     def read_then_edit(files):
         read = real(files)
         (repo / "a.py").write_text("def h():\n    return 2\n")
         return read
 
-    monkeypatch.setattr(build_module, "_read_sources", read_then_edit)
+    monkeypatch.setattr(build_module, "read_sources", read_then_edit)
     build_index(repo, tmp_path / "idx", NO_DENSE)
     nodes = pq.read_table(tmp_path / "idx" / "nodes.parquet").column("node_id").to_pylist()
     edges = pq.read_table(tmp_path / "idx" / "edges.parquet").to_pylist()

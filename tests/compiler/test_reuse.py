@@ -41,3 +41,44 @@ def test_reuse_from_an_index_without_vectors_encodes_everything(fixture_repo, sp
                                                                      reuse=sparse_only_index_dir), log=logs.append)
     assert summary.dense["reused"] == 0 and summary.dense["encoded"] == 23
     assert any("nothing to reuse" in line for line in logs)
+
+
+def test_reuse_reads_and_verifies_the_old_index_once(fixture_repo, fixture_index_dir, tmp_path, monkeypatch):
+    """The old index's manifest is verified (every file hashed) and its nodes table read once:
+    the dense stage takes them from the loaded `Previous` instead of opening the index again."""
+    from codenib import artifact
+    from codenib.compiler import dense, state
+
+    old = fixture_index_dir.resolve()
+    verified: list = []
+    nodes_reads: list = []
+    real_manifest, real_read, real_read_table = artifact.read_manifest, state._read, pq.read_table
+
+    def read_manifest(path, *args, **kwargs):
+        if kwargs.get("verify") and os_path(path) == old:
+            verified.append(path)
+        return real_manifest(path, *args, **kwargs)
+
+    def count_nodes(real):
+        def read(path, *args, **kwargs):
+            if os_path(path) == old / "nodes.parquet":
+                nodes_reads.append(path)
+            return real(path, *args, **kwargs)
+        return read
+
+    monkeypatch.setattr(artifact, "read_manifest", read_manifest)
+    monkeypatch.setattr(state, "_read", count_nodes(real_read))
+    monkeypatch.setattr(dense.pq, "read_table", count_nodes(real_read_table))
+    reused = build_index(fixture_repo, tmp_path / "reused", BuildOptions(
+        progress=False, device="cpu", encoder="torch", reuse=fixture_index_dir))
+    assert len(verified) == 1 and len(nodes_reads) == 1
+    assert reused.dense["reused"] == 23 and reused.dense["encoded"] == 0
+    a, b = load_index(tmp_path / "reused"), load_index(fixture_index_dir)
+    np.testing.assert_allclose(a.dense.vectors, b.dense.vectors, atol=1e-5)
+    np.testing.assert_allclose(a.dense.name_vectors, b.dense.name_vectors, atol=1e-5)
+
+
+def os_path(path):
+    from pathlib import Path
+
+    return Path(path).resolve()

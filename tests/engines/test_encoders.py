@@ -14,7 +14,8 @@ from codenib.artifact import sha256_file
 from codenib.engines import backends as backends_mod
 from codenib.engines import calibrate, export
 from codenib.engines.backends import BACKENDS, TextTokenizer, get_backend
-from codenib.engines.embed import Encoder, ModelSpec
+from codenib.engines.embed import Encoder
+from codenib.engines.models import ModelSpec
 from codenib.errors import BadInputError, EncoderMismatchError, MissingDependencyError
 from codenib.progress import Progress
 
@@ -122,7 +123,8 @@ def test_auto_picks_the_fastest_backend_that_passes_and_remembers_it(monkeypatch
                 "openvino": (20.0, 0.999)}
     calls = []
 
-    def fake(spec, candidates, log):
+    def fake(spec, candidates, log, encoder):
+        assert encoder is Encoder
         calls.append(candidates)
         table = {n: {"texts_per_s": measured[n][0], "min_cosine": measured[n][1],
                      "passes": measured[n][1] >= get_backend(n).min_cosine} for n in candidates}
@@ -134,10 +136,10 @@ def test_auto_picks_the_fastest_backend_that_passes_and_remembers_it(monkeypatch
     logs: list[str] = []
     monkeypatch.setattr(backends_mod.EncoderBackend, "available", lambda self: True)
     # openvino is faster but fails its bar; onnx-int8 is not auto's to pick (dev-set overlap).
-    assert calibrate.choose_backend(SPEC, "cpu", logs.append) == "onnx"
-    assert calibrate.choose_backend(SPEC, "cpu", logs.append) == "onnx"
+    assert calibrate.choose_backend(SPEC, "cpu", logs.append, encoder=Encoder) == "onnx"
+    assert calibrate.choose_backend(SPEC, "cpu", logs.append, encoder=Encoder) == "onnx"
     assert calls == [["torch", "onnx", "openvino"]] and any("FAILS the bar" in line for line in logs)
-    assert calibrate.choose_backend(SPEC, "cuda", logs.append) == "torch"
+    assert calibrate.choose_backend(SPEC, "cuda", logs.append, encoder=Encoder) == "torch"
 
 
 def test_index_records_its_encoder_and_refuses_a_mismatch(fixture_repo, tmp_path, capsys):

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from codenib.engines.embed import Encoder, ModelSpec
+from codenib.engines.embed import Encoder
+from codenib.engines.models import ModelSpec
 from codenib.errors import IndexFormatError, ModelLoadError
 from codenib.index.dense import DenseIndex
 from codenib.index.loaded import load_index

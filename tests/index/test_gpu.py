@@ -13,7 +13,8 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from codenib.engines.embed import Encoder, ModelSpec  # noqa: E402
+from codenib.engines.embed import Encoder  # noqa: E402
+from codenib.engines.models import ModelSpec  # noqa: E402
 from codenib.index.dense import DenseIndex  # noqa: E402
 from codenib.index.loaded import load_index  # noqa: E402
 

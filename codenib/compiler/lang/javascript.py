@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
-_FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
+FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 #: Wrappers whose span, doc comment and signature start belong to the definition inside.
 _WRAPPERS = frozenset({"export_statement", "expression_statement", "lexical_declaration",
                        "variable_declaration", "ambient_declaration"})
@@ -20,10 +20,10 @@ class JavaScriptReader(TreeReader):
     (function_declaration) @def
     (generator_function_declaration) @def
     (method_definition) @def
-    (field_definition property: (_) value: {_FUNCTION_VALUES}) @def
+    (field_definition property: (_) value: {FUNCTION_VALUES}) @def
     (variable_declarator name: (identifier) value: [(arrow_function) (function_expression) (generator_function) (class)]) @def
-    (assignment_expression left: (member_expression) right: {_FUNCTION_VALUES}) @def
-    (pair key: (_) value: {_FUNCTION_VALUES}) @def
+    (assignment_expression left: (member_expression) right: {FUNCTION_VALUES}) @def
+    (pair key: (_) value: {FUNCTION_VALUES}) @def
     (call_expression) @call
     (new_expression) @call
     (import_statement) @import

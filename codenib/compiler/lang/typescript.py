@@ -5,7 +5,7 @@ modules as containers, and `implements`."""
 from __future__ import annotations
 
 from codenib.compiler.lang.base import drop_generics, node_text
-from codenib.compiler.lang.javascript import _FUNCTION_VALUES, JavaScriptReader
+from codenib.compiler.lang.javascript import FUNCTION_VALUES, JavaScriptReader
 
 
 class TypeScriptReader(JavaScriptReader):
@@ -13,7 +13,7 @@ class TypeScriptReader(JavaScriptReader):
     version = 1
     # JavaScript's patterns but its `field_definition` (TypeScript's is public_field_definition).
     query_source = JavaScriptReader.query_source.replace(
-        f"(field_definition property: (_) value: {_FUNCTION_VALUES}) @def", "") + f"""
+        f"(field_definition property: (_) value: {FUNCTION_VALUES}) @def", "") + f"""
     (abstract_class_declaration) @def
     (interface_declaration) @def
     (enum_declaration) @def
@@ -21,7 +21,7 @@ class TypeScriptReader(JavaScriptReader):
     (module) @def
     (method_signature) @def
     (abstract_method_signature) @def
-    (public_field_definition name: (_) value: {_FUNCTION_VALUES}) @def
+    (public_field_definition name: (_) value: {FUNCTION_VALUES}) @def
     """
 
     type_nodes = frozenset({"class_declaration", "class", "abstract_class_declaration",

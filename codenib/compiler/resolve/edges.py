@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from codenib.compiler.parse import ParsedFile
-from codenib.compiler.resolve.imports import import_edges
+from codenib.compiler.resolve.import_edges import import_edges
 from codenib.compiler.resolve.infer import Resolver
 from codenib.compiler.resolve.scopes import Scope
 from codenib.compiler.resolve.syntax import FUNC_TYPES, generic_origin

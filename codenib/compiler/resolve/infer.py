@@ -6,8 +6,9 @@ from __future__ import annotations
 import ast
 
 from codenib.compiler.resolve.names import MAX_DEPTH, Names, merge, tuple_item
-from codenib.compiler.resolve.scopes import Scope, Value
+from codenib.compiler.resolve.scopes import Scope
 from codenib.compiler.resolve.syntax import annotation_name, is_none, is_super_call
+from codenib.compiler.resolve.values import Value
 
 #: Annotations around one type: the name holds the type inside them.
 _WRAPPER_ANNOTATIONS = frozenset({"Optional", "Final", "ClassVar", "Annotated", "Type", "type"})

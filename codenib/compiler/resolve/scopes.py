@@ -12,14 +12,8 @@ from typing import Callable, Iterable, Iterator
 from codenib.compiler.parse import Definition, ParsedFile
 from codenib.compiler.resolve.imports import ModuleTable
 from codenib.compiler.resolve.syntax import annotation_name
+from codenib.compiler.resolve.values import Value
 from codenib.types import make_node_id
-
-# A value the inferencer can name: (kind, ref) with kind module | class | instance | func,
-# ("funcs", ids joined by newlines) for a name bound to one of several definitions, and for
-# typed containers of instances of a class: ("iter", class id) a collection or iterator of
-# them, ("map", class id) a mapping to them, ("pairs", class id) an iterator of (key, them);
-# ("tuple", class ids joined by newlines, "" where unknown) for `Tuple[A, B]`.
-Value = tuple[str, str]
 
 #: Statement types that open a class or function scope.
 _DEF_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
