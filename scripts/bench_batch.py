@@ -56,9 +56,9 @@ def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> flo
     from codenib.batch.worker import ShardOptions, process_shard
     from codenib.model.planner import plan_options, plan_rows
 
-    from codenib.engines import embed
+    from codenib.engines import models
 
-    embed._MODEL_CACHE.clear()  # both sides pay for loading the model, as the actors do
+    models.MODEL_CACHE.clear()  # both sides pay for loading the model, as the actors do
     t0 = time.perf_counter()
     session = RetrievalSession.load(index_dir, device="cpu")
     qs = read_query_set(queries, index=index_dir)

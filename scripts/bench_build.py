@@ -118,7 +118,8 @@ def dense_stage_seconds(built: Any, nodes: list[dict[str, Any]], work: Path, arg
                         ) -> tuple[float, str]:
     """The dense stage's seconds for the whole corpus: measured (--full), or the model load
     plus a node sample's time per node, extrapolated; and the note that says which."""
-    from codenib.engines.embed import Encoder, ModelSpec
+    from codenib.engines.embed import Encoder
+    from codenib.engines.models import ModelSpec
 
     out("\n== dense stage ==")
     n_nodes = built.n_nodes

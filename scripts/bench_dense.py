@@ -50,7 +50,7 @@ def compare_encoders(encoder: Any, texts: list[str], args: argparse.Namespace) -
     from sentence_transformers import SentenceTransformer
     from tqdm import tqdm
 
-    from codenib.engines.embed import model_path
+    from codenib.engines.models import model_path
 
     out("\n== encoder ==")
     raw = SentenceTransformer(model_path(encoder.spec.name), device=encoder.device, local_files_only=True)
@@ -152,7 +152,8 @@ def dense_stage(built: Any, nodes: list[dict[str, Any]], work: Path, args: argpa
                 ) -> tuple[Any, DenseFields, str]:
     """Load the encoder and get the vectors to search: every node's (--full) or a sample's,
     widened to the corpus with synthetic neighbours. Returns the encoder, fields and label."""
-    from codenib.engines.embed import Encoder, ModelSpec
+    from codenib.engines.embed import Encoder
+    from codenib.engines.models import ModelSpec
 
     out("\n== dense stage ==")
     encoder, load_s = timed(lambda: Encoder(ModelSpec.for_model(None), args.device, args.batch_size))

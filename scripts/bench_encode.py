@@ -137,7 +137,7 @@ def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> N
 def quality(args, backends: list[str]) -> None:
     """Index the dev corpora with each backend; top-10 overlap with torch and RR@10 per kind."""
     from codenib.compiler.build import BuildOptions, build_index
-    from codenib.engines import embed
+    from codenib.engines import models
     from codenib.index.loaded import load_index
     from codenib.batch.session import RetrievalSession
     from codenib.model.planner import plan_options
@@ -159,7 +159,7 @@ def quality(args, backends: list[str]) -> None:
             secs = dense_secs = float("nan")
             if not (out / "manifest.json").is_file():
                 print(f"  indexing {pkg} with {backend} -> {out}", file=sys.stderr, flush=True)
-                embed._MODEL_CACHE.clear()
+                models.MODEL_CACHE.clear()
                 t0 = time.perf_counter()
                 summary = build_index(args.corpus / pkg, out, BuildOptions(encoder=backend, progress=False))
                 secs = time.perf_counter() - t0
@@ -280,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     from sentence_transformers import SentenceTransformer
 
     from codenib.engines.backends import BACKENDS, cpu_threads
-    from codenib.engines.embed import Encoder, ModelSpec, model_path
+    from codenib.engines.embed import Encoder
+    from codenib.engines.models import ModelSpec, model_path
 
     backends = [b for b in args.backends if BACKENDS[b].available()]
     missing = sorted(set(args.backends) - set(backends))

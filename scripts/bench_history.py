@@ -23,7 +23,7 @@ from pathlib import Path
 import pygit2
 
 from codenib.compiler.history import HistorySpec, manifest_entry, read_history, resolve, write_history
-from codenib.compiler.workers import _Workers
+from codenib.compiler.workers import Workers
 
 from benchkit import Stopwatch
 
@@ -61,7 +61,7 @@ def _write(folder: Path, tables):
 
 def _timed(jobs: int, work):
     """Run `work(map_chunks)` with its own worker pool (closed, so its CPU time is counted)."""
-    with Stopwatch() as sw, _Workers(jobs) as workers:
+    with Stopwatch() as sw, Workers(jobs) as workers:
         def map_chunks(fn, chunks):
             return workers.map(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
 

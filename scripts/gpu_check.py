@@ -116,7 +116,8 @@ Check = tuple[str, str, bool | None]
 
 def check_encoder(texts: Sequence[str], cuda: bool) -> list[Check]:
     """Encode on the CPU (and CUDA); compare vectors and speeds."""
-    from codenib.engines.embed import Encoder, ModelSpec
+    from codenib.engines.embed import Encoder
+    from codenib.engines.models import ModelSpec
 
     spec = ModelSpec.for_model(None)
     rows: list[Check] = []
@@ -159,7 +160,8 @@ def check_encoder(texts: Sequence[str], cuda: bool) -> list[Check]:
 
 def sweep_batches(texts: Sequence[str]) -> list[Check]:
     """CUDA encode speed per batch size over SWEEP_TEXTS node texts (repeated as needed)."""
-    from codenib.engines.embed import CUDA_BATCH_SIZE, Encoder, ModelSpec
+    from codenib.engines.embed import CUDA_BATCH_SIZE, Encoder
+    from codenib.engines.models import ModelSpec
 
     pool = (list(texts) * (SWEEP_TEXTS // max(1, len(texts)) + 1))[:SWEEP_TEXTS]
     enc = Encoder(ModelSpec.for_model(None), "cuda")

@@ -63,7 +63,8 @@ def add_encoder_args(p: argparse.ArgumentParser) -> None:
 def resolve_batch_size(args: argparse.Namespace) -> argparse.Namespace:
     """Fill in CodeNib's default encoder batch size for --device."""
     if getattr(args, "batch_size", 0) is None:
-        from codenib.engines.embed import default_batch_size, resolve_device
+        from codenib.engines.embed import default_batch_size
+        from codenib.engines.models import resolve_device
 
         args.batch_size = default_batch_size(resolve_device(args.device))
     return args

@@ -76,8 +76,3 @@ class Workers:
                 results.append(fut.result())
                 bar.update(1)
         return results
-
-
-#: The old private name: scripts/bench_history.py still imports it (scripts/ is being split
-#: elsewhere); drop it once that script imports `Workers`.
-_Workers = Workers

@@ -7,12 +7,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from codenib.engines.models import (
-    DEFAULT_MODEL,  # noqa: F401 - scripts/ import these through embed (see _MODEL_CACHE below)
-    MODEL_CACHE,
     ModelSpec,
     load_sentence_transformer,
     model_dimension,
-    model_path,  # noqa: F401
     resolve_device,
 )
 
@@ -234,8 +231,3 @@ class Encoder:
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     v = np.asarray(vectors, dtype=np.float32)
     return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-
-
-#: The old private name of the model cache: scripts/bench_encode.py and bench_batch.py clear it
-#: through `embed` (scripts/ is being split elsewhere); drop it once they use `models.MODEL_CACHE`.
-_MODEL_CACHE = MODEL_CACHE
