@@ -47,8 +47,16 @@ _NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extr
 #: The same, by one language's own conventions (file suffix -> pattern), so that no other
 #: language's paths change: Cargo's build scripts and `benches/`, TypeScript declaration files
 #: (types only: the code they describe lives elsewhere).
+#: JavaScript copied into a repository rather than written there (as source-hosting sites count
+#: vendored code): minified or bundled files, vendor folders, gettext catalogues compiled to JS,
+#: and, inside a folder of static web assets, the browser libraries projects most often ship
+#: (outside one, `src/moment.js` is the moment project's own code).
+_VENDORED_JS = re.compile(r"(^|/)(vendors?|third[_-]?party|bower_components|LC_MESSAGES)/|[.-]min\.[cm]?js$"
+                          r"|\.bundle\.js$|(^|/)(static|assets|public)/([^/]+/)*(jquery|underscore|lodash|"
+                          r"backbone|bootstrap|require|modernizr|d3|angular|react(-dom)?|vue|moment)([.-][^/]*)?\.js$")
 _NONLIB_BY_SUFFIX = (
     (".rs", re.compile(r"(^|/)(build\.rs$|benches/)")),
+    (".js", _VENDORED_JS), (".mjs", _VENDORED_JS), (".cjs", _VENDORED_JS),
     (".ts", re.compile(r"\.d\.ts$")),
     (".mts", re.compile(r"\.d\.mts$")),
     (".cts", re.compile(r"\.d\.cts$")),
@@ -131,8 +139,8 @@ def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarra
 
 
 def is_nonlib_path(path: str) -> bool:
-    """Documentation, examples, benchmarks, scripts and tools; per language, its build-time or
-    declaration-only files (`_NONLIB_BY_SUFFIX`)."""
+    """Documentation, examples, benchmarks, scripts and tools; per language, its build-time,
+    declaration-only or vendored files (`_NONLIB_BY_SUFFIX`)."""
     if _NONLIB.search(path):
         return True
     return any(path.endswith(suffix) and pattern.search(path) for suffix, pattern in _NONLIB_BY_SUFFIX)

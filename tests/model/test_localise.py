@@ -145,3 +145,17 @@ def test_cargo_build_scripts_and_typescript_declarations_are_not_library_code():
 
 def _ids_of(nodes, scored):
     return [nodes.node_id[s.row] for s in scored]
+
+
+@pytest.mark.parametrize("path, vendored", [
+    ("sphinx/themes/basic/static/jquery-3.5.1.js", True), ("sphinx/themes/basic/static/underscore-1.3.1.js", True),
+    ("sphinx/locale/bg/LC_MESSAGES/sphinx.js", True), ("dist/app.min.js", True), ("web/vendor/chart.js", True),
+    ("assets/js/bootstrap.bundle.js", True),
+    ("sphinx/themes/basic/static/searchtools.js", False),   # the project's own script beside them
+    ("src/moment.js", False), ("src/index.js", False),       # a library's own source is its code
+    ("static/jquery.py", False),                            # only JavaScript files
+])
+def test_vendored_javascript_is_not_library_code(path, vendored):
+    from codenib.model.localise import is_nonlib_path
+
+    assert is_nonlib_path(path) is vendored
