@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchkit import Row, describe, finish, load_note, log, out, qps, timed_rounds
-from indexkit import (DEFAULT_K, DEFAULT_REPEATS, add_common_args, draw_queries, exact_order, prepare_index,
+from benchkit import Row, describe, finish, log, out, qps, timed_rounds
+from indexkit import (print_header, DEFAULT_K, DEFAULT_REPEATS, add_common_args, draw_queries, exact_order, prepare_index,
                       read_nodes, resolve_corpus, topk_agreement, work_dir)
 
 #: Enough queries that one BM25 batch takes about a second (stable timing on 2 cores).
@@ -160,7 +160,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import multiprocessing
     import shutil
 
     from codenib.compiler.build import BuildOptions
@@ -169,11 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = resolve_corpus(args.corpus)
     work, temp = work_dir(args)
     try:
-        out(f"CodeNib BM25 benchmark: corpus {corpus}")
-        out(f"python {sys.version.split()[0]}, {multiprocessing.cpu_count()} CPUs; work dir {work}")
-        note = load_note("before the run")
-        if note:
-            out(note)
+        print_header("BM25 benchmark", corpus, work)
         built = prepare_index(corpus, work, args.index, BuildOptions(dense=False), note=" (no dense stage)")
         nodes = read_nodes(built.index_dir)
         queries = draw_queries(nodes, args.queries, args.seed)

@@ -25,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchkit import Row, finish, load_note, log, out, peak_rss_mb, run_isolated, timed
-from indexkit import (DEFAULT_DENSE_SAMPLE, DEFAULT_MODIFY_FRACTION, add_common_args, add_encoder_args,
+from benchkit import Row, finish, log, out, peak_rss_mb, run_isolated, timed
+from indexkit import (print_header, DEFAULT_DENSE_SAMPLE, DEFAULT_MODIFY_FRACTION, add_common_args, add_encoder_args,
                       build_dense_sample, build_in_child, copy_files, modify_files, prepare_index, read_nodes,
                       resolve_batch_size, resolve_corpus, to_node, work_dir)
 
@@ -42,8 +42,6 @@ def stage_row(name: str, seconds: float, nodes: int, note: str = "") -> Row:
 def bench_reuse(corpus: Path, nodes: Sequence[dict[str, Any]], first_index: Path | None,
                 first_build: dict[str, Any] | None, work: Path, args: argparse.Namespace) -> list[Row]:
     """Rebuild a modified copy of the corpus with `BuildOptions(reuse=first_index)`."""
-    import pyarrow.parquet as pq
-
     from codenib.compiler.build import BuildOptions
     from codenib.compiler.walk import walk_repository
 
@@ -163,7 +161,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import multiprocessing
     import shutil
 
     from codenib.compiler.build import BuildOptions
@@ -173,11 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work, temp = work_dir(args)
     memory: list[tuple[str, float]] = []
     try:
-        out(f"CodeNib build benchmark: corpus {corpus}")
-        out(f"python {sys.version.split()[0]}, {multiprocessing.cpu_count()} CPUs; work dir {work}")
-        note = load_note("before the run")
-        if note:
-            out(note)
+        print_header("build benchmark", corpus, work)
         options = BuildOptions(dense=args.full, device=args.device, batch_size=args.batch_size)
         built = prepare_index(corpus, work, args.index, options, args.tracemalloc,
                               note=f" (dense: {'all nodes' if args.full else 'sampled later'})")

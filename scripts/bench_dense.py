@@ -26,8 +26,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchkit import Row, Timing, describe, finish, load_note, log, out, peak_rss_mb, qps, timed, timed_rounds
-from indexkit import (DEFAULT_DENSE_SAMPLE, DEFAULT_K, DEFAULT_REPEATS, DenseFields, add_common_args,
+from benchkit import Row, Timing, describe, finish, log, out, peak_rss_mb, qps, timed, timed_rounds
+from indexkit import (print_header, DEFAULT_DENSE_SAMPLE, DEFAULT_K, DEFAULT_REPEATS, DenseFields, add_common_args,
                       add_encoder_args, build_dense_sample, contract_ordered, draw_queries, exact_order,
                       prepare_index, read_nodes, resolve_batch_size, resolve_corpus, synthetic_corpus,
                       topk_agreement, work_dir)
@@ -196,7 +196,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import multiprocessing
     import shutil
 
     from codenib.compiler.build import BuildOptions
@@ -205,11 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = resolve_corpus(args.corpus)
     work, temp = work_dir(args)
     try:
-        out(f"CodeNib dense benchmark: corpus {corpus}")
-        out(f"python {sys.version.split()[0]}, {multiprocessing.cpu_count()} CPUs; work dir {work}")
-        note = load_note("before the run")
-        if note:
-            out(note)
+        print_header("dense benchmark", corpus, work)
         options = BuildOptions(dense=args.full, device=args.device, batch_size=args.batch_size)
         built = prepare_index(corpus, work, args.index, options,
                               note=f" (dense: {'all nodes' if args.full else 'sampled later'})")

@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchkit import Row, load_note, finish, log, out, render_table, run_isolated
-from indexkit import (STAGES, add_common_args, build_in_child, changed_files, copy_files, resolve_corpus,
+from benchkit import Row, finish, log, out, render_table, run_isolated
+from indexkit import (print_header, STAGES, add_common_args, build_in_child, changed_files, copy_files, resolve_corpus,
                       rewrite_files, same_index, work_dir)
 
 #: The second snapshot rewrites this share of the files (SWE-bench snapshots of sympy a few
@@ -101,17 +101,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import multiprocessing
-
     args = parse_args(argv)
     corpus = resolve_corpus(args.corpus)
     work, temp = work_dir(args)
     try:
-        out(f"CodeNib far-apart reuse benchmark: corpus {corpus}")
-        out(f"python {sys.version.split()[0]}, {multiprocessing.cpu_count()} CPUs; work dir {work}")
-        note = load_note("before the run")
-        if note:
-            out(note)
+        print_header("far-apart reuse benchmark", corpus, work)
         rows = bench_far_apart(work, args)
         return finish(rows, "ratio = speed-up (fresh build time / reuse build time)", args.strict)
     finally:

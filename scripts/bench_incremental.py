@@ -26,8 +26,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchkit import Row, finish, load_note, log, out, render_table, run_isolated
-from indexkit import (DEFAULT_MODIFY_FRACTION, STAGES, add_common_args, add_encoder_args, build_in_child,
+from benchkit import Row, finish, log, out, render_table, run_isolated
+from indexkit import (print_header, DEFAULT_MODIFY_FRACTION, STAGES, add_common_args, add_encoder_args, build_in_child,
                       changed_files, copy_files, modify_files, resolve_batch_size, resolve_corpus, same_index,
                       work_dir)
 
@@ -220,16 +220,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import multiprocessing
-
     args = parse_args(argv)
     work, temp = work_dir(args)
     try:
-        out("CodeNib incremental build benchmark")
-        out(f"python {sys.version.split()[0]}, {multiprocessing.cpu_count()} CPUs; work dir {work}")
-        note = load_note("before the run")
-        if note:
-            out(note)
+        print_header("incremental build benchmark", None, work)
         rows = bench_snapshots(work, args)
         return finish(rows, "ratio = speed-up (full build time / incremental build time; our parse "
                       "throughput / raw ast.parse)", args.strict)

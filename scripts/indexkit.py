@@ -12,6 +12,7 @@ import json
 import random
 import re
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,19 @@ def resolve_batch_size(args: argparse.Namespace) -> argparse.Namespace:
 
         args.batch_size = default_batch_size(resolve_device(args.device))
     return args
+
+
+def print_header(title: str, corpus: Path | None, work: Path) -> None:
+    """The lines every index benchmark starts with: what it is, the corpus, the machine, the load."""
+    import multiprocessing
+
+    from benchkit import load_note, out
+
+    out(f"CodeNib {title}" + (f": corpus {corpus}" if corpus is not None else ""))
+    out(f"python {sys.version.split()[0]}, {multiprocessing.cpu_count()} CPUs; work dir {work}")
+    note = load_note("before the run")
+    if note:
+        out(note)
 
 
 def work_dir(args: argparse.Namespace) -> tuple[Path, bool]:
