@@ -10,6 +10,8 @@ ids with `#N` duplicates, spans, signatures, doc comments, node texts and parse 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import dataclasses
 import hashlib
 import re
@@ -106,7 +108,7 @@ class ForeignParse:
         return self.nodes[0]
 
 
-class TreeReader:
+class TreeReader(ABC):
     """A tree-sitter reader; subclasses set the class attributes and the three hooks."""
 
     language: str = ""
@@ -119,9 +121,9 @@ class TreeReader:
         self._local = threading.local()
 
     # --- hooks ---------------------------------------------------------------------------
+    @abstractmethod
     def grammar(self):
         """The compiled grammar's language pointer (from its wheel; nothing is downloaded)."""
-        raise NotImplementedError
 
     def grammar_key(self, rel_path: str) -> str:
         """Which of the language's grammars reads a file ('' when it has one)."""
@@ -131,9 +133,9 @@ class TreeReader:
         """The grammar for a `grammar_key` (TypeScript has a second one for `.tsx`)."""
         return self.grammar()
 
+    @abstractmethod
     def define(self, node, src: bytes) -> Found | None:
         """What a `@def` capture is, or None when it is no definition (e.g. unnamed)."""
-        raise NotImplementedError
 
     def folded(self, node, src: bytes) -> bool:
         """A namespace the file's outline shows by its signature alone, its body left out:
