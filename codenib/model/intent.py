@@ -30,9 +30,9 @@ from codenib.model.intent_lexicon import (
     RELATIONS,
     Relation,
 )
-from codenib.model.intent_reading import Intent, _reading
-from codenib.model.intent_targets import TargetEvidence, _targets
-from codenib.model.intent_tokens import SymbolTable, _Memo, _resolve_pronoun, _Tok, _tokens
+from codenib.model.intent_reading import Intent, read_relation
+from codenib.model.intent_targets import TargetEvidence, candidate_targets
+from codenib.model.intent_tokens import SymbolTable, MemoSymbols, resolve_pronoun, Token, tokenize_question
 
 #: The public names of intent parsing, wherever they are defined.
 __all__ = ["LOOKUP_WORDS", "MAX_RESIDUAL_WORDS", "MAX_TARGETS", "RELATIONS", "Intent", "Relation", "SymbolTable",
@@ -48,15 +48,15 @@ def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
     does it get called?").
     """
     if symbols is not None:
-        symbols = _Memo(symbols)
-    whole = _intent_of(_tokens(text, symbols), symbols)
+        symbols = MemoSymbols(symbols)
+    whole = _intent_of(tokenize_question(text, symbols), symbols)
     clauses = [c for c in _CLAUSE.split(text) if c and c.strip()]
     if whole.structural or len(clauses) < 2:
         return whole
-    topic: _Tok | None = None
+    topic: Token | None = None
     for clause in clauses:
         clause = strip_courtesy(clause)
-        toks = _tokens(clause, symbols)
+        toks = tokenize_question(clause, symbols)
         if not toks:
             continue
         if topic is not None and not any(x.code for x in toks):
@@ -71,13 +71,13 @@ def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
     return whole
 
 
-def _intent_of(toks: list[_Tok], symbols: SymbolTable | None) -> Intent:
+def _intent_of(toks: list[Token], symbols: SymbolTable | None) -> Intent:
     if not toks:
         return Intent()
-    toks = _resolve_pronoun(toks)
-    readings = [_reading(toks, r, symbols) for r, t in enumerate(toks) if t.relation is not None and not t.code]
+    toks = resolve_pronoun(toks)
+    readings = [read_relation(toks, r, symbols) for r, t in enumerate(toks) if t.relation is not None and not t.code]
     if not readings:
-        targets, evidence = _targets(toks, None, symbols)
+        targets, evidence = candidate_targets(toks, None, symbols)
         return Intent(targets=targets, evidence=evidence)
     # The reading whose target the table knows best wins; then (max keeps the first) the
     # earlier relation word.

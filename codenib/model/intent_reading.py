@@ -26,8 +26,8 @@ from codenib.model.intent_lexicon import (
     MAX_RESIDUAL_WORDS,
     RELATIONS,
 )
-from codenib.model.intent_targets import TargetEvidence, _near, _position, _targets
-from codenib.model.intent_tokens import SymbolTable, _Tok
+from codenib.model.intent_targets import TargetEvidence, stands_near, position_of, candidate_targets
+from codenib.model.intent_tokens import SymbolTable, Token
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +46,11 @@ class Intent:
         return self.relation is not None and self.direction is not None
 
 
-def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent:
+def read_relation(toks: list[Token], r: int, symbols: SymbolTable | None) -> Intent:
     """The intent when toks[r] is the relation word (no direction when the sentence does not
     read as a graph question that way)."""
-    targets, _ = _targets(toks, r, symbols)
-    if targets and r > 0 and _position(toks, targets[0]) == 0:
+    targets, _ = candidate_targets(toks, r, symbols)
+    if targets and r > 0 and position_of(toks, targets[0]) == 0:
         # "echo: who calls it?": a topic the table knows first, then a question about it.
         # Read the question with the topic in the pronoun's place (the first pronoun from
         # the relation word on, else any after the topic).
@@ -70,10 +70,10 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent:
         relation, form = _VERB_OR_NOUN[low], "noun"
     if low == "subclass" and nxt in _TO_TARGET:
         form = "in"
-    targets, evidence = _targets(toks, r, symbols)
+    targets, evidence = candidate_targets(toks, r, symbols)
     if not targets:
         return Intent(relation, None, f"{form} '{toks[r].text}' without a target", (), (), 0)
-    t = _position(toks, targets[0])
+    t = position_of(toks, targets[0])
     words = {w.low for w in toks}
     residual = _residual(toks, r, t, targets)
     spec = RELATIONS[relation]
@@ -100,14 +100,14 @@ def _reading(toks: list[_Tok], r: int, symbols: SymbolTable | None) -> Intent:
     return Intent(relation, direction, rule, targets, evidence, residual)
 
 
-def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tuple[str | None, str]:
+def _direction(toks: list[Token], r: int, t: int, relation: str, form: str) -> tuple[str | None, str]:
     word = toks[r].text
     before = t < r
     prep_after = toks[r + 1].low if r + 1 < len(toks) else None
     if form in ("in", "out"):
         # "callers of X", "X callers": the noun names the target's neighbours only when it
         # stands by the target ("a usage line", "subclasses have to override ..." do not).
-        if not _near(toks, r, t):
+        if not stands_near(toks, r, t):
             return None, f"'{word}' far from the target"
         return ("incoming" if form == "in" else "outgoing"), f"'{word}' -> {'incoming' if form == 'in' else 'outgoing'}"
     if form == "adj":
@@ -157,25 +157,25 @@ def _direction(toks: list[_Tok], r: int, t: int, relation: str, form: str) -> tu
     return "incoming", f"'... {word} X' -> incoming"
 
 
-def _subject(words: list[_Tok]) -> list[_Tok]:
+def _subject(words: list[Token]) -> list[Token]:
     """The words of the question proper: from its last wh-word or request ("I keep seeing X
     and want to know which functions ..." -> "which functions ...")."""
     k = max((i for i, w in enumerate(words) if w.low in _WH or w.low in ("need", "want")), default=0)
     return words[k:]
 
 
-def _noun_subject(words: list[_Tok]) -> bool:
+def _noun_subject(words: list[Token]) -> bool:
     """A bare noun phrase of one or two words before a participle ("names referenced by X")."""
     ws = [w for w in words if w.low not in ("the", "a", "an", "all")]
     return 0 < len(ws) <= 2 and not any(w.code or w.low in _NOT_FRAME or w.relation for w in ws)
 
 
-def _closes_run(words: list[_Tok]) -> bool:
+def _closes_run(words: list[Token]) -> bool:
     """Whether the words after the target say only that it runs ("when X runs?")."""
     return bool(words) and all(w.low in _RUNS or w.low in _CLOSERS for w in words) and words[0].low in _RUNS
 
 
-def _closes(words: list[_Tok]) -> bool:
+def _closes(words: list[Token]) -> bool:
     """Whether the words after a verb close a question ("X calls what?", "X is used
     internally", "X is referenced in jinja2") rather than go on to say what it acts on
     ("the command invokes the callback")."""
@@ -199,7 +199,7 @@ def _closes(words: list[_Tok]) -> bool:
     return True
 
 
-def _is_frame(words: list[_Tok]) -> bool:
+def _is_frame(words: list[Token]) -> bool:
     """Whether the words before a relation verb frame a question ("which functions", "what
     does", "find all") rather than make a statement ("this invokes")."""
     ws = [w for w in words if w.low not in ("the", "a", "an")]
@@ -213,7 +213,7 @@ def _is_frame(words: list[_Tok]) -> bool:
     return all(w.low in _FRAME or w.relation is not None for w in ws)
 
 
-def _residual(toks: list[_Tok], r: int, t: int, targets: tuple[str, ...]) -> int:
+def _residual(toks: list[Token], r: int, t: int, targets: tuple[str, ...]) -> int:
     """Content words of the question proper: from its last wh-word or request before the
     relation and target, up to a subordinate clause ("so we can ...", "before ...")."""
     names = set(targets)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from codenib.model.intent_lexicon import _AND, _NEAR, _SKIP, MAX_TARGETS
-from codenib.model.intent_tokens import SymbolTable, _Tok
+from codenib.model.intent_tokens import SymbolTable, Token
 from codenib.tokens import ENGLISH_STOPWORDS
 
 
@@ -27,7 +27,7 @@ class TargetEvidence:
         return asdict(self)
 
 
-def _targets(toks: list[_Tok], r: int | None, symbols: SymbolTable | None
+def candidate_targets(toks: list[Token], r: int | None, symbols: SymbolTable | None
              ) -> tuple[tuple[str, ...], tuple[TargetEvidence, ...]]:
     """Candidate targets, best first, with the evidence for each."""
     evidence: list[tuple[float, int, TargetEvidence]] = []
@@ -36,7 +36,7 @@ def _targets(toks: list[_Tok], r: int | None, symbols: SymbolTable | None
     for i, x in enumerate(toks):
         if i == r:
             continue
-        near = r is not None and _near(toks, r, i)
+        near = r is not None and stands_near(toks, r, i)
         framing = not x.code and x.low in _SKIP
         if framing and (x.low in ENGLISH_STOPWORDS or len(x.low) < 3):
             continue
@@ -84,12 +84,12 @@ def _targets(toks: list[_Tok], r: int | None, symbols: SymbolTable | None
     return tuple(dict.fromkeys(words))[:MAX_TARGETS], tuple(e for _, _, e in evidence)
 
 
-def _near(toks: list[_Tok], r: int, i: int) -> bool:
+def stands_near(toks: list[Token], r: int, i: int) -> bool:
     """Whether token i stands next to the relation word, prepositions and articles aside."""
     lo, hi = sorted((r, i))
     between = [x.low for x in toks[lo + 1:hi]]
     return all(w in _NEAR for w in between) and len(between) <= 3
 
 
-def _position(toks: list[_Tok], word: str) -> int:
+def position_of(toks: list[Token], word: str) -> int:
     return next(i for i, x in enumerate(toks) if x.text == word)

@@ -19,7 +19,7 @@ class SymbolTable(Protocol):
         ...
 
 
-class _Memo:
+class MemoSymbols:
     """A symbol table that answers each word once per question (readings ask repeatedly)."""
 
     def __init__(self, table: SymbolTable):
@@ -33,14 +33,14 @@ class _Memo:
 
 
 @dataclass(frozen=True, slots=True)
-class _Tok:
+class Token:
     text: str                          # as written (backticks, `()` and `'s` removed)
     low: str
     code: bool                         # looks like code (backticked, dotted, snake_case, ...)
     relation: tuple[str, str] | None   # (relation, form) when it is a relation word
 
 
-def _tokens(text: str, symbols: SymbolTable | None = None) -> list[_Tok]:
+def tokenize_question(text: str, symbols: SymbolTable | None = None) -> list[Token]:
     raw: list[tuple[str, bool]] = []
     for m in _TOKEN.finditer(text):
         if m.group(1) is not None:
@@ -75,11 +75,11 @@ def _tokens(text: str, symbols: SymbolTable | None = None) -> list[_Tok]:
         code = code or (j > 0 and word[:1].isupper() and word[1:].islower() and low not in _LEXICON
                         and low not in _SKIP)
         rel = None if code else _LEXICON.get(low)
-        out.append(_Tok(word, low, code, rel))
+        out.append(Token(word, low, code, rel))
     return out
 
 
-def _resolve_pronoun(toks: list[_Tok]) -> list[_Tok]:
+def resolve_pronoun(toks: list[Token]) -> list[Token]:
     """The code named before "it"/"its" (or a final "this") moved into the pronoun's place:
     "I keep seeing X and wonder which functions invoke it" reads "... invoke X"."""
     for p, x in enumerate(toks):
