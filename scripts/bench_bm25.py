@@ -45,7 +45,7 @@ def bench_sparse(index_dir: Path, manifest: dict[str, Any], texts: Sequence[str]
 
     from codenib.compiler.sparse import BM25_B, BM25_K1
     from codenib.index.sparse import SparseIndex
-    from codenib.tokens import TokenizerConfig
+    from codenib.core.tokens import TokenizerConfig
 
     k = args.k
     out("\n== BM25 (sparse) ==")

@@ -43,7 +43,7 @@ BARS = {"fp32": 0.9999, "int8": 0.99}
 def load_texts(indexes: list[Path], n_texts: int, n_queries: int, eval_dir: Path, seed: int = 0):
     """`n_texts` node texts sampled from the indexes, and `n_queries` queries: the dev sets'
     queries, then identifier-style queries made from node names (as lexical queries are)."""
-    from codenib.tokens import split_identifier
+    from codenib.core.tokens import split_identifier
 
     texts, names = [], []
     for idx in indexes:
@@ -100,7 +100,7 @@ def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> N
     """Padding of the baseline's batches (sorted by characters) against token-sorted ones,
     truncation, duplicates and name texts, on the sampled node texts and the whole indexes."""
     from codenib.compiler.dense import name_text
-    from codenib.types import Node
+    from codenib.core.types import Node
 
     tok = st_model.tokenizer
     limit = st_model.max_seq_length

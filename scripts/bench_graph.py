@@ -27,7 +27,7 @@ from codenib.compiler.resolve import build_edges
 from codenib.compiler.walk import walk_repository
 from codenib.index.graph import CodeGraph
 from codenib.model.traversal import PPR_EPSILON, WalkSpec, bfs, local_ppr, neighbours, walk_graph
-from codenib.types import edges_to_table
+from codenib.core.types import edges_to_table
 
 #: What structural plans walk (the planner's GraphExpansionPlan uses calls; PPR pipelines
 #: add references and inheritance). --edge-types changes it.

@@ -61,7 +61,7 @@ def write_queries(index: str, n: int, path: Path) -> Path:
 
 def run_codenib(index: str, queries: Path, out: Path, k: int) -> tuple[float, pa.Table]:
     from codenib.batch.driver import RunOptions, run_job
-    from codenib.results import read_results
+    from codenib.core.results import read_results
 
     t0 = time.perf_counter()
     run_job(RunOptions(queries=str(queries), index=index, out=str(out), k=k, progress=False, run_tag="bench"),

@@ -45,7 +45,7 @@ def main() -> int:
 
     from codenib.batch.driver import RunOptions, run_job
     from codenib.index.remote import IndexCacheDir
-    from codenib.storage import StorageConfig
+    from codenib.core.storage import StorageConfig
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

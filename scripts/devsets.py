@@ -151,7 +151,7 @@ def run_job(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_siz
     if weights is not None:
         cmd += ["--localise-weights", str(weights)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    from codenib.results import ResultsFolder, read_results
+    from codenib.core.results import ResultsFolder, read_results
 
     rows = sorted(read_results(out).select(["qid", "rank", "node_id", "plan"]).to_pylist(),
                   key=lambda r: (r["qid"], r["rank"]))

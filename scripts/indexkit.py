@@ -283,7 +283,7 @@ def read_nodes(index_dir: Path) -> list[dict[str, Any]]:
 
 def to_node(row: dict[str, Any]):
     """A `Node` back from its nodes.parquet row."""
-    from codenib.types import Node
+    from codenib.core.types import Node
 
     return Node(**{**row, "decorators": tuple(row.get("decorators") or ())})
 

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from codenib.eval.report import EvalOptions, evaluate_results
     from codenib.eval.runs import read_results
     from codenib.integrations.pyterrier import CodeNib
-    from codenib.specs import read_jsonl
+    from codenib.core.specs import read_jsonl
 
     work = Path(tempfile.mkdtemp(prefix="codenib-pt-"))
     index = args.index

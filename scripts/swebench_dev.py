@@ -262,7 +262,7 @@ def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_
     from codenib.index.loaded import load_index
     from codenib.model import history_evidence as he
     from codenib.model.report import read_report
-    from codenib.querytext import clean_query_text
+    from codenib.core.querytext import clean_query_text
 
     evidence, meta = {}, {}
     for q in queries:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.commands.jobs import load_job_spec, rerank_options, run_options
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from codenib.commands import job_client, packaging, submission
 from codenib.commands.cli import main
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.commands.job_client import AuthToken, auth_token_from_environment
 from codenib.commands.submission import plan_submission, submission_id
 

@@ -16,7 +16,7 @@ import ray
 from codenib.batch.query_rows import Shard
 from codenib.batch.rerank_shard import rerank_shard
 from codenib.batch.worker import IndexCache, ShardOptions, cache_stats, failed_shard, process_shard
-from codenib.errors import CodeNibError
+from codenib.core.errors import CodeNibError
 
 #: Actor restarts and per-call retries after a crash (a killed worker, an OOM kill).
 MAX_RESTARTS = 3

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from codenib import __version__
-from codenib.artifact import sha256_file
+from codenib.core.artifact import sha256_file
 from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
 from codenib.batch.options import RunOptions
 from codenib.batch.queries import QueryRow, Shard
@@ -22,7 +22,7 @@ from codenib.batch.worker import ShardOptions, failed_shard
 from codenib.index.remote import IndexCacheDir, local_index
 from codenib.model.planner import check_capabilities, plan_rows, planner_chooses, run_modes
 from codenib.model.plans import plan_class
-from codenib.storage import StorageConfig, StorageError, is_uri
+from codenib.core.storage import StorageConfig, StorageError, is_uri
 
 #: Graph actors at most, whatever the cluster size (each holds its own loaded indexes).
 MAX_GRAPH_ACTORS = 16
@@ -37,7 +37,7 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
     queries (see `scripts/bench_queries.py`).
 
     `storage`: where object storage is, for URIs among the paths (default: read from the
-    environment here, once; see `codenib.storage`)."""
+    environment here, once; see `codenib.core.storage`)."""
     log = log or log_to_stderr
     options.validate()
     storage = storage if storage is not None else StorageConfig.from_env()
@@ -252,7 +252,7 @@ def check_placeable(nodes: list[dict[str, float]], graph: dict[str, float], dens
     Raises:
         BadInputError: the first resource no node has enough of, with what the nodes offer.
     """
-    from codenib.errors import BadInputError
+    from codenib.core.errors import BadInputError
 
     for what, want in (("graph and sparse", graph), ("dense", dense)):
         if not want:
@@ -284,7 +284,7 @@ def _placed(graphs: list, custom: dict[str, float], share: float, log: Logger) -
     ACTOR_START_TIMEOUT_S fails the job, naming what it asked for (not a hang)."""
     import ray
 
-    from codenib.errors import CodeNibError
+    from codenib.core.errors import CodeNibError
 
     refs = [g.node_id.remote() for g in graphs]
     ready, pending = ray.wait(refs, num_returns=len(refs), timeout=ACTOR_START_TIMEOUT_S)
@@ -333,8 +333,8 @@ def _check_indexes(scan: QueryScan, options: RunOptions, log: Logger,
     --index-root turns its queries into error rows while the rest of the job runs.
     Returns (the broken index folders and why, the metadata of the usable ones).
     """
-    from codenib.artifact import read_manifest
-    from codenib.errors import EncoderMismatchError, IndexFormatError
+    from codenib.core.artifact import read_manifest
+    from codenib.core.errors import EncoderMismatchError, IndexFormatError
     from codenib.index.loaded import capabilities_of, check_encoder
 
     meta: dict[str, dict[str, Any]] = {}

@@ -22,8 +22,8 @@ import pyarrow as pa
 from codenib.batch.objsink import make_sink
 from codenib.batch.options import JobOptions
 from codenib.batch.sink import ParquetSink
-from codenib.errors import BadInputError
-from codenib.storage import StorageConfig
+from codenib.core.errors import BadInputError
+from codenib.core.storage import StorageConfig
 
 Logger = Callable[[str], None]
 #: Shards resubmitted by the driver after Ray's own actor/task retries gave up.
@@ -191,7 +191,7 @@ def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: Parqu
     """
     import ray
 
-    from codenib.progress import Progress
+    from codenib.core.progress import Progress
 
     total = sum(shard_size(s) for s in todo)
     bar = Progress("queries", total, "queries", enabled=progress)
@@ -347,8 +347,8 @@ def _run_in_process(job: Job, todo: list, sink: ParquetSink, log: Logger, progre
                     work: Iterable[Any] | None = None) -> None:
     """The shards one after another in this process (a shard that fails is recorded as
     failed, as on Ray, and a re-run retries it)."""
-    from codenib.errors import CodeNibError
-    from codenib.progress import Progress
+    from codenib.core.errors import CodeNibError
+    from codenib.core.progress import Progress
 
     run = job.run_local()
     with Progress("queries", sum(shard_size(s) for s in todo), "queries", enabled=progress) as bar:

@@ -1,4 +1,4 @@
-"""`ObjectStoreSink`: the results folder of `codenib.results` on object storage (`--out s3://...`).
+"""`ObjectStoreSink`: the results folder of `codenib.core.results` on object storage (`--out s3://...`).
 
 The same layout and the same guarantees as `ParquetSink`, without renames (a store has none):
 
@@ -36,13 +36,13 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.artifact import pid_alive
+from codenib.core.artifact import pid_alive
 from codenib.batch.sinkbase import ShardSink, parse_holder
-from codenib.errors import BadInputError
-from codenib.outputs import tmp_path
-from codenib.results import (LOCK, MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, STAGING, SUCCESS,
+from codenib.core.errors import BadInputError
+from codenib.core.outputs import tmp_path
+from codenib.core.results import (LOCK, MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, STAGING, SUCCESS,
                              PartStat, digest_bytes)
-from codenib.storage import NO_ANSWER_FIX, StorageConfig, StorageError, is_uri
+from codenib.core.storage import NO_ANSWER_FIX, StorageConfig, StorageError, is_uri
 
 #: botocore's errors of a request that got no answer in time, or no connection.
 _NO_ANSWER_ERRORS = frozenset({"ConnectTimeoutError", "ReadTimeoutError", "EndpointConnectionError",

@@ -1,4 +1,4 @@
-"""The options of the batch jobs, declared once (field metadata: `codenib.options`).
+"""The options of the batch jobs, declared once (field metadata: `codenib.core.options`).
 
 `JobOptions` holds what every job has: where rows come from and go, and how it runs on Ray.
 `RunOptions` (`codenib run`) and `RerankOptions` (`codenib rerank`) add their own. The
@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from codenib.engines.backends import BACKENDS
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.model.planner import BUDGETS, RUN_MODES, PlanOptions
 from codenib.model.planner import RERANKERS as PLAN_RERANKERS
-from codenib.options import DEVICES, option, required, validate_options
+from codenib.core.options import DEVICES, option, required, validate_options
 
 #: `codenib run --mode`: a planner mode, or all: every fixed mode for every query.
 JOB_MODES = RUN_MODES
@@ -190,7 +190,7 @@ class RerankOptions(JobOptions):
             from codenib.engines.llm_client import LLMConfig
 
             LLMConfig.from_dict(self.llm).check_key_route()
-        from codenib.storage import is_uri
+        from codenib.core.storage import is_uri
 
         for name in ("results", "out", "queries", "index", "index_root"):
             if is_uri(getattr(self, name)):

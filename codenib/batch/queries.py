@@ -10,8 +10,8 @@ from pathlib import Path
 
 from codenib.batch.query_files import COLUMN_TYPES, check_column_types, load_query_records
 from codenib.batch.query_rows import MAX_LISTED, QueryRow, Shard, resolve_index_name
-from codenib.errors import BadInputError
-from codenib.storage import StorageConfig
+from codenib.core.errors import BadInputError
+from codenib.core.storage import StorageConfig
 
 __all__ = ["COLUMN_TYPES", "MAX_LISTED", "QueryRow", "QuerySet", "Shard", "check_column_types", "load_query_records",
            "read_query_set", "resolve_index_name"]
@@ -49,7 +49,7 @@ def read_query_set(path: str | Path, index: str | Path | None = None,
     or duplicate qids, bad budget/mode values) raise `BadInputError` naming the file, rows
     and fix. Per-row problems (empty query text, an index that does not exist or is not a
     name under `index_root`) are recorded on the row, so that query becomes an error row
-    while the rest of the job runs. Query text is cleaned (`codenib.querytext`): what was
+    while the rest of the job runs. Query text is cleaned (`codenib.core.querytext`): what was
     changed is kept on the row for its plan row's trace.
     """
     from codenib.batch.scan import scan_query_set   # scan reads pyarrow: on first use

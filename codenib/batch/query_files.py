@@ -11,9 +11,9 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.errors import BadInputError
-from codenib.specs import iter_jsonl_lines
-from codenib.storage import StorageConfig, is_uri, split_name
+from codenib.core.errors import BadInputError
+from codenib.core.specs import iter_jsonl_lines
+from codenib.core.storage import StorageConfig, is_uri, split_name
 
 
 #: Arrow types each column may have (`null`: a column with no values at all); a `query`
@@ -237,7 +237,7 @@ def record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | t
 
 
 def _jsonl_rows(path: Path, shown: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) per line, streamed (`codenib.specs.iter_jsonl_lines`; errors
+    """(line number, object) per line, streamed (`codenib.core.specs.iter_jsonl_lines`; errors
     name `shown`)."""
     try:
         yield from iter_jsonl_lines(path, shown)

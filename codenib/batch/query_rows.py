@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from codenib.errors import CodeNibError
+from codenib.core.errors import CodeNibError
 from codenib.model.planner import QueryPlan
-from codenib.storage import StorageConfig, is_uri
+from codenib.core.storage import StorageConfig, is_uri
 
 
 #: Row numbers listed in an error message before "and N more".
@@ -27,7 +27,7 @@ class QueryRow:
     mode: str | None = None
     error: str | None = None   # a per-row problem: the query becomes an error row
     plans: tuple[QueryPlan, ...] = ()   # planned once by the driver: one per mode it runs
-    text_changes: tuple[tuple[str, int], ...] = ()   # what cleaning changed (codenib.querytext)
+    text_changes: tuple[tuple[str, int], ...] = ()   # what cleaning changed (codenib.core.querytext)
 
     def planned(self, mode: str) -> QueryPlan:
         """The driver's plan of this query for `mode`."""

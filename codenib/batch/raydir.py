@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from codenib.errors import CodeNibError
+from codenib.core.errors import CodeNibError
 
 #: Bytes Ray appends below its temp folder for its longest socket path, with some slack.
 SOCKET_TAIL = 72

@@ -21,9 +21,9 @@ import pyarrow as pa
 from codenib import __version__
 from codenib.batch.job import Cluster, Job, JobSummary, Logger, execute, log_to_stderr
 from codenib.batch.options import RerankOptions
-from codenib.batch.rerank_shard import RerankItem, RerankShard
-from codenib.errors import BadInputError
-from codenib.results import ResultsFolder, check_parts, read_results
+from codenib.batch.rerank_shard import RerankItem, RerankShard, rerank_shard
+from codenib.core.errors import BadInputError
+from codenib.core.results import ResultsFolder, check_parts, read_results
 
 #: Rerank actors at most, whatever the cluster size.
 MAX_RERANK_ACTORS = 4
@@ -107,7 +107,7 @@ def _source_metadata(source: Path, allow_partial: bool) -> dict[str, Any]:
 
 def _query_texts(options: RerankOptions, meta: dict) -> dict[str, str]:
     from codenib.batch.query_files import check_column_types, load_query_records
-    from codenib.querytext import clean_query_text
+    from codenib.core.querytext import clean_query_text
 
     path = options.queries or meta.get("queries")
     if not path:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+from codenib.core.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,10 @@ import pyarrow as pa
 
 from codenib.batch.query_files import check_column_types, file_schema, has_surrogate, local_copy, record_batches
 from codenib.batch.query_rows import MAX_LISTED, QueryRow, listed, qid_text, resolve_index, resolve_index_name
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.model.planner import BUDGETS, MODES
-from codenib.querytext import clean_query_text
-from codenib.storage import StorageConfig, is_uri
+from codenib.core.querytext import clean_query_text
+from codenib.core.storage import StorageConfig, is_uri
 
 
 #: Rows per record batch when a query set is streamed (Parquet batches, JSONL chunks).
@@ -160,7 +160,7 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
           storage: StorageConfig, batch_rows: int, progress: bool = False) -> QueryScan:
     import numpy as np
 
-    from codenib.progress import Progress
+    from codenib.core.progress import Progress
 
     names, types, n_rows = file_schema(local, shown)
     if n_rows == 0:

@@ -18,7 +18,7 @@ from codenib.index.loaded import LoadedIndex, load_index
 from codenib.model.localise import LocaliseWeights
 from codenib.model.pipelines import Engines, LocalEngines, PlanExecutor, QueryResult
 from codenib.model.planner import PlanOptions, QueryPlan, RetrievalPlanner, check_capabilities
-from codenib.querytext import clean_query_text
+from codenib.core.querytext import clean_query_text
 
 
 def llm_reranker(config: dict | None):

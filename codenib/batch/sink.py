@@ -1,4 +1,4 @@
-"""`ParquetSink`: writes a sharded, resumable results folder (layout: `codenib.results`).
+"""`ParquetSink`: writes a sharded, resumable results folder (layout: `codenib.core.results`).
 
 A shard is written to `_staging/` and renamed into place; it counts as committed only once
 `_manifest.json` (replaced atomically) lists it, so a re-run skips it and never duplicates or
@@ -23,13 +23,13 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.artifact import pid_alive, sha256_file
+from codenib.core.artifact import pid_alive, sha256_file
 from codenib.batch.sinkbase import ShardSink, parse_holder
-from codenib.errors import BadInputError, DiskWriteError
-from codenib.outputs import TMP_NAME, foreign_files, remove_foreign, tmp_path, writing
-from codenib.results import (MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, PartStat,
+from codenib.core.errors import BadInputError, DiskWriteError
+from codenib.core.outputs import TMP_NAME, foreign_files, remove_foreign, tmp_path, writing
+from codenib.core.results import (MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, PartStat,
                              ResultsFolder, check_results_dir, digest_file)
-from codenib.types import PLANS_SCHEMA
+from codenib.core.types import PLANS_SCHEMA
 
 #: How long a process that lost the lock waits for the holder to write its name into `_LOCK`.
 HOLDER_WAIT_S = 5.0

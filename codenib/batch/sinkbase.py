@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from codenib.errors import BadInputError
-from codenib.results import METADATA_KEY, RESULTS_FORMAT, PartStat, damaged_parts, part_name
-from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+from codenib.core.errors import BadInputError
+from codenib.core.results import METADATA_KEY, RESULTS_FORMAT, PartStat, damaged_parts, part_name
+from codenib.core.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 
 class ShardSink(ABC):

@@ -8,7 +8,7 @@ import math
 from functools import lru_cache
 from importlib import resources
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.model.localise import FEATURES, LocaliseWeights
 
 

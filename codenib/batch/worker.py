@@ -16,7 +16,7 @@ import pyarrow as pa
 from codenib.batch.queries import QueryRow, Shard
 from codenib.model.pipelines import QueryResult
 from codenib.model.planner import MODE_PLANS, run_modes
-from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+from codenib.core.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ class IndexCache:
 
         path = local_index(path, self.copies, sha)
         if sha:
-            from codenib.artifact import MANIFEST, sha256_file
-            from codenib.errors import IndexFormatError
+            from codenib.core.artifact import MANIFEST, sha256_file
+            from codenib.core.errors import IndexFormatError
 
             found = sha256_file(Path(path) / MANIFEST)
             if found != sha:
@@ -174,7 +174,7 @@ def _plan_row(cols: dict[str, list], row: QueryRow, res: QueryResult | None, opt
               error: str | None, mode: str, plan: str | None = None, trace: dict | None = None) -> None:
     trace = trace if trace is not None else (res.trace if res is not None else {})
     if row.text_changes:
-        # The text was cleaned when the query set was read (codenib.querytext): say how.
+        # The text was cleaned when the query set was read (codenib.core.querytext): say how.
         trace = {**trace, "query_text": dict(row.text_changes)}
     if plan is None:
         plan = res.plan if res is not None else (MODE_PLANS.get(mode, "none"))

@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from codenib.errors import CodeNibError
-from codenib.outputs import disk_write_error, storage_failure
+from codenib.core.errors import CodeNibError
+from codenib.core.outputs import disk_write_error, storage_failure
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def execute(name: str, run: Callable[[argparse.Namespace], int], args: argparse.
             raise  # the reader of stdout went away (`| head`): cli.main ends quietly
         if storage_failure(exc):
             # A full disk, a quota, an I/O error: not bad input. Write sites name their file
-            # (`codenib.outputs.writing`); one that did not is still reported, not a traceback.
+            # (`codenib.core.outputs.writing`); one that did not is still reported, not a traceback.
             where = exc.filename or "an output file (the failing write did not name it)"
             print(f"codenib {name}: error: {disk_write_error(exc, where)}", file=sys.stderr)
             return 1

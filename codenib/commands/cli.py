@@ -11,8 +11,8 @@ from typing import Iterator
 
 from codenib import __version__
 from codenib.commands import REGISTRY, execute, stdout_reader_gone
-from codenib.errors import DiskWriteError
-from codenib.outputs import writing
+from codenib.core.errors import DiskWriteError
+from codenib.core.outputs import writing
 
 #: The status a shell reports for a Unix tool that SIGPIPE ended (128 + 13): what
 #: `codenib query ... | head -1` ends with once `head` has what it wants.

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from codenib.commands import Command
-from codenib.errors import BadInputError
-from codenib.outputs import foreign_files, refuse_foreign, refuse_unknown, remove_foreign
+from codenib.core.errors import BadInputError
+from codenib.core.outputs import foreign_files, refuse_foreign, refuse_unknown, remove_foreign
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,14 +42,14 @@ def data_file(name: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     import shutil
 
-    from codenib.artifact import is_index_dir
+    from codenib.core.artifact import is_index_dir
     from codenib.batch.driver import RunOptions, run_job
     from codenib.compiler import build
     from codenib.eval import markdown, report
     from codenib.eval.qrels import read_qrels
     from codenib.eval.queries import read_queries
     from codenib.eval.runs import read_results
-    from codenib.results import check_results_dir
+    from codenib.core.results import check_results_dir
 
     out = Path(args.out)
     index_dir, results_dir, report_dir = out / "index", out / "results", out / "report"
@@ -97,9 +97,9 @@ def check_demo_dir(out: Path, force: bool) -> list[str]:
         BadInputError: `out` or a part of it is a file or not CodeNib's, or it holds files
             CodeNib did not write (the first one named) and `force` is off.
     """
-    from codenib.artifact import check_output_dir, index_ownership, is_index_dir
+    from codenib.core.artifact import check_output_dir, index_ownership, is_index_dir
     from codenib.eval.report import check_report_dir, report_ownership
-    from codenib.results import MANIFEST, RESULTS_OWNERSHIP, check_results_dir
+    from codenib.core.results import MANIFEST, RESULTS_OWNERSHIP, check_results_dir
 
     if out.exists() and not out.is_dir():
         raise BadInputError("the demo path exists and is a file", path=str(out), fix="pass a folder to --out")
@@ -127,8 +127,8 @@ def check_demo_dir(out: Path, force: bool) -> list[str]:
 
 
 def _show_examples(results_dir: Path) -> None:
-    from codenib.results import ResultsFolder
-    from codenib.specs import read_jsonl
+    from codenib.core.results import ResultsFolder
+    from codenib.core.specs import read_jsonl
 
     queries = {rec["qid"]: rec["query"] for rec in read_jsonl(data_file("demo_queries.jsonl"))}
     folder = ResultsFolder(results_dir)

@@ -58,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codenib.errors import BadInputError
+    from codenib.core.errors import BadInputError
     from codenib.eval import markdown, report
     from codenib.eval.reportdata import EvalOptions
     from codenib.eval.qrels import read_qrels
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_export(path: Path, force: bool) -> None:
     """Before any work: the TREC run goes to a new file, or replaces one only with --force."""
-    from codenib.errors import BadInputError
+    from codenib.core.errors import BadInputError
 
     if path.is_dir():
         raise BadInputError("--export-trec names a folder", path=str(path),
@@ -131,11 +131,11 @@ def _check_export(path: Path, force: bool) -> None:
 def _local_results(path: str | None, tmp: str) -> str | None:
     """A results prefix on object storage, copied (what its job committed) under `tmp`;
     a local path as it is."""
-    from codenib.storage import StorageConfig, is_uri
+    from codenib.core.storage import StorageConfig, is_uri
 
     if not path or not is_uri(path):
         return path
-    from codenib.results import download_results
+    from codenib.core.results import download_results
 
     name = path.rstrip("/").rsplit("/", 1)[-1] or "results"
     dest = Path(tmp) / f"{len(list(Path(tmp).iterdir()))}" / name

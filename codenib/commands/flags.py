@@ -1,5 +1,5 @@
 """What the job commands (`codenib run`, `codenib rerank`) share: flags generated from their
-options dataclass (`codenib.options` metadata), so each flag is declared once, and running
+options dataclass (`codenib.core.options` metadata), so each flag is declared once, and running
 the job from a spec and the command line."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from typing import Any, Callable
 
-from codenib.options import flag_of
+from codenib.core.options import flag_of
 
 
 def add_option_flags(p: argparse.ArgumentParser, cls: type, spec_help: str) -> None:
@@ -48,7 +48,7 @@ def option_overrides(cls: type, args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, flag_of(f).lstrip("-").replace("-", "_"))
         if meta.get("quiet"):
             # Off when asked; otherwise a bar on a terminal, progress lines elsewhere
-            # (codenib.progress), so that nohup, CI and Ray job logs show the job moving.
+            # (codenib.core.progress), so that nohup, CI and Ray job logs show the job moving.
             out[f.name] = False if value else None
         else:
             out[meta.get("alias", f.name)] = value

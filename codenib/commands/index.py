@@ -10,7 +10,7 @@ from codenib.commands import Command
 from codenib.compiler.walk import MAX_FILE_BYTES
 from codenib.engines.backends import ENCODERS
 from codenib.engines.models import DEFAULT_MODEL
-from codenib.options import DEVICES
+from codenib.core.options import DEVICES
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,8 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from codenib.compiler.build import BuildOptions, build_index
     from codenib.compiler.history import HistorySpec
-    from codenib.errors import BadInputError
-    from codenib.tokens import TokenizerConfig
+    from codenib.core.errors import BadInputError
+    from codenib.core.tokens import TokenizerConfig
 
     if args.batch_size is not None and args.batch_size < 1:
         raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}", fix="pass --batch-size 32")

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 from codenib.commands.packaging import largest_files
 from codenib.commands.submission import Submission
-from codenib.errors import BadInputError, CodeNibError, MissingDependencyError
-from codenib.hosts import is_loopback
+from codenib.core.errors import BadInputError, CodeNibError, MissingDependencyError
+from codenib.core.hosts import is_loopback
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"  # Ray's dashboard (job API) port, on loopback only
 CONNECT_TIMEOUT_S = 5.0  # fail fast on an unreachable address instead of the OS's minutes-long TCP timeout

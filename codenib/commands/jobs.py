@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codenib.errors import BadInputError
-from codenib.options import check_spec_values, required_keys, spec_keys
-from codenib.specs import read_config_file
+from codenib.core.errors import BadInputError
+from codenib.core.options import check_spec_values, required_keys, spec_keys
+from codenib.core.specs import read_config_file
 
 SECTIONS = ("run", "eval", "rerank", "llm", "submit")
 EVAL_KEYS = ("qrels", "queries", "out", "measures", "compare", "auto", "export_trec", "plan", "no_plots", "html", "force")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from codenib.commands.jobs import JobSpec
-from codenib.errors import BadInputError, MissingDependencyError
+from codenib.core.errors import BadInputError, MissingDependencyError
 
 # Never uploaded with the working_dir: environments, VCS data, run outputs, indexes, caches.
 DEFAULT_EXCLUDES = (

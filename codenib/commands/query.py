@@ -35,10 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.batch.session import RetrievalSession
-    from codenib.errors import QueryError
+    from codenib.core.errors import QueryError
     from codenib.index.loaded import check_encoder
     from codenib.model.planner import BUDGETS, PlanOptions
-    from codenib.querytext import clean_query_text
+    from codenib.core.querytext import clean_query_text
 
     if args.k < 1:
         raise QueryError(f"-k must be at least 1, got {args.k}", fix="pass -k 10")

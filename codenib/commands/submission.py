@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from codenib import __version__
 from codenib.commands.jobs import JobSpec, load_job_spec
 from codenib.commands.packaging import build_runtime_env, check_runtime_values, repository_root
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 
 ID_HASH_CHARS = 12  # 48 bits of the spec's sha256: unique among a team's specs, short enough to read
 # Inside a job Ray sets RAY_ADDRESS; "auto" makes `codenib run/rerank` join that cluster.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.compiler import state as incr_state
 from codenib.compiler.build_cache import cached_files, fill_cache, open_cache
 from codenib.compiler.build_options import BuildOptions, Logger
@@ -36,9 +36,9 @@ from codenib.compiler.lang.graph import foreign_edges, read_manifests
 from codenib.compiler.reuse_plan import changed_share, plan_graph
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.workers import Workers
-from codenib.errors import BadInputError
-from codenib.tokens import Tokenizer
-from codenib.types import EDGE_TYPES, NODE_KINDS
+from codenib.core.errors import BadInputError
+from codenib.core.tokens import Tokenizer
+from codenib.core.types import EDGE_TYPES, NODE_KINDS
 
 #: The public names of the build, wherever they are defined.
 __all__ = ["BuildOptions", "BuildSummary", "Logger", "build_index"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from codenib.compiler.build_options import BuildOptions, Logger
-from codenib.types import Node
+from codenib.core.types import Node
 
 
 def open_cache(options: BuildOptions, out: Path):

@@ -9,7 +9,7 @@ from typing import Callable
 
 from codenib.compiler.history import HistorySpec
 from codenib.compiler.walk import MAX_FILE_BYTES
-from codenib.tokens import TokenizerConfig
+from codenib.core.tokens import TokenizerConfig
 
 #: Where a build writes its progress lines.
 Logger = Callable[[str], None]

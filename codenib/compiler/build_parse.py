@@ -15,7 +15,7 @@ from codenib.compiler.lang import ForeignFacts, is_foreign, read_foreign, read_u
 from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
 from codenib.compiler.walk import SourceFile
 from codenib.compiler.workers import CHUNKS_PER_WORKER, balanced_chunks, Workers
-from codenib.types import NODES_SCHEMA, Node, nodes_to_table
+from codenib.core.types import NODES_SCHEMA, Node, nodes_to_table
 
 #: Parse in worker processes from this many files to parse (below, starting them costs more).
 PARALLEL_MIN_FILES = 200
@@ -90,7 +90,7 @@ def parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: 
         results = workers.map(_parse_chunk, chunks, desc="parse", unit="chunk", progress=progress)
         return ({rel: nodes for chunk in results for rel, nodes, _ in chunk}, {},
                 {rel: facts for chunk in results for rel, _, facts in chunk if facts is not None})
-    from codenib.progress import Progress
+    from codenib.core.progress import Progress
 
     nodes: dict[str, list[Node]] = {}
     trees: dict[str, ParsedFile] = {}

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.workers import CHUNKS_PER_WORKER, balanced_chunks, Workers
-from codenib.tokens import TokenizerConfig
+from codenib.core.tokens import TokenizerConfig
 
 #: Count BM25 terms in worker processes from this many texts to tokenize.
 PARALLEL_MIN_TEXTS = 4_000

@@ -25,8 +25,8 @@ from pathlib import Path
 from codenib.compiler.lang import reader_versions
 from codenib.compiler.parse import PARSE_VERSION
 from codenib.engines.languages import languages_of
-from codenib.tokens import TokenizerConfig
-from codenib.types import NODES_SCHEMA, Node
+from codenib.core.tokens import TokenizerConfig
+from codenib.core.types import NODES_SCHEMA, Node
 
 #: Bumped when the entry layout or key changes (old entries are then simply not found; 2:
 #: the key holds the version of the reader of the file's language).

@@ -10,14 +10,14 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow.parquet as pq
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.compiler.state import Previous
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
 from codenib.engines.vectors import query_matrix, search_matrix
-from codenib.errors import BadInputError
-from codenib.tokens import split_identifier
-from codenib.types import Node, plain_qualname
+from codenib.core.errors import BadInputError
+from codenib.core.tokens import split_identifier
+from codenib.core.types import Node, plain_qualname
 
 ANN_KINDS = ("flat", "hnsw")
 #: HNSW graph degree: 32 is faiss's usual recall/memory balance for 384-d vectors.

@@ -25,7 +25,7 @@ from codenib.compiler.parse import ParsedFile, parse_syntax
 from codenib.compiler.resolve import Resolver, contains_edges, file_units, resolve_unit
 from codenib.compiler.resolve.deps import key_digest, key_owner, key_string, key_tuple
 from codenib.compiler.resolve.scopes import trim_file
-from codenib.types import EDGES_SCHEMA
+from codenib.core.types import EDGES_SCHEMA
 
 #: Pass 2 of a file scanned on demand reuses its tree while the trees kept this way hold
 #: at most this much source (a tree takes ~55 bytes of memory per byte of source: ~450 MB).
@@ -111,7 +111,7 @@ def build_graph(sources: Mapping[str, bytes | None], facts_in: Mapping[str, tupl
     old_by_id = {u: i for i, u in enumerate(previous.units)} if previous is not None else {}
     plan: list[tuple] = []       # (unit id, file, hash, old row | None, edges, reads)
     resolved = 0
-    from codenib.progress import Progress
+    from codenib.core.progress import Progress
 
     bar = Progress("graph", len(to_parse), "files", enabled=progress)
     for rel, pf in run.pass2_order(sorted(to_parse)):

@@ -44,8 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from codenib.artifact import HISTORY_DIR
-from codenib.errors import BadInputError
+from codenib.core.artifact import HISTORY_DIR
+from codenib.core.errors import BadInputError
 
 COMMITS_FILE = "commits.parquet"
 CHANGES_FILE = "changes.parquet"

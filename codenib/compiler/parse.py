@@ -11,7 +11,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from codenib.compiler.walk import SourceFile
-from codenib.types import Node, make_node_id, plain_qualname, source_lines
+from codenib.core.types import Node, make_node_id, plain_qualname, source_lines
 
 #: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
 #: earlier index's nodes only when its version is the same.

@@ -21,7 +21,7 @@ import numpy as np
 
 from codenib.compiler._arrays import ranges
 from codenib.engines.bm25 import import_bm25s
-from codenib.tokens import Tokenizer, TokenizerConfig
+from codenib.core.tokens import Tokenizer, TokenizerConfig
 
 #: Lucene BM25 with the usual k1/b: code nodes vary widely in length, so b stays at 0.75.
 BM25_METHOD = "lucene"

@@ -27,13 +27,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.compiler.graph import FileFacts, GraphState
 from codenib.compiler.lang import reader_versions
 from codenib.compiler.parse import PARSE_VERSION
 from codenib.compiler.resolve.deps import RESOLVE_VERSION
 from codenib.compiler.sparse import DocTerms
-from codenib.tokens import TokenizerConfig
+from codenib.core.tokens import TokenizerConfig
 
 INCR_DIR = "incr"
 STATE_FILE = "state.json"

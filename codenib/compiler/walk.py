@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codenib.engines.languages import language_of
-from codenib.errors import BadInputError
-from codenib.types import ID_SEP
+from codenib.core.errors import BadInputError
+from codenib.core.types import ID_SEP
 
 #: Files above this size are generated or vendored data, not code worth indexing
 #: (the default of `codenib index --max-file-bytes`).

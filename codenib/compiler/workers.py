@@ -57,7 +57,7 @@ class Workers:
 
     def map(self, fn: Callable, chunks: list, desc: str, unit: str, progress: bool) -> list:
         """`fn` over each chunk in the workers; results in chunk order."""
-        from codenib.progress import Progress
+        from codenib.core.progress import Progress
 
         if self._pool is None:
             import multiprocessing

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from codenib.errors import BadInputError, MissingDependencyError
+from codenib.core.errors import BadInputError, MissingDependencyError
 
 #: A runner maps (input_ids, attention_mask), int64 [batch, tokens], to float32 [batch, dim].
 Runner = Callable[[np.ndarray, np.ndarray], np.ndarray]

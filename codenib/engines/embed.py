@@ -139,7 +139,7 @@ class Encoder:
     def _encode_sorted(self, texts: list[str], progress: bool) -> np.ndarray:
         """Each distinct text encoded once, in batches of similar token length (so that
         batches carry almost no padding), scattered back to the input order."""
-        from codenib.progress import Progress
+        from codenib.core.progress import Progress
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from codenib.artifact import sha256_file
+from codenib.core.artifact import sha256_file
 from codenib.engines.export_cache import (
     CACHE_ENV,
     META_FILE,

@@ -13,9 +13,9 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
-from codenib.artifact import sha256_file
+from codenib.core.artifact import sha256_file
 from codenib.engines.models import model_path
-from codenib.errors import ModelLoadError
+from codenib.core.errors import ModelLoadError
 
 CACHE_ENV = "CODENIB_CACHE_DIR"
 ONNX_FILE = "model.onnx"

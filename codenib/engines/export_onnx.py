@@ -11,7 +11,7 @@ import numpy as np
 
 from codenib.engines.export_cache import ONNX_FILE, TOKENIZER_FILE
 from codenib.engines.models import ModelSpec, load_sentence_transformer
-from codenib.errors import CodeNibError, MissingDependencyError
+from codenib.core.errors import CodeNibError, MissingDependencyError
 
 #: ONNX opset of the TorchScript exporter (onnxruntime 1.17+ and OpenVINO read it).
 OPSET = 17

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from codenib.errors import MissingDependencyError
+from codenib.core.errors import MissingDependencyError
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from codenib import __version__
-from codenib.errors import BadInputError, RerankError
-from codenib.hosts import is_loopback
+from codenib.core.errors import BadInputError, RerankError
+from codenib.core.hosts import is_loopback
 from codenib.engines.llm_prompts import MalformedAnswerError, excerpt, min_prompt_tokens
 
 #: The two ways of asking the model.
@@ -157,7 +157,7 @@ def api_key(config: LLMConfig, environ: Mapping[str, str] | None = None) -> str 
 
 def check_route(config: LLMConfig, key: str | None) -> None:
     """A key goes only over https or to this machine (loopback), never in clear text across
-    a network; host names are not resolved (see `codenib.hosts`).
+    a network; host names are not resolved (see `codenib.core.hosts`).
 
     Raises:
         BadInputError: a key with a plain-http endpoint on another machine.

@@ -8,7 +8,7 @@ import os
 import re
 
 from codenib.engines.llm_client import ChatClient, LLMConfig
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 
 
 def connect(config: LLMConfig) -> tuple[ChatClient, str | None]:

@@ -11,7 +11,7 @@ import hashlib
 import re
 from typing import Any, Callable, Sequence
 
-from codenib.errors import RerankError
+from codenib.core.errors import RerankError
 
 #: Rough characters per token of BPE tokenizers on code and English, for the prompt budget.
 CHARS_PER_TOKEN = 4

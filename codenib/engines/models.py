@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from codenib.errors import MissingDependencyError, ModelLoadError
-from codenib.options import DEVICES
+from codenib.core.errors import MissingDependencyError, ModelLoadError
+from codenib.core.options import DEVICES
 
 #: The name users and manifests use for the packaged all-MiniLM-L6-v2.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"

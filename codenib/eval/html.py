@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 from codenib.eval import metrics
 from codenib.eval.reportdata import Evaluation
-from codenib.types import file_of
+from codenib.core.types import file_of
 
 #: The report's file name in the report folder.
 HTML_NAME = "report.html"

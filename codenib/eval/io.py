@@ -14,7 +14,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 
 Warn = Callable[[str], None]
 

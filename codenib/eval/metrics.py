@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from codenib.errors import BadInputError
-from codenib.types import ID_SEP, file_of
+from codenib.core.errors import BadInputError
+from codenib.core.types import ID_SEP, file_of
 
 Run = Mapping[str, Sequence[str]]
 Qrels = Mapping[str, Mapping[str, int]]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.eval.io import Warn, read_parquet, string_column, warn_stderr
 from codenib.eval.trec import trec_lines
-from codenib.types import file_of
+from codenib.core.types import file_of
 
 
 @dataclass(frozen=True, slots=True)

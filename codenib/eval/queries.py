@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.eval.io import read_parquet, string_column
-from codenib.specs import read_jsonl
+from codenib.core.specs import read_jsonl
 
 
 @dataclass(frozen=True, slots=True)

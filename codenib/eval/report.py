@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from codenib import outputs
-from codenib.artifact import atomic_dir
-from codenib.errors import BadInputError
+from codenib.core import outputs
+from codenib.core.artifact import atomic_dir
+from codenib.core.errors import BadInputError
 from codenib.eval import metrics
 from codenib.eval.breakdowns import AUTO, breakdowns, comparison, plan_regret
 from codenib.eval.html import HTML_NAME, render_html

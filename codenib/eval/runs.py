@@ -11,10 +11,10 @@ from typing import Mapping
 
 import pyarrow as pa
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.eval.io import Warn, read_parquet, warn_stderr
 from codenib.eval.trec import TrecRow, read_trec_run, trec_run_to_rankings
-from codenib.results import SUCCESS, ResultsFolder, check_parts
+from codenib.core.results import SUCCESS, ResultsFolder, check_parts
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
-from codenib.errors import BadInputError
-from codenib.outputs import writing
+from codenib.core.errors import BadInputError
+from codenib.core.outputs import writing
 from codenib.eval.io import Warn, warn_stderr
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from codenib.engines.vectors import cut_ties, query_matrix, search_matrix, sort_rows, top_k
-from codenib.errors import BadInputError, IndexFormatError
+from codenib.core.errors import BadInputError, IndexFormatError
 
 #: Search backends. `numpy`: BLAS matrix product + block-maximum top-k (~0.9-1.3x faiss
 #: IndexFlatIP on 2 cores at 39,380 x 768, k=100); `faiss`: IndexFlatIP; `torch`: matrix

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from codenib.types import EDGE_TYPES
+from codenib.core.types import EDGE_TYPES
 
 if TYPE_CHECKING:
     import igraph as ig

@@ -30,9 +30,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib import artifact
-from codenib.errors import IndexFormatError
-from codenib.tokens import Tokenizer, TokenizerConfig
+from codenib.core import artifact
+from codenib.core.errors import IndexFormatError
+from codenib.core.tokens import Tokenizer, TokenizerConfig
 
 COMMITS_PATH = f"{artifact.HISTORY_DIR}/commits.parquet"
 CHANGES_PATH = f"{artifact.HISTORY_DIR}/changes.parquet"

@@ -10,16 +10,16 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow.parquet as pq
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
-from codenib.errors import EncoderMismatchError, IndexFormatError
+from codenib.core.errors import EncoderMismatchError, IndexFormatError
 from codenib.index.dense import DenseIndex
 from codenib.index.graph import CodeGraph
 from codenib.index.sparse import SparseIndex
 from codenib.index.symbols import SymbolIndex
-from codenib.tokens import TokenizerConfig
-from codenib.types import EDGES_SCHEMA
+from codenib.core.tokens import TokenizerConfig
+from codenib.core.types import EDGES_SCHEMA
 
 
 @dataclass(frozen=True, slots=True)

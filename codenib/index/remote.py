@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from codenib.artifact import MANIFEST, SELF_CHECKSUM, manifest_checksum, read_manifest
-from codenib.errors import IndexFormatError
-from codenib.storage import StorageConfig, StorageError, is_uri
+from codenib.core.artifact import MANIFEST, SELF_CHECKSUM, manifest_checksum, read_manifest
+from codenib.core.errors import IndexFormatError
+from codenib.core.storage import StorageConfig, StorageError, is_uri
 
 #: Default bound of a node's index cache.
 DEFAULT_CACHE_BYTES = 50 * 2**30

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from codenib.errors import BadInputError
-from codenib.types import source_lines
+from codenib.core.errors import BadInputError
+from codenib.core.types import source_lines
 
 #: Files kept in memory per reader: spans of one query usually share a handful of files.
 CACHE_FILES = 256

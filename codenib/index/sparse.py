@@ -8,8 +8,8 @@ from typing import Sequence
 import numpy as np
 
 from codenib.engines.bm25 import import_bm25s, kernel_threads, topk_kernel
-from codenib.errors import IndexFormatError
-from codenib.tokens import Tokenizer, TokenizerConfig
+from codenib.core.errors import IndexFormatError
+from codenib.core.tokens import Tokenizer, TokenizerConfig
 
 #: Batches at least this large use numba's parallel kernel (threads); smaller ones run serially.
 PARALLEL_MIN_BATCH = 256

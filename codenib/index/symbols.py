@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from codenib.engines.languages import language_of
 from codenib.engines.modules import module_name_for, package_dirs_of
-from codenib.types import plain_qualname
+from codenib.core.types import plain_qualname
 
 
 #: Match levels, most specific first: a look-up returns every row of the best level that hits.

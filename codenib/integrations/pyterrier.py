@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from codenib.errors import BadInputError, MissingDependencyError
+from codenib.core.errors import BadInputError, MissingDependencyError
 
 try:
     import pandas as pd

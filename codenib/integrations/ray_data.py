@@ -28,8 +28,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from codenib.errors import BadInputError
-from codenib.types import RESULTS_SCHEMA
+from codenib.core.errors import BadInputError
+from codenib.core.types import RESULTS_SCHEMA
 
 _log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class CodeNibRetrieve:
     def __init__(self, index: str, *, mode: str = "auto", budget: str = "balanced", k: int = 100,
                  rerank: str | None = None, llm: dict | None = None, localise_weights: str | None = None,
                  run_tag: str | None = None, device: str = "auto"):
-        from codenib.artifact import read_manifest
+        from codenib.core.artifact import read_manifest
         from codenib.batch.options import RunOptions
         from codenib.batch.session import RetrievalSession
         from codenib.batch.worker import ShardOptions
@@ -109,7 +109,7 @@ class CodeNibRetrieve:
     def _rows(self, table: pa.Table):
         from codenib.batch.queries import QueryRow, check_column_types
         from codenib.model.planner import BUDGETS, MODES
-        from codenib.querytext import clean_query_text
+        from codenib.core.querytext import clean_query_text
 
         missing = [c for c in ("qid", "query") if c not in table.column_names]
         if missing:
@@ -149,7 +149,7 @@ def read_results(path: str, *, allow_partial: bool = False, plans: bool = False)
     """
     import ray.data
 
-    from codenib.results import ResultsFolder
+    from codenib.core.results import ResultsFolder
 
     folder = ResultsFolder(Path(path))
     if not folder.path.is_dir() or not (folder.manifest_path.is_file() or folder.parts()):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codenib.tokens import ENGLISH_STOPWORDS
+from codenib.core.tokens import ENGLISH_STOPWORDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from codenib.model.intent_lexicon import _AND, _NEAR, _SKIP, MAX_TARGETS
 from codenib.model.intent_tokens import SymbolTable, Token
-from codenib.tokens import ENGLISH_STOPWORDS
+from codenib.core.tokens import ENGLISH_STOPWORDS
 
 
 @dataclass(frozen=True, slots=True)

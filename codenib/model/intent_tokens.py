@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from codenib.model.intent_lexicon import _CODE, _LEXICON, _PHRASES, _SKIP, _TOKEN, _TYPO_TARGETS, _VOCABULARY, _WH
-from codenib.tokens import ENGLISH_STOPWORDS
+from codenib.core.tokens import ENGLISH_STOPWORDS
 
 
 class SymbolTable(Protocol):

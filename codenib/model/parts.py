@@ -70,7 +70,7 @@ class PlanParts:
             BadInputError: the plan asks for history but the executor was given none.
         """
         if self._history is None:
-            from codenib.errors import BadInputError
+            from codenib.core.errors import BadInputError
 
             raise BadInputError("the plan asks for history evidence but the index's history was not loaded",
                                 path=str(self.index.path), fix="load the index's history with the session")

@@ -15,7 +15,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from codenib.errors import BadInputError, CodeNibError
+from codenib.core.errors import BadInputError, CodeNibError
 from codenib.index.loaded import LoadedIndex
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.plans import plan_class
@@ -26,7 +26,7 @@ from codenib.ops.expand import ExpandParams, expand_graph_neighbors
 from codenib.ops.filter import demote_tests
 from codenib.ops.rerank import EmbeddingRerankParams, RerankContext, embedding_rerank_batch
 from codenib.ops.retrieve import Candidates, QueriedNode, RetrieveContext, to_queried_nodes
-from codenib.querytext import clean_query_text
+from codenib.core.querytext import clean_query_text
 
 #: BM25 hits scanned for name-matched callers of a structural query's target.
 MENTION_CANDIDATES = 200
@@ -117,7 +117,7 @@ class PlanExecutor:
         """Retrieve for a batch of planned queries (`plans[i]` is query i's plan, made by the
         driver or by `plan`); a failing query becomes an error result.
 
-        Each query's text is cleaned first (`codenib.querytext`: no text can crash an engine);
+        Each query's text is cleaned first (`codenib.core.querytext`: no text can crash an engine);
         a query that needed it records what changed in its trace under ``query_text``.
         """
         cleaned = [clean_query_text(q) for q in queries]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Sequence
 
-from codenib.errors import BadInputError, CodeNibError
+from codenib.core.errors import BadInputError, CodeNibError
 from codenib.model.plans import MODE_PLANS, PLANS, plan_class
 from codenib.model.planspec import (  # noqa: F401 - the planner's public data types
     BUDGETS,
@@ -72,7 +72,7 @@ class RetrievalPlanner:
 
     def plan_query(self, text: str, options: PlanOptions, capabilities: Any = None,
                    symbols: SymbolTable | None = None) -> QueryPlan:
-        """Signals and plan of one query text (cleaned: `codenib.querytext`), as data; a
+        """Signals and plan of one query text (cleaned: `codenib.core.querytext`), as data; a
         query that cannot be planned (empty text, an unusable index) carries its error
         instead of raising.
 

@@ -16,7 +16,7 @@ import dataclasses
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.model import history_evidence, localise
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan, Search

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from codenib.model.traces import parse_frames, repository_files
-from codenib.querytext import CODE_IDENTIFIER
+from codenib.core.querytext import CODE_IDENTIFIER
 
 #: Mention kinds, with the confidence that a resolved mention of that kind points at the fix.
 #: Traceback frames and paths are what the failing run printed; identifiers in prose are

@@ -23,7 +23,7 @@ from codenib.model.intent import (
     strip_courtesy,
 )
 from codenib.ops.transform import QueryKeywords, extract_keywords, looks_symbol
-from codenib.tokens import ENGLISH_STOPWORDS
+from codenib.core.tokens import ENGLISH_STOPWORDS
 
 _WORD = re.compile(r"[A-Za-z]+")
 

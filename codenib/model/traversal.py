@@ -149,7 +149,7 @@ def walk_graph(graph: CodeGraph, spec: WalkSpec) -> WalkGraph:
         per_graph = _WALKS.setdefault(graph, {})
         if spec in per_graph:
             return per_graph[spec]
-    from codenib.types import EDGE_TYPES
+    from codenib.core.types import EDGE_TYPES
 
     n = graph.num_nodes
     weight_of = np.array([EDGE_WEIGHTS.get(t, 0.5) if t in spec.edge_types else 0.0 for t in EDGE_TYPES])

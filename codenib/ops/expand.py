@@ -10,9 +10,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.ops.retrieve import Candidates, QueriedNode, RetrieveContext
-from codenib.types import EDGE_TYPES
+from codenib.core.types import EDGE_TYPES
 
 DIRECTIONS = ("callers", "callees", "both")
 #: Dependency edges: what a caller/callee budget is spent on (containment is extra).

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
-from codenib.errors import BadInputError, RerankError
+from codenib.core.errors import BadInputError, RerankError
 from codenib.engines.llm_client import ChatClient, LLMConfig
 from codenib.engines.llm_connect import connect as connect_endpoint
 from codenib.engines.llm_prompts import (CHARS_PER_TOKEN, LISTWISE_SYSTEM, POINTWISE_SYSTEM, listwise_user,

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.ops.retrieve import Candidates, QueriedNode
 
 

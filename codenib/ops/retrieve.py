@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from codenib.errors import BadInputError
-from codenib.types import file_of
+from codenib.core.errors import BadInputError
+from codenib.core.types import file_of
 
 if TYPE_CHECKING:  # the index layer is below ops; imported only for types
     from codenib.index.loaded import LoadedIndex

@@ -8,7 +8,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from codenib.querytext import CODE_IDENTIFIER
+from codenib.core.querytext import CODE_IDENTIFIER
 
 
 _DOTTED = re.compile(r"(?<![\w./])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?(?![\w/])")

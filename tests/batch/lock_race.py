@@ -14,7 +14,7 @@ def race(root: str, trials: int, barrier, outcomes) -> None:
     An outcome is ("won",), ("lost", message, exit_code) or ("crashed", repr of the error).
     """
     from codenib.batch.sink import ParquetSink
-    from codenib.errors import BadInputError
+    from codenib.core.errors import BadInputError
 
     mine = []
     for trial in range(trials):

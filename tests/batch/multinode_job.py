@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def rows(out) -> list[tuple]:
-    from codenib.results import read_results
+    from codenib.core.results import read_results
 
     return sorted((r["qid"], r["rank"], r["node_id"], round(r["score"], 9)) for r in read_results(out).to_pylist())
 
@@ -29,7 +29,7 @@ def main(index: str, work: str) -> dict:
     from ray.cluster_utils import Cluster
 
     from codenib.batch.driver import RunOptions, run_job
-    from codenib.errors import BadInputError
+    from codenib.core.errors import BadInputError
     from tests.batch.conftest import QUERIES, write_queries
 
     work_dir = Path(work)

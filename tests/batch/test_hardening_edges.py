@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from codenib.batch import raydir
-from codenib.errors import BadInputError, CodeNibError
-from codenib.storage import ATTEMPTS, CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S, StorageConfig
+from codenib.core.errors import BadInputError, CodeNibError
+from codenib.core.storage import ATTEMPTS, CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S, StorageConfig
 
 
 def test_s3_limits_default_and_from_environment():

@@ -11,7 +11,7 @@ import pytest
 
 from codenib.batch.driver import RunOptions, run_job
 from codenib.commands.cli import main
-from codenib.results import read_results
+from codenib.core.results import read_results
 from tests.batch.conftest import QUERIES, write_queries
 from tests.batch.s3 import client, listing, new_bucket, read_results_rows
 

@@ -14,7 +14,7 @@ import pytest
 
 from codenib.batch.driver import RunOptions, run_job
 from codenib.commands.cli import main
-from codenib.results import METADATA_KEY, read_results
+from codenib.core.results import METADATA_KEY, read_results
 from tests.batch.conftest import QUERIES, write_queries
 
 

@@ -3,7 +3,7 @@
 import sys
 
 from codenib.batch.driver import RunOptions, _local_reason, run_job
-from codenib.results import read_results
+from codenib.core.results import read_results
 from tests.batch.conftest import QUERIES, write_queries
 
 

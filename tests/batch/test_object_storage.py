@@ -13,10 +13,10 @@ import pytest
 
 from codenib.batch.driver import RunOptions, run_job
 from codenib.commands.cli import main
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.index.remote import STATS, IndexCacheDir
-from codenib.results import read_results
-from codenib.storage import StorageConfig
+from codenib.core.results import read_results
+from codenib.core.storage import StorageConfig
 from tests.batch.conftest import QUERIES, write_queries
 from tests.batch.s3 import client, listing, new_bucket, read_results_rows, upload_dir
 

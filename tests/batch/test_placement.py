@@ -5,7 +5,7 @@ import time
 import pytest
 
 from codenib.batch.driver import RunOptions, check_placeable, run_job
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from tests.batch.conftest import QUERIES, write_queries
 
 NODES = [{"CPU": 1.0, "node_a": 1.0, "retrieval": 8.0, "node:127.0.0.1": 1.0, "memory": 1e9},

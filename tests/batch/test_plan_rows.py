@@ -7,7 +7,7 @@ import pytest
 from codenib.batch.queries import QueryRow, Shard
 from codenib.batch.session import RetrievalSession
 from codenib.batch.worker import ShardOptions, process_shard
-from codenib.errors import BadInputError, CodeNibError
+from codenib.core.errors import BadInputError, CodeNibError
 from codenib.model.planner import plan_options, plan_rows
 from tests.retrieval import Retrieval
 

@@ -6,7 +6,7 @@ import pytest
 
 from codenib.batch.queries import read_query_set
 from codenib.commands.cli import main
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from tests.batch.conftest import QUERIES, write_queries
 
 

@@ -9,7 +9,7 @@ from codenib.batch.driver import RunOptions, run_job
 from codenib.batch.rerank import RerankOptions, rerank_job
 from codenib.batch.sink import ParquetSink
 from codenib.commands.cli import main
-from codenib.results import read_results
+from codenib.core.results import read_results
 from tests.batch.conftest import QUERIES, write_queries
 from tests.ops.llm_server import FakeChatServer, answer
 
@@ -110,3 +110,24 @@ def test_bad_inputs(source, tmp_path, capsys):
     assert main(["rerank", "--results", str(source), "--out", str(tmp_path / "o"),
                  "--queries", str(tmp_path / "none.parquet")]) == 2
     assert "not here" in capsys.readouterr().err
+
+
+def test_a_shard_that_cannot_load_its_index_is_recorded_as_errors(ray_session, fixture_index_dir, tmp_path):
+    import shutil
+
+    index = tmp_path / "index"
+    shutil.copytree(fixture_index_dir, index)
+    qpath = write_queries(tmp_path / "q.parquet", QUERIES)
+    source = tmp_path / "source"
+    run_job(RunOptions(queries=str(qpath), index=str(index), out=str(source), progress=False), log=lambda m: None)
+    # The index is damaged after the run: every rerank actor fails to load it.
+    (index / "nodes.parquet").write_bytes(b"not parquet")
+    out = tmp_path / "rr"
+    summary = rerank_job(RerankOptions(results=str(source), out=str(out), top_n=3, progress=False),
+                         log=lambda m: None)
+    assert summary.errors == len(lists(source)) and summary.failed_shards >= 1
+    # Every list keeps its order, each row marked with the shard's error.
+    assert lists(out) == lists(source)
+
+    plans = pq.read_table(out / "plans.parquet").column("error").to_pylist()
+    assert all(e and e.startswith("shard failed") for e in plans), plans[:3]

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 from codenib.batch.sink import ParquetSink
-from codenib.errors import BadInputError
-from codenib.results import LOCK, read_results
-from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA
+from codenib.core.errors import BadInputError
+from codenib.core.results import LOCK, read_results
+from codenib.core.types import PLANS_SCHEMA, RESULTS_SCHEMA
 from tests.batch import lock_race
 
 #: Processes racing for one folder, and rounds of the race (each a new folder).

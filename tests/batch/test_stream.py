@@ -15,8 +15,8 @@ from codenib.batch.driver import RunOptions, run_job, stream_shards
 from codenib.model.planner import plan_options, plan_rows
 from codenib.batch.queries import read_query_set
 from codenib.batch.scan import scan_query_set
-from codenib.errors import BadInputError
-from codenib.results import read_results
+from codenib.core.errors import BadInputError
+from codenib.core.results import read_results
 from tests.batch.conftest import write_queries
 
 #: Rows per record batch in these tests: 11 queries make three batches (4, 4, 3).
@@ -43,7 +43,7 @@ def root(tmp_path, sparse_only_index_dir):
 
 
 def _planner(root):
-    from codenib.artifact import read_manifest
+    from codenib.core.artifact import read_manifest
     from codenib.index.loaded import capabilities_of
 
     caps = {str((root / n).resolve()): capabilities_of(read_manifest(root / n)) for n in ("a", "b")}

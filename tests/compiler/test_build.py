@@ -9,16 +9,16 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.commands.cli import main
 from codenib.compiler import build as build_module
 from codenib.compiler.build import BuildOptions, build_index
 from codenib.compiler.parse import parse_file
 from codenib.compiler.resolve import build_edges
 from codenib.compiler.walk import walk_repository
-from codenib.errors import BadInputError, IndexFormatError
+from codenib.core.errors import BadInputError, IndexFormatError
 from codenib.index.loaded import load_index
-from codenib.types import EDGES_SCHEMA, NODES_SCHEMA, file_of
+from codenib.core.types import EDGES_SCHEMA, NODES_SCHEMA, file_of
 
 NO_DENSE = BuildOptions(dense=False, progress=False)
 

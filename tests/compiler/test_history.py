@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.commands.cli import main
 from codenib.compiler.build import BuildOptions, build_index
 from codenib.compiler.history import HistorySpec, read_history, resolve
-from codenib.errors import BadInputError, IndexFormatError
+from codenib.core.errors import BadInputError, IndexFormatError
 
 A1 = "def f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nclass K:\n    def m(self):\n        pass\n"
 A2 = A1.replace("return 1", "return 10")

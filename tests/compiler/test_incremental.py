@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from codenib.compiler.build import BuildOptions, build_index
 from codenib.compiler.resolve.deps import key_string
 from codenib.compiler.state import INCR_DIR, load_previous
-from codenib.tokens import TokenizerConfig
+from codenib.core.tokens import TokenizerConfig
 from tests.fixture_repo import FILES, write_repo
 
 #: Without the per-file store: fresh builds parse everything, reuse comes from `--reuse` alone.
@@ -190,7 +190,7 @@ def test_an_index_without_incremental_state_is_rebuilt_in_full(tmp_path):
     old = tmp_path / "old"
     shutil.copytree(tmp_path / "a", old)
     shutil.rmtree(old / INCR_DIR)
-    from codenib import artifact
+    from codenib.core import artifact
 
     manifest = artifact.read_manifest(old, verify=False)
     manifest.pop("artifacts")

@@ -19,7 +19,7 @@ import pytest
 from codenib.compiler.lang import read_foreign
 from codenib.compiler.lang.base import slot_constructor
 from codenib.compiler.lang.facts import CallFact
-from codenib.types import Node
+from codenib.core.types import Node
 
 HERE = Path(__file__).parent
 SOURCES = HERE / "lang_sources"

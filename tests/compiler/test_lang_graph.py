@@ -13,7 +13,7 @@ import pytest
 from codenib.commands.cli import main
 from codenib.compiler.lang import is_foreign, read_foreign
 from codenib.compiler.lang.graph import foreign_edges, read_manifests
-from codenib.types import nodes_to_table
+from codenib.core.types import nodes_to_table
 
 FIXTURES = Path(__file__).parent / "graph_fixtures"
 

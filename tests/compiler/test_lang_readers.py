@@ -12,7 +12,7 @@ from codenib.compiler.lang import READERS, is_foreign, read_foreign, reader_for,
 from codenib.compiler.lang.contains import file_contains
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.engines.languages import LANGUAGE_OF_SUFFIX, language_of
-from codenib.types import plain_qualname
+from codenib.core.types import plain_qualname
 
 SOURCES = Path(__file__).parent / "lang_sources"
 

@@ -46,7 +46,7 @@ def test_reuse_from_an_index_without_vectors_encodes_everything(fixture_repo, sp
 def test_reuse_reads_and_verifies_the_old_index_once(fixture_repo, fixture_index_dir, tmp_path, monkeypatch):
     """The old index's manifest is verified (every file hashed) and its nodes table read once:
     the dense stage takes them from the loaded `Previous` instead of opening the index again."""
-    from codenib import artifact
+    from codenib.core import artifact
     from codenib.compiler import dense, state
 
     old = fixture_index_dir.resolve()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from codenib.compiler.sparse import (BM25_B, BM25_K1, DocTerms, assemble_terms, bm25_scores,
                                      build_sparse, count_terms, write_bm25)
 from codenib.index.sparse import SparseIndex
-from codenib.tokens import TokenizerConfig
+from codenib.core.tokens import TokenizerConfig
 
 WORDS = ["parse", "token", "graph", "node", "edge", "index", "query", "score", "vector", "file"]
 docs_strategy = st.lists(st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join), min_size=1, max_size=25)

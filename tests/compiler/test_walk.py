@@ -5,7 +5,7 @@ import os
 import pytest
 
 from codenib.compiler.walk import MAX_FILE_BYTES, walk_repository
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 
 
 def make(root, rel, data=b"x = 1\n"):

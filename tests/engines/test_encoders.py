@@ -10,14 +10,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from codenib.artifact import sha256_file
+from codenib.core.artifact import sha256_file
 from codenib.engines import backends as backends_mod
 from codenib.engines import calibrate, export
 from codenib.engines.backends import BACKENDS, TextTokenizer, get_backend
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
-from codenib.errors import BadInputError, EncoderMismatchError, MissingDependencyError
-from codenib.progress import Progress
+from codenib.core.errors import BadInputError, EncoderMismatchError, MissingDependencyError
+from codenib.core.progress import Progress
 
 SPEC = ModelSpec.for_model(None)
 QUERIES = ["who calls run_engine?", "lowercase text into a slug", "open a file",

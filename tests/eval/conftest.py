@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from codenib.types import PLANS_SCHEMA, RESULTS_SCHEMA, file_of
+from codenib.core.types import PLANS_SCHEMA, RESULTS_SCHEMA, file_of
 
 
 def write_results(folder, rankings, *, plans=None, success=True, shard_size=2, run_tag="test-run"):

@@ -5,7 +5,7 @@ import math
 import pyarrow as pa
 import pytest
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.eval.qrels import read_qrels
 from codenib.eval.runs import read_results
 from codenib.eval.trec import read_trec_run, trec_rows, write_trec_run

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.eval import metrics
 
 # q1: 4 relevant (b graded 2), z never retrieved; q2: one relevant at rank 3; q3: no results.

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from codenib.commands.cli import main
-from codenib.results import read_results
+from codenib.core.results import read_results
 
 #: A cold process that loads the packaged model, on a loaded 2-CPU machine.
 SUBPROCESS_TIMEOUT_S = 300

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.commands.cli import main
 
 QUERIES = [{"qid": "q1", "query": "where is run_engine defined"},
@@ -388,7 +388,7 @@ def run_left_as_it_was(tmp):
 
 
 def run_redone_whole(tmp):
-    from codenib.results import damaged_parts, digest_file
+    from codenib.core.results import damaged_parts, digest_file
 
     out = tmp / "results"
     run_left_as_it_was(tmp)

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from codenib.errors import IndexFormatError
+from codenib.core.errors import IndexFormatError
 from codenib.index.loaded import load_index
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
-from codenib.errors import IndexFormatError, ModelLoadError
+from codenib.core.errors import IndexFormatError, ModelLoadError
 from codenib.index.dense import DenseIndex
 from codenib.index.loaded import load_index
 

@@ -7,9 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from codenib import artifact
+from codenib.core import artifact
 from codenib.commands.cli import main
-from codenib.errors import IndexFormatError
+from codenib.core.errors import IndexFormatError
 from codenib.index.loaded import load_index
 
 

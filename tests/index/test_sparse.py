@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codenib.index.sparse import SparseIndex
-from codenib.tokens import Tokenizer, TokenizerConfig
+from codenib.core.tokens import Tokenizer, TokenizerConfig
 
 DOCS = [
     "def parse_args(argv): parse the command line arguments",

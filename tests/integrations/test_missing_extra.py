@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from codenib.errors import MissingDependencyError
+from codenib.core.errors import MissingDependencyError
 
 
 def test_missing_pyterrier_names_the_extra(monkeypatch):

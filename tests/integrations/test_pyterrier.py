@@ -11,7 +11,7 @@ pd = pytest.importorskip("pandas")
 
 from codenib.batch.driver import RunOptions, run_job  # noqa: E402
 from codenib.commands.cli import main  # noqa: E402
-from codenib.errors import BadInputError  # noqa: E402
+from codenib.core.errors import BadInputError  # noqa: E402
 from codenib.integrations.pyterrier import CodeNib, CodeNibFiles  # noqa: E402
 from tests.batch.conftest import QUERIES, write_queries  # noqa: E402
 

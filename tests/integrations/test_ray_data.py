@@ -5,10 +5,10 @@ import pyarrow as pa
 import pytest
 
 from codenib.batch.driver import RunOptions, run_job
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.integrations.ray_data import CodeNibRetrieve, read_results
-from codenib.results import read_results as read_result_rows
-from codenib.types import RESULTS_SCHEMA
+from codenib.core.results import read_results as read_result_rows
+from codenib.core.types import RESULTS_SCHEMA
 from tests.batch.conftest import QUERIES, write_queries
 
 

@@ -79,7 +79,7 @@ def test_packaged_weights_cover_every_feature_and_demote_tests():
 
 
 def test_weights_files_are_checked_and_named_in_errors(tmp_path):
-    from codenib.errors import BadInputError
+    from codenib.core.errors import BadInputError
     from codenib.batch.weights import load_weights
 
     good = tmp_path / "w.json"

@@ -5,7 +5,7 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.model.planner import BUDGETS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner, plan_options
 from codenib.model.signals import query_signals
 

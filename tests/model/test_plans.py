@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.model.parts import fuse
 from tests.retrieval import Retrieval
 from codenib.model.planner import MODE_PLANS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner, plan_options

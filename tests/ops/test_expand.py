@@ -2,7 +2,7 @@
 
 import pytest
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.ops.expand import ExpandParams, expand_graph_neighbors, load_span_content
 from codenib.ops.retrieve import RetrieveContext, from_node_ids
 

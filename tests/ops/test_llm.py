@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 from codenib.ops.llm import LLMReranker, listwise_windows
 from codenib.engines.llm_client import LLMConfig
 from codenib.engines.llm_prompts import (LISTWISE_SYSTEM, MalformedAnswerError, neutralize_untrusted, parse_listwise,

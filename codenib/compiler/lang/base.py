@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
-from codenib.types import Node, make_node_id
+from codenib.core.types import Node, make_node_id
 
 #: The same caps as the Python reader (`codenib.compiler.parse`): giant generated
 #: definitions must not dominate BM25 lengths, and a file node holds an outline only.

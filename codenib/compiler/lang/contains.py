@@ -15,7 +15,7 @@ from collections import defaultdict
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from codenib.types import EDGES_SCHEMA, plain_qualname
+from codenib.core.types import EDGES_SCHEMA, plain_qualname
 
 
 def foreign_contains(nodes: pa.Table) -> pa.Table:

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.engines.languages import language_of
-from codenib.types import EDGES_SCHEMA, plain_qualname
+from codenib.core.types import EDGES_SCHEMA, plain_qualname
 
 #: Language -> the module whose `RULES` class resolves its files (one instance per build) (JavaScript and TypeScript
 #: share one, so do C and C++: they import each other's files).

@@ -26,7 +26,7 @@ from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.compiler.parse import ParsedFile
 from codenib.compiler.resolve.edges import Unit, contains_edges, file_units, unit_edges
 from codenib.compiler.resolve.infer import Resolver
-from codenib.types import Edge
+from codenib.core.types import Edge
 
 __all__ = ["Resolver", "Unit", "build_edges", "collect_edges", "contains_edges", "file_units",
            "module_name_for", "package_dirs_of", "resolve_file", "resolve_unit"]

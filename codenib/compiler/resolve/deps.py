@@ -24,7 +24,7 @@ from typing import Callable
 
 from codenib.compiler.resolve.infer import Resolver
 from codenib.compiler.resolve.scopes import Scope
-from codenib.types import file_of
+from codenib.core.types import file_of
 
 #: Bumped whenever what a file's edges are, or what they read, can change for the same
 #: sources: a later build reuses an earlier index's edges only under the same version.

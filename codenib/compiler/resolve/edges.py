@@ -21,7 +21,7 @@ from codenib.compiler.resolve.import_edges import import_edges
 from codenib.compiler.resolve.infer import Resolver
 from codenib.compiler.resolve.scopes import Scope
 from codenib.compiler.resolve.syntax import FUNC_TYPES, generic_origin
-from codenib.types import make_node_id, source_lines
+from codenib.core.types import make_node_id, source_lines
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Iterable
 
 from codenib.compiler.resolve.values import Value
 from codenib.engines.modules import module_name_for, package_dirs_of
-from codenib.types import make_node_id
+from codenib.core.types import make_node_id
 
 
 class ModuleTable:

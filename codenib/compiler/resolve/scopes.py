@@ -13,7 +13,7 @@ from codenib.compiler.parse import Definition, ParsedFile
 from codenib.compiler.resolve.imports import ModuleTable
 from codenib.compiler.resolve.syntax import annotation_name
 from codenib.compiler.resolve.values import Value
-from codenib.types import make_node_id
+from codenib.core.types import make_node_id
 
 #: Statement types that open a class or function scope.
 _DEF_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})

@@ -13,7 +13,7 @@ RESULTS_DIR/
 ```
 
 Nothing else belongs in a results folder: a job stops (exit 2) at any other file, unless `--force`
-(see `codenib.outputs`). Temporary files carry the writing process's id (`outputs.tmp_path`).
+(see `codenib.core.outputs`). Temporary files carry the writing process's id (`outputs.tmp_path`).
 
 A folder is whole only when every part its manifest lists is there with the rows and sha256
 recorded at commit (`damaged_parts`): a resumed job redoes a damaged shard, a reader refuses it.
@@ -33,9 +33,9 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from codenib.errors import BadInputError
-from codenib.outputs import TMP_NAME, Ownership, foreign_files, refuse_foreign, refuse_unknown
-from codenib.types import RESULTS_SCHEMA
+from codenib.core.errors import BadInputError
+from codenib.core.outputs import TMP_NAME, Ownership, foreign_files, refuse_foreign, refuse_unknown
+from codenib.core.types import RESULTS_SCHEMA
 
 RESULTS_FORMAT = "codenib-results"
 MANIFEST = "_manifest.json"
@@ -286,7 +286,7 @@ def download_results(uri: str, storage, dest: Path) -> Path:
     Raises:
         StorageError: the prefix cannot be read or holds no `_manifest.json`.
     """
-    from codenib.storage import StorageError
+    from codenib.core.storage import StorageError
 
     store = storage.open(uri)
     store.check_bucket()

@@ -1,4 +1,4 @@
-"""Query text is cleaned once (codenib/querytext.py), and no query string crashes a plan,
+"""Query text is cleaned once (codenib/core/querytext.py), and no query string crashes a plan,
 budget or reranker: a property test through every mode x budget x reranker, in process,
 against the real fixture index (dense vectors, packaged model) and a real chat server on
 127.0.0.1 for the LLM reranker."""
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.retrieval import Retrieval
 from codenib.model.planner import BUDGETS, MODES, RERANKERS
-from codenib.querytext import MAX_QUERY_CHARS, clean_query_text
+from codenib.core.querytext import MAX_QUERY_CHARS, clean_query_text
 from tests.ops.llm_server import FakeChatServer
 
 #: A 100 KB query, as the issue's property asks for (also: a pasted log of that size).

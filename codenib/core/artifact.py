@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from codenib import __version__
-from codenib import outputs
-from codenib.errors import CodeNibError, IndexFormatError
-from codenib.types import FORMAT_VERSION
+from codenib.core import outputs
+from codenib.core.errors import CodeNibError, IndexFormatError
+from codenib.core.types import FORMAT_VERSION
 
 MANIFEST = "manifest.json"
 FORMAT_NAME = "codenib-index"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from codenib.errors import BadInputError, DiskWriteError
+from codenib.core.errors import BadInputError, DiskWriteError
 
 #: Names of temporary files: `.NAME.PID-NONCE.tmp`, one per process and write.
 TMP_NAME = re.compile(r"\..+\.\d+-[0-9a-f]{8}\.tmp")

@@ -1,6 +1,6 @@
 """The code-aware tokenizer."""
 
-from codenib.tokens import Tokenizer, TokenizerConfig, split_identifier
+from codenib.core.tokens import Tokenizer, TokenizerConfig, split_identifier
 
 PLAIN = Tokenizer(TokenizerConfig(stemmer=None))
 

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterator
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 
 
 def read_config_file(path: str | Path, section: str | None = None) -> dict[str, Any]:

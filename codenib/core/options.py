@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import MISSING, Field
 from typing import Any, Iterator
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 
 #: Where encoders run: auto picks CUDA when there is a GPU.
 DEVICES = ("auto", "cpu", "cuda")

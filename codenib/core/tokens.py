@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Iterable
 
-from codenib.errors import BadInputError
+from codenib.core.errors import BadInputError
 
 _WORD = re.compile(r"[^\W\d]\w*|\d+", re.UNICODE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -111,7 +111,7 @@ def _stemmer(name: str):
     try:
         import Stemmer  # PyStemmer
     except ImportError as exc:  # pragma: no cover - a declared dependency
-        from codenib.errors import MissingDependencyError
+        from codenib.core.errors import MissingDependencyError
 
         raise MissingDependencyError("Stemmer", "PyStemmer", "stemming") from exc
     try:

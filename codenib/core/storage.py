@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
 
-from codenib.errors import BadInputError, CodeNibError
+from codenib.core.errors import BadInputError, CodeNibError
 
 #: A URI: a scheme of two or more letters, then `://` (a Windows drive letter is one letter).
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")

@@ -1,0 +1,1 @@
+"""The bottom layer: node ids, records, schemas, errors, storage and the results-folder layout."""
