@@ -98,15 +98,16 @@ def run(args: argparse.Namespace) -> int:
         history=HistorySpec.parse(args.history) if args.history is not None else None,
         max_file_bytes=args.max_file_bytes,
     )
-    finish = None
-    if args.fit_weights:
-        from codenib.batch.index_weights import MANIFEST_KEY, fit_into
-
-        def finish(staging, log):
-            return {MANIFEST_KEY: fit_into(staging, log)}
-    summary = build_index(args.repo, args.out, options, finish=finish)
+    summary = build_index(args.repo, args.out, options, finish=_fit_weights if args.fit_weights else None)
     print(summary.render(), file=sys.stderr)
     return 0
+
+
+def _fit_weights(staging, log) -> dict:
+    """`--fit-weights`: the localisation weights fitted on the staged index's history."""
+    from codenib.batch.index_weights import MANIFEST_KEY, fit_into
+
+    return {MANIFEST_KEY: fit_into(staging, log)}
 
 
 COMMAND = Command("Compile a repository into an index folder (nodes, code graph, BM25, vectors).",
