@@ -14,6 +14,8 @@ repository's run are fitted on the other two (`--localise-weights` of `codenib r
     python scripts/swebench_dev.py --no-dense            # BM25 + graph indexes, a few minutes
     python scripts/swebench_dev.py --no-dense --fit      # refit the packaged weights, ablation
     python scripts/swebench_dev.py --no-dense --history /work/.mirror   # history as evidence
+    python scripts/swebench_dev.py --no-dense --history /work/.mirror --history-fit --modes ""
+                                       # + weights fitted per repository on its own past
 
 With `--history MIRROR_ROOT` every snapshot is indexed with `--history
 MIRROR_ROOT/<owner>+<name>/repo@<base commit>` (snapshots of a repository in base-commit order,
