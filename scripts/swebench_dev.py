@@ -14,6 +14,8 @@ repository's run are fitted on the other two (`--localise-weights` of `codenib r
     python scripts/swebench_dev.py --no-dense            # BM25 + graph indexes, a few minutes
     python scripts/swebench_dev.py --no-dense --fit      # refit the packaged weights, ablation
     python scripts/swebench_dev.py --no-dense --history /work/.mirror   # history as evidence
+    python scripts/swebench_dev.py --no-dense --history /work/.mirror --history-fit --modes ""
+                                       # + weights fitted per repository on its own past
 
 With `--history MIRROR_ROOT` every snapshot is indexed with `--history
 MIRROR_ROOT/<owner>+<name>/repo@<base commit>` (snapshots of a repository in base-commit order,
@@ -94,7 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--history", metavar="MIRROR_ROOT",
                     help="index with each repository's history from MIRROR_ROOT/<owner>+<name>/repo and "
                          "measure it as evidence (leave-one-repository-out)")
+    ap.add_argument("--history-fit", action="store_true",
+                    help="with --history: also measure localisation weights fitted per repository on its own "
+                         "past (codenib.model.history_fit; prior: the weights fitted without that repository), "
+                         "leave-one-repository-out, with and without history evidence")
     a = ap.parse_args(argv)
+    if a.history_fit and not a.history:
+        ap.error("--history-fit needs --history MIRROR_ROOT (the fit reads each repository's history)")
 
     data, work = Path(a.data), Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -165,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  + {'dense (MiniLM)':<22} " + devsets.fmt(devsets.scores(ranks, list(tables), gold_files, gold_funcs)))
     if a.history:
         _history_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs)
+    if a.history_fit:
+        _history_fit_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs,
+                            folds, mirror_of, work)
     if a.fit:
         w = _fit(list(tables), tables, gold_files, gold_funcs)
         target = Path(a.weights_out)
@@ -254,11 +265,9 @@ HISTORY_ABLATION = {"similar changes only": ("similar_changes",), "fix-proneness
                     "change-proneness only": ("change_proneness",), "both": HISTORY_SIGNALS}
 
 
-def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs) -> None:
-    """History as evidence, measured leave-one-repository-out with the plan's own scorer
-    (`history_evidence.rank_with_history`), in process on the same feature tables."""
-    import itertools
-
+def _history_inputs(queries, idx_root):
+    """Per issue: every history signal's evidence for its text, and the index look-ups the
+    scorer needs (nodes, row of node id, file rows)."""
     from codenib.index.loaded import load_index
     from codenib.model import history_evidence as he
     from codenib.model.report import read_report
@@ -272,6 +281,17 @@ def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_
         text = text[:read_report(text).chars]
         evidence[q["qid"]] = {name: cache.get(name, text) for name in he.SIGNALS}
         meta[q["qid"]] = (index.nodes, index.row_of, localise.file_rows_of(index.nodes))
+    return evidence, meta
+
+
+def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs) -> None:
+    """History as evidence, measured leave-one-repository-out with the plan's own scorer
+    (`history_evidence.rank_with_history`), in process on the same feature tables."""
+    import itertools
+
+    from codenib.model import history_evidence as he
+
+    evidence, meta = _history_inputs(queries, idx_root)
     repo_of = {q: instances[q]["repo_short"] for q in tables}
 
     # Localisation weights: for a held-out repository R, fitted on the other two; to choose
@@ -335,6 +355,95 @@ def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_
     print(f"  shipped weights (history_evidence.WEIGHTS): {shipped}")
     if "codenib auto" in rankings:
         results["codenib auto (run)"] = rankings["codenib auto"]
+    _loo_table(results, groups, gold_files, gold_funcs)
+
+
+#: Prior strengths measured beside the module's own (`history_fit.PRIOR_C`, fixed before
+#: looking): reported, not chosen on the held-out repository.
+FIT_C_GRID = (0.1, 1.0, 10.0)
+
+
+def _history_fit_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs,
+                        folds, mirror_of, work) -> None:
+    """Localisation weights fitted per repository on its own past (`codenib.model.history_fit`,
+    what `codenib index --fit-weights` runs), leave-one-repository-out: the prior of a
+    held-out repository is the weights fitted on the other repositories' dev issues (`folds`),
+    never the packaged ones (fitted on all of them). One fit per repository, on the index of
+    its earliest dev snapshot: its training commits are ancestors of every dev issue's base
+    (checked), and one fit per snapshot (what the index does) would cost an hour here."""
+    import pickle
+
+    from codenib.index.loaded import load_index
+    from codenib.model import history_evidence as he
+    from codenib.model import history_fit
+
+    evidence, meta = _history_inputs(queries, idx_root)
+    repo_of = {q: instances[q]["repo_short"] for q in tables}
+    first: dict[str, str] = {}
+    for qid in devsets.commit_order(instances, _repo, mirror_of):
+        first.setdefault(_repo(instances[qid]), qid)
+    prior_history = dict(he.WEIGHTS).get(history_fit.HISTORY_SIGNAL, 0.0)
+    cache_dir = work / "history-fit-examples"
+    cache_dir.mkdir(exist_ok=True)
+    examples, seconds = {}, {}
+    for repo, qid in sorted(first.items()):
+        cached = cache_dir / f"{qid}-v{history_fit.FIT_VERSION}-{history_fit.SAMPLE}.pkl"
+        if cached.exists():
+            examples[repo], seconds[repo] = pickle.loads(cached.read_bytes())
+        else:
+            t0 = time.perf_counter()
+            index = load_index(idx_root / qid, dense=False, verify=False)
+            history = index.history
+            rows = history_fit.training_commits(history, set(index.nodes.node_id))
+            file_rows = localise.file_rows_of(index.nodes)
+            exs = [e for e in (history_fit.example(index, history, i, file_rows) for i in rows) if e is not None]
+            examples[repo], seconds[repo] = (exs, len(rows)), time.perf_counter() - t0
+            cached.write_bytes(pickle.dumps((examples[repo], seconds[repo])))
+        head = examples[repo][0][0].commit if examples[repo][0] else None
+        for q in tables:
+            if repo_of[q] == repo and head is not None:
+                hist = load_index(idx_root / q, sparse=False, graph=False, verify=False).history
+                if head not in hist.row:
+                    print(f"warning: {q}'s history lacks the training commit {head[:12]}")
+    print(f"\nlocalisation weights fitted per repository on its own past (history_fit: up to "
+          f"{history_fit.SAMPLE} recent commits touching library code, prior = weights fitted without "
+          "the repository, one fit per repository at its earliest dev snapshot):")
+    for repo in repos:
+        exs, considered = examples[repo]
+        print(f"  {repo:<8} snapshot {first[repo]}: {len(exs)} usable of {considered} commits, "
+              f"examples built in {seconds[repo]:.0f}s")
+
+    def without_history(exs):
+        return [history_fit.Example(e.commit, e.rows, np.hstack([e.X[:, :-1], np.zeros((len(e.y), 1))]), e.y,
+                                    e.is_file) for e in exs]
+
+    def ranking(qid, loc, hw):
+        table, ids = tables[qid]
+        nodes, row_of, file_rows = meta[qid]
+        scored = he.rank_with_history(table, loc, evidence[qid], hw, nodes, row_of, file_rows, 100)
+        return [ids[s.row] for s in scored]
+
+    results = {"BM25 baseline": rankings["BM25 baseline"]}
+    variants = [("no history", False, None), ("history (shipped)", True, None)]
+    variants += [(f"{'history' if h else 'no history'} + fit C={c:g}", h, c) for h in (False, True) for c in FIT_C_GRID]
+    for name, with_history, c in variants:
+        ranks = {}
+        for repo in repos:
+            loc = folds[repo]
+            hw = ((history_fit.HISTORY_SIGNAL, prior_history),) if with_history else ()
+            if c is not None:
+                exs = examples[repo][0] if with_history else without_history(examples[repo][0])
+                t0 = time.perf_counter()
+                res = history_fit.fit(exs, loc, prior_history if with_history else 0.0, c)
+                loc = res.weights
+                hw = res.history if with_history else ()
+                print(f"  {name:<24} {repo:<8} fit {time.perf_counter() - t0:.1f}s, in-sample file hit@5 "
+                      f"{res.train_file_at5[0]:.3f} -> {res.train_file_at5[1]:.3f}, definition hit@10 "
+                      f"{res.train_node_at10[0]:.3f} -> {res.train_node_at10[1]:.3f}; history weight "
+                      + ", ".join(f"{n} {w:g}" for n, w in hw))
+            ranks.update({q: ranking(q, loc, hw) for q in tables if repo_of[q] == repo})
+        results[name] = ranks
+    groups = [(repo, [q for q in tables if repo_of[q] == repo]) for repo in repos]
     _loo_table(results, groups, gold_files, gold_funcs)
 
 

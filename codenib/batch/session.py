@@ -37,13 +37,17 @@ def llm_reranker(config: dict | None):
     return LLMReranker(LLMConfig.from_dict(dict(config)), connect)
 
 
-def localise_weights(values: tuple[tuple[str, float], ...] | None) -> LocaliseWeights:
-    """Checked weight values (`RunOptions.weights`) as weights; None: the packaged ones."""
+def localise_weights(values: tuple[tuple[str, float], ...] | None, index: LoadedIndex | None = None
+                     ) -> LocaliseWeights:
+    """Checked weight values (`RunOptions.weights`) as weights; None: the weights `index`
+    fitted on its own history (`codenib.batch.index_weights`), else the packaged ones."""
     if values is None:
+        from codenib.batch.index_weights import index_weights
         from codenib.batch.weights import default_weights
 
-        return default_weights()
-    return LocaliseWeights(dict(values))
+        fitted = index_weights(index) if index is not None else None
+        return fitted if fitted is not None else default_weights()
+    return LocaliseWeights(dict(values), source="given")
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ class RetrievalSession:
         """The session of a loaded index (`reranker`: an LLM reranker already made)."""
         reranker = reranker if reranker is not None else llm_reranker(llm)
         history = index.history if index.capabilities().history else None
-        return cls(index, engines or LocalEngines(index, reranker), localise_weights(weights), reranker,
+        return cls(index, engines or LocalEngines(index, reranker), localise_weights(weights, index), reranker,
                    bool(llm) or reranker is not None if llm_configured is None else llm_configured, history)
 
     def with_engines(self, engines: Engines) -> RetrievalSession:

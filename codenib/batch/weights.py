@@ -35,7 +35,7 @@ def load_weights(path: str) -> LocaliseWeights:
                  or not math.isfinite(v))
     if bad:
         raise BadInputError(f"`weights.{bad[0]}` is not a finite number", path=path, fix=fix)
-    return LocaliseWeights({k: float(v) for k, v in values.items()})
+    return LocaliseWeights({k: float(v) for k, v in values.items()}, source=f"file:{path}")
 
 
 @lru_cache(maxsize=1)

@@ -33,6 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default HEAD) of GITDIR (default REPO/.git; a checkout without .git needs "
                         "MIRROR@BASE), their messages and the files and functions each changed; "
                         "with --reuse, only the commits the earlier index lacks")
+    p.add_argument("--fit-weights", action="store_true",
+                   help="with --history: fit the bug-report localisation weights to this repository on "
+                        "its own recent commits (message as the query, what it changed as the answer; "
+                        "the packaged weights as the prior), stored in the index and used by its "
+                        "queries; off by default (it did not beat the packaged weights on the dev set)")
     p.add_argument("--cache", metavar="DIR",
                    help="per-file parse store shared by the indexes of a repository; "
                         "when not given, .codenib-cache next to --out")
@@ -72,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_file_bytes < 1:
         raise BadInputError(f"--max-file-bytes must be at least 1, got {args.max_file_bytes}",
                             fix=f"leave it out for the default, {MAX_FILE_BYTES} bytes")
+    if args.fit_weights and args.history is None:
+        raise BadInputError("--fit-weights fits on the repository's history, and --history is not given",
+                            fix="add --history (or --history MIRROR@BASE for a checkout without .git)")
     options = BuildOptions(
         model=args.model,
         dense=not args.no_dense,
@@ -90,9 +98,16 @@ def run(args: argparse.Namespace) -> int:
         history=HistorySpec.parse(args.history) if args.history is not None else None,
         max_file_bytes=args.max_file_bytes,
     )
-    summary = build_index(args.repo, args.out, options)
+    summary = build_index(args.repo, args.out, options, finish=_fit_weights if args.fit_weights else None)
     print(summary.render(), file=sys.stderr)
     return 0
+
+
+def _fit_weights(staging, log) -> dict:
+    """`--fit-weights`: the localisation weights fitted on the staged index's history."""
+    from codenib.batch.index_weights import MANIFEST_KEY, fit_into
+
+    return {MANIFEST_KEY: fit_into(staging, log)}
 
 
 COMMAND = Command("Compile a repository into an index folder (nodes, code graph, BM25, vectors).",

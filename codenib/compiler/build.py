@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pyarrow.parquet as pq
 
@@ -116,8 +117,13 @@ def _read_history(source, nodes, options: BuildOptions, workers: Workers, log: L
 
 
 def build_index(repo: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
-                log: Logger | None = None) -> BuildSummary:
+                log: Logger | None = None, finish: Callable[[Path, Logger], dict] | None = None) -> BuildSummary:
     """Compile `repo` into the index folder `out`, atomically.
+
+    `finish(staging, log)`, when given, runs on the complete staged index (manifest written)
+    before it replaces `out`: it may add files to the staging folder and returns entries
+    for the manifest, which is then written again listing them (the layers above the
+    compiler add their artifacts this way: the weights fitted on the history).
 
     Each file is read once; every stage works from those bytes. With `options.reuse`, the
     files whose bytes are unchanged keep their nodes, their edges when nothing they read
@@ -246,7 +252,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                          "dirty_keys": graph.dirty_keys, "texts_tokenized": tokenized,
                          "graph": graph_choice.describe() if graph_choice is not None else None}
             extra = {} if history_tables is None else {"history": hist.manifest_entry(history_tables)}
-            manifest = artifact.write_manifest(staging, {
+            fields = {
                 "source_root_name": repo.resolve().name,
                 "root_package": root_package,
                 "git_commit": artifact.git_commit(repo.resolve()),
@@ -266,7 +272,14 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                 "skipped_files": [{"path": s.rel_path, "reason": s.reason} for s in skipped],
                 "cache": {"path": str(store.root), "files_found": len(cached)} if store is not None else None,
                 **extra,
-            })
+            }
+            manifest = artifact.write_manifest(staging, fields)
+            if finish is not None:
+                t0 = time.perf_counter()
+                added = finish(staging, log)
+                seconds["finish"] = time.perf_counter() - t0
+                manifest = artifact.write_manifest(staging, {
+                    **fields, **added, "build_seconds": {k: round(v, 3) for k, v in seconds.items()}})
     if store is not None and fresh:
         t0 = time.perf_counter()
         fill_cache(store, fresh, parsed, shas, terms, nodes, new_counts, log)

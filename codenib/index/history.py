@@ -61,6 +61,7 @@ class History:
         self.ids: list[str] = commits.column("id").to_pylist()
         self.times = np.asarray(commits.column("time").to_numpy(), dtype=np.float64)
         self.messages: list[str] = commits.column("message").to_pylist()
+        self.parents: list[list[str]] = commits.column("parents").to_pylist()
         self.is_fix = np.asarray(commits.column("is_fix").to_numpy(zero_copy_only=False), dtype=bool)
         self.n_files = np.asarray(commits.column("files").to_numpy(), dtype=np.int64)
         self.head_time = float(head_time)
@@ -100,22 +101,38 @@ class History:
 
     # --- similar past changes ---------------------------------------------------------------
 
-    def similar_commits(self, query: str, k: int = TOP_COMMITS) -> list[tuple[str, float]]:
+    def similar_commits(self, query: str, k: int = TOP_COMMITS, exclude: frozenset[int] = frozenset()
+                        ) -> list[tuple[str, float]]:
         """The `k` commits (that changed something) whose messages match `query` best, with
-        their BM25 scores, best first."""
+        their BM25 scores, best first; commits whose rows are in `exclude` never count."""
         index = self._index()
         if index is None:
             return []
-        rows, scores = index.search([query], k)
-        return [(self.ids[self._searchable[r]], float(s)) for r, s in zip(rows[0], scores[0])
-                if r >= 0 and s > 0]
+        # Top k among the rest = the top (k + |excluded|) overall, filtered.
+        hidden = sum(1 for i in self._searchable if i in exclude) if exclude else 0
+        rows, scores = index.search([query], k + hidden)
+        out = [(self._searchable[r], float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0 and s > 0]
+        return [(self.ids[i], s) for i, s in out if i not in exclude][:k]
 
-    def similar_changes(self, query: str, k: int = TOP_COMMITS, existing: bool = True) -> Evidence:
+    def ancestors(self, cid: str) -> frozenset[int]:
+        """Rows of the proper ancestors of commit `cid` that this history holds."""
+        seen: set[int] = set()
+        stack = [self.row[p] for p in self.parents[self.row[cid]] if p in self.row]
+        while stack:
+            i = stack.pop()
+            if i not in seen:
+                seen.add(i)
+                stack.extend(self.row[p] for p in self.parents[i] if p in self.row)
+        return frozenset(seen)
+
+    def similar_changes(self, query: str, k: int = TOP_COMMITS, existing: bool = True,
+                        exclude: frozenset[int] = frozenset()) -> Evidence:
         """BugLocator-style scores: each of the top `k` commits gives its score, divided by
-        the number of files (nodes) it changed, to each file (node) it changed."""
+        the number of files (nodes) it changed, to each file (node) it changed (commits whose
+        rows are in `exclude` pass on nothing)."""
         files: Counter = Counter()
         nodes: Counter = Counter()
-        for cid, score in self.similar_commits(query, k):
+        for cid, score in self.similar_commits(query, k, exclude):
             i = self.row[cid]
             changed = self.files_of[i]
             for f, ok in changed:

@@ -73,9 +73,20 @@ _HAND_WEIGHTS = {"f_bm25": 1.0, "f_bm25_top3": 0.5, "f_title": 0.5, "f_prose": 0
 
 @dataclass(frozen=True)
 class LocaliseWeights:
-    """One weight per feature (`FEATURES`); a missing feature weighs 0."""
+    """One weight per feature (`FEATURES`); a missing feature weighs 0.
+
+    `source` names where they come from (the trace shows it); `history` holds the weights of
+    history signals fitted with them (`codenib.model.history_fit`), which replace the plan's
+    for those signals (`history_weights`)."""
 
     values: Mapping[str, float] = field(default_factory=lambda: dict(_HAND_WEIGHTS))
+    source: str = "packaged"
+    history: tuple[tuple[str, float], ...] = ()
+
+    def history_weights(self, planned: Sequence[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
+        """The plan's (signal, weight) pairs, each weight replaced by the fitted one if any."""
+        fitted = dict(self.history)
+        return tuple((name, fitted.get(name, w)) for name, w in planned)
 
     def vector(self) -> np.ndarray:
         return np.array([float(self.values.get(f, 0.0)) for f in FEATURES], dtype=np.float64)

@@ -326,11 +326,14 @@ class BugLocalisation(RetrievalPlan):
         table = localise.features(inputs, index.nodes, index.graph, parts.file_rows())
         weights = parts.localise_weights
         if q.history is not None:
+            # Weights fitted on the index's own history carry their own history weights.
+            history_weights = weights.history_weights(q.plan.history)
             scored = history_evidence.rank_with_history(
-                table, weights, q.history, q.plan.history, index.nodes, index.row_of, parts.file_rows(),
+                table, weights, q.history, history_weights, index.nodes, index.row_of, parts.file_rows(),
                 limit=max(q.plan.k, 100), explain=10)
             detail["history"] = {name: {"weight": w, "files": len(q.history[name].files),
-                                        "nodes": len(q.history[name].nodes)} for name, w in q.plan.history}
+                                        "nodes": len(q.history[name].nodes)} for name, w in history_weights}
+            detail["weights"] = weights.source
         else:
             scored = localise.rank(table, weights, index.nodes.node_id, limit=max(q.plan.k, 100), explain=10)
         detail["runs"] = sorted(k for k, v in runs.items() if v is not None and len(v[0]))
