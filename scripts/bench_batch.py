@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     concurrency = args.ray_data_concurrency or max(1, min(16, os.cpu_count() or 1))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from codenib.batch.job import start_ray, stop_ray
+    from codenib.batch.raysession import start_ray, stop_ray
 
     start_ray(None, False, lambda m: None)  # the embedded local Ray, as `codenib run` starts it
     workdir = Path(tempfile.mkdtemp(prefix="codenib-bench-"))

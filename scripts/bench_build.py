@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchkit import Row, finish, log, out, peak_rss_mb, run_isolated, timed
-from indexkit import (print_header, DEFAULT_DENSE_SAMPLE, DEFAULT_MODIFY_FRACTION, add_common_args, add_encoder_args,
-                      build_dense_sample, build_in_child, copy_files, modify_files, prepare_index, read_nodes,
-                      resolve_batch_size, resolve_corpus, to_node, work_dir)
+from editkit import DEFAULT_MODIFY_FRACTION, copy_files, modify_files
+from indexkit import (print_header, DEFAULT_DENSE_SAMPLE, add_common_args, add_encoder_args, build_dense_sample,
+                      build_in_child, prepare_index, read_nodes, resolve_batch_size, resolve_corpus, to_node, work_dir)
 
 #: Without --full, the second-commit test builds a file sample of about this many nodes.
 DEFAULT_REUSE_NODES = 1_000

@@ -23,8 +23,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchkit import Row, finish, log, out, render_table, run_isolated
-from indexkit import (print_header, STAGES, add_common_args, build_in_child, changed_files, copy_files, resolve_corpus,
-                      rewrite_files, same_index, work_dir)
+from editkit import changed_files, copy_files, rewrite_files
+from indexkit import print_header, STAGES, add_common_args, build_in_child, resolve_corpus, same_index, work_dir
 
 #: The second snapshot rewrites this share of the files (SWE-bench snapshots of sympy a few
 #: releases apart differ in about half).

@@ -27,9 +27,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchkit import Row, finish, log, out, render_table, run_isolated
-from indexkit import (print_header, DEFAULT_MODIFY_FRACTION, STAGES, add_common_args, add_encoder_args, build_in_child,
-                      changed_files, copy_files, modify_files, resolve_batch_size, resolve_corpus, same_index,
-                      work_dir)
+from editkit import DEFAULT_MODIFY_FRACTION, changed_files, copy_files, modify_files
+from indexkit import (print_header, STAGES, add_common_args, add_encoder_args, build_in_child, resolve_batch_size,
+                      resolve_corpus, same_index, work_dir)
 
 #: Snapshots unless --snapshots says otherwise.
 DEFAULT_SNAPSHOTS = 6

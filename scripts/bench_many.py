@@ -51,7 +51,7 @@ def main() -> int:
     import ray
 
     from codenib.batch.driver import RunOptions, run_job
-    from codenib.batch.job import start_ray, stop_ray
+    from codenib.batch.raysession import start_ray, stop_ray
     from codenib.batch.worker import loaded_bytes
 
     texts = (pq.read_table(args.queries, columns=["query"]).column("query").to_pylist() if args.queries

@@ -10,7 +10,7 @@ from tests.fixture_repo import write_repo
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# The tests' local Ray listens on 127.0.0.1 only (see codenib.batch.job.start_ray).
+# The tests' local Ray listens on 127.0.0.1 only (see codenib.batch.raysession.start_ray).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 # Encoder exports and auto's measurements go to a cache of this session's own (Ray's
 # workers inherit it), not the user's ~/.cache/codenib.

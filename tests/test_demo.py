@@ -83,3 +83,24 @@ def test_an_earlier_demos_folder_goes_on_and_force_deletes_only_the_foreign_file
         main(["demo", "--out", str(demo), "--no-dense", "--quiet", "--force"])
     assert not (demo / "notes").exists() and not (demo / "results" / "thesis.txt").exists()
     assert _snapshot(demo) == {k: v for k, v in ours.items() if k != "results/thesis.txt"}
+
+
+def test_every_judged_node_of_the_demo_is_a_node_of_the_sample_it_indexes():
+    """The bundled judgments name nodes of the bundled sample (CodeNib's own source, walked and
+    parsed as the demo's index build does): a definition that moves or is renamed fails here,
+    instead of quietly lowering the demo's scores."""
+    from codenib.commands.demo import data_file, sample_repository
+    from codenib.compiler.parse import parse_file
+    from codenib.compiler.walk import walk_repository
+    from codenib.core.specs import read_jsonl
+    from codenib.eval.qrels import read_qrels
+
+    files = {f.rel_path: f for f in walk_repository(sample_repository())[0]}
+    qrels = read_qrels(data_file("demo_qrels.txt")).nodes
+    queries = {rec["qid"] for rec in read_jsonl(data_file("demo_queries.jsonl"))}
+    assert set(qrels) == queries                     # every query judged, no judgment of another
+    judged = sorted({nid for nodes in qrels.values() for nid in nodes})
+    ids = {n.node_id for path in {nid.split("::", 1)[0] for nid in judged} if path in files
+           for n in parse_file(files[path]).nodes}
+    missing = [nid for nid in judged if nid not in ids]
+    assert not missing, f"codenib/data/demo_qrels.txt judges ids that are no node of the sample: {missing}"

@@ -4,12 +4,12 @@ worker actors, commit each result as it arrives, then complete (`plans.parquet`,
 or end with failed shards that a re-run retries.
 
 A job is a configuration of this loop (`Job`): its shards, its fingerprint and metadata, an
-actor factory, and the rows of a shard that could not run.
+actor factory, and the rows of a shard that could not run. The Ray it runs on is
+`batch.raysession`'s.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid
@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from codenib.batch.objsink import make_sink
 from codenib.batch.options import JobOptions
+from codenib.batch.raysession import collect_cache_stats, start_ray, stop_ray
 from codenib.batch.sink import ParquetSink
 from codenib.core.errors import BadInputError
 from codenib.core.storage import StorageConfig
@@ -126,21 +127,15 @@ def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-#: The index LRU counters of the last job's actors (filled as its actors end).
-_CACHE_STATS: Counter = Counter()
-_ACTOR_STATS: list[dict] = []
-
-
 def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     """Run (or resume) `job` into `options.out`; returns its summary."""
-    _CACHE_STATS.clear()
-    _ACTOR_STATS.clear()
     sink = make_sink(str(options.out), job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log,
                      storage=job.storage)
     done = sink.open()
     t0 = time.perf_counter()
     todo = [s for s in job.shards if s.shard_id not in done]
     work = job.stream(set(done)) if job.stream is not None and todo else todo
+    cache: dict = {}
     try:
         if sink.complete and not todo:
             log(f"{options.out}: already complete (run {job.run_id}); nothing to do")
@@ -151,7 +146,7 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
                 log(f"running in this process, without Ray: {job.local_reason}")
                 _run_in_process(job, todo, sink, log, options.progress, work)
             else:
-                _run_on_ray(job, todo, options, sink, log, work)
+                cache = _run_on_ray(job, todo, options, sink, log, work)
         if not sink.complete:
             sink.finalize()
     except BadInputError:
@@ -174,7 +169,7 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     return JobSummary(str(options.out), job.run_id, job.queries, len(job.shards), len(todo), len(done),
                       dict(plan_counts), errors, seconds,
                       len(sink.failed_shards), job.local_reason if job.run_local is not None else "ray",
-                      {**_CACHE_STATS, "per_actor": list(_ACTOR_STATS)} if _CACHE_STATS else {})
+                      cache)
 
 
 def drive_shards(todo: list, workers: list, failed_rows: FailedRows, sink: ParquetSink, log: Logger,
@@ -275,66 +270,6 @@ class AffinityRouter:
         self.busy[w] = max(0, self.busy[w] - 1)
 
 
-def start_ray(address: str | None, dashboard: bool, log: Logger) -> bool:
-    """Join `address` (or the cluster of a submitted job), else start an embedded local Ray
-    that listens on 127.0.0.1 only (dashboard off, or on 127.0.0.1) and ends with this
-    process (`codenib.batch.reaper`), however it ends. Returns whether this call connected,
-    so the caller knows to call `stop_ray`."""
-    in_job = os.environ.get("RAY_ADDRESS")  # set by Ray inside a submitted job
-    if not address and not in_job:
-        # Without this Ray advertises the machine's network address and its servers listen
-        # on every interface; an embedded Ray serves this machine only.
-        os.environ.setdefault(_LOOPBACK_ENV, "0")
-    import ray
-
-    if ray.is_initialized():
-        return False
-    kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "configure_logging": False}
-    if address or in_job:
-        log(f"ray: joining the cluster at {address or in_job}")
-        ray.init(address=address or "auto", **kwargs)
-    else:
-        global _reaper
-        from codenib.batch.reaper import start_reaper, unmark
-
-        global _private_root
-        from codenib.batch.raydir import private_root, ray_temp_dir, seal
-
-        _force_loopback(ray)
-        root = private_root()   # Ray makes its folders 777: they go where only this user reaches
-        # The watchdog first: every process this Ray starts carries its marker.
-        _reaper = start_reaper()
-        try:
-            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=dashboard,
-                     dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1",
-                     _temp_dir=ray_temp_dir(root), **kwargs)
-        except BaseException:
-            _release_reaper()
-            raise
-        finally:
-            unmark()
-        _private_root = root
-        seal(root)
-    return True
-
-
-def stop_ray() -> None:
-    """Shut down the Ray this process connected to; an embedded one's watchdog then stops
-    whatever of it is left (its agents outlive `ray.shutdown()` otherwise)."""
-    import ray
-
-    global _private_root
-    try:
-        ray.shutdown()
-    finally:
-        _release_reaper()
-        if _private_root is not None:
-            from codenib.batch.raydir import seal
-
-            seal(_private_root)   # folders the session made after start (workers' logs, runtime_resources)
-            _private_root = None
-
-
 # --- private helpers -----------------------------------------------------------------------------
 
 def shard_size(shard: Any) -> int:
@@ -366,7 +301,9 @@ def _run_in_process(job: Job, todo: list, sink: ParquetSink, log: Logger, progre
 
 
 def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, log: Logger,
-                work: Iterable[Any] | None = None) -> None:
+                work: Iterable[Any] | None = None) -> dict:
+    """The shards on Ray actors (a Ray started here is stopped again); returns the actors'
+    index cache counters (`collect_cache_stats`)."""
     import ray
 
     started = start_ray(options.address, job.dashboard, log)
@@ -379,54 +316,12 @@ def _run_on_ray(job: Job, todo: list, options: JobOptions, sink: ParquetSink, lo
         cluster = Cluster(cpus, gpus, device, f"codenib-{job.run_id}-{uuid.uuid4().hex[:6]}")
         actors, workers = job.start_actors(cluster, todo, log)
         drive_shards(todo, workers, job.failed_rows, sink, log, options.progress, work)
-        _collect_cache_stats(actors)
+        return collect_cache_stats(actors)
     finally:
         for actor in actors:
             ray.kill(actor, no_restart=True)
         if started:
             stop_ray()
-
-
-def _collect_cache_stats(actors: list) -> None:
-    """Sum the actors' index LRU counters into `_CACHE_STATS` (actors without them, or that
-    do not answer within a few seconds, are left out)."""
-    import ray
-
-    refs = [a.cache_stats.remote() for a in actors if hasattr(a, "cache_stats")]
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=10) if refs else ([], [])
-    for ref in ready:
-        try:
-            stats = ray.get(ref)
-        except ray.exceptions.RayError:
-            continue
-        _CACHE_STATS["actors"] += 1
-        _ACTOR_STATS.append(stats)
-        for k in ("hits", "loads", "evictions"):
-            _CACHE_STATS[k] += stats.get(k, 0)
-        _CACHE_STATS["peak_rss"] = max(_CACHE_STATS["peak_rss"], stats.get("peak_rss", 0))
-
-
-#: Ray's switch for "multi-node clusters from this machine"; off means loopback addresses only.
-_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-#: The watchdog of the embedded Ray this process started (None: none, or it joined a cluster).
-_reaper = None
-#: The private folder of the embedded Ray this process started (`codenib.batch.raydir`).
-_private_root = None
-
-
-def _release_reaper() -> None:
-    global _reaper
-    if _reaper is not None:
-        _reaper.release()
-        _reaper = None
-
-
-def _force_loopback(ray) -> None:
-    """Ray reads the switch when it is first imported; if that happened earlier in this
-    process, set the constant it was read into as well."""
-    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
-    if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
-        constants.ENABLE_RAY_CLUSTER = False
 
 
 def _first_line(exc: BaseException) -> str:

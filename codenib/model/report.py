@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from codenib.model.traces import parse_frames, repository_files
+from codenib.model.trace_files import repository_files
+from codenib.model.traces import parse_frames
 from codenib.core.querytext import CODE_IDENTIFIER
 
 #: Mention kinds, with the confidence that a resolved mention of that kind points at the fix.
@@ -175,7 +176,7 @@ def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = M
     the line (else, for a frame, at the definition of its function's name in the file).
 
     A frame of a newly read format maps to the repository by the longest suffix of its path
-    that is an indexed file (`traces.repository_files`), and weighs by its place in its stack:
+    that is an indexed file (`trace_files.repository_files`), and weighs by its place in its stack:
     the innermost frame that resolves has full confidence, the k-th after it 1/(k+1).
 
     Args:
@@ -238,7 +239,7 @@ def _stack_priors(mentions, symbols, nodes, spans: "_SpanLookup",
     each stack's resolved frames rank from the innermost out, so the innermost repository
     frame is the strongest evidence whatever the format prints first.
     """
-    from codenib.model.traces import last_segment
+    from codenib.model.trace_names import last_segment
 
     hits: dict[int, list[tuple[str, int | None]]] = {}
     files_of: dict[str, list[str]] = {}

@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from codenib.batch.driver import RunOptions, check_placeable, run_job
+from codenib.batch.driver import RunOptions, run_job
+from codenib.batch.placement import check_placeable
 from codenib.core.errors import BadInputError
 from tests.batch.conftest import QUERIES, write_queries
 

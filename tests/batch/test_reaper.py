@@ -23,7 +23,7 @@ AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
 
 DRIVER = """
 import sys, time
-from codenib.batch.job import start_ray, stop_ray
+from codenib.batch.raysession import start_ray, stop_ray
 start_ray(None, False, lambda m: None)
 print("READY", flush=True)
 if sys.argv[1] == "clean":

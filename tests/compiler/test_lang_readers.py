@@ -259,10 +259,10 @@ def test_undecodable_bytes_and_an_empty_file_do_not_stop_a_reader():
 
 def test_a_reader_compiles_its_parser_and_query_once_per_grammar():
     ts_reader = reader_for("a.ts")
-    assert ts_reader._tools("a.ts") is ts_reader._tools("b/c.ts")
-    assert ts_reader._tools("a.tsx") is ts_reader._tools("d.tsx") is not ts_reader._tools("a.ts")
+    assert ts_reader.tools("a.ts") is ts_reader.tools("b/c.ts")
+    assert ts_reader.tools("a.tsx") is ts_reader.tools("d.tsx") is not ts_reader.tools("a.ts")
     go_reader = reader_for("a.go")
-    assert go_reader._tools("a.go") is go_reader._tools("b.go")
+    assert go_reader.tools("a.go") is go_reader.tools("b.go")
 
 
 @pytest.mark.parametrize("text, language", [

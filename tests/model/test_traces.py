@@ -17,7 +17,8 @@ from codenib.index.loaded import load_index
 from codenib.index.symbols import SymbolIndex
 from codenib.model.localise import LocaliseWeights
 from codenib.model.report import read_report, resolve_mentions
-from codenib.model.traces import clean_path, parse_frames, repository_files
+from codenib.model.trace_files import clean_path, repository_files
+from codenib.model.traces import parse_frames
 from tests.model.trace_fixtures import TRACES
 
 

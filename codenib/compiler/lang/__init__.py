@@ -13,6 +13,7 @@ import importlib
 
 from codenib.compiler.lang.base import ForeignParse, TreeReader
 from codenib.compiler.lang.facts import FACTS_VERSION, ForeignFacts
+from codenib.compiler.lang.walk import read_file
 from codenib.engines.languages import language_of
 
 #: Language name -> the module that defines its `READER`.
@@ -59,7 +60,7 @@ def read_foreign(rel_path: str, raw: bytes) -> ForeignParse:
     reader = reader_for(rel_path, raw)
     if reader is None:
         raise KeyError(f"no reader for {rel_path}")
-    return reader.read(rel_path, raw)
+    return read_file(reader, rel_path, raw)
 
 
 def read_unreadable(rel_path: str, error: str) -> ForeignParse:

@@ -1,35 +1,23 @@
-"""The shared tree-sitter reader: one parse of a file -> its nodes and its `ForeignFacts`.
+"""What a tree-sitter language reader is: the `TreeReader` ABC, the `Found` it answers with,
+the `ForeignParse` a file's read gives, and text helpers for the language modules.
 
 A language module subclasses `TreeReader` with a query that captures `@def` (definitions
 and containers), `@call` and `@import` nodes, and says what each captured node is
 (`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work).
-Everything else is shared here: the nesting of definitions
-(a sweep over the captures in source order, so Python visits only captured nodes), node
-ids with `#N` duplicates, spans, signatures, doc comments, node texts and parse errors.
+Everything else is shared, in `codenib.compiler.lang.walk`: the nesting of definitions, node
+ids, spans, signatures, doc comments, node texts and parse errors.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import dataclasses
-import hashlib
-import re
 import threading
-from dataclasses import dataclass, field
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Iterable
 
-from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
-from codenib.core.types import Node, make_node_id
-
-#: The same caps as the Python reader (`codenib.compiler.parse`): giant generated
-#: definitions must not dominate BM25 lengths, and a file node holds an outline only.
-MAX_TEXT_CHARS = 16_000
-MAX_FILE_TEXT_CHARS = 6_000
-#: A signature is the declaration head; past this it is a generated parameter list.
-MAX_SIGNATURE_CHARS = 400
-#: Doc comments longer than this are license blocks or generated text.
-MAX_DOC_CHARS = 4_000
+from codenib.compiler.lang.facts import ForeignFacts
+from codenib.core.types import Node
 
 #: Roles a language gives a captured node (`Found.role`).
 ROLES = ("type", "function", "namespace", "impl")
@@ -64,12 +52,6 @@ def slot_constructor(cls):
     make = env["make"]
     make.__doc__ = f"`{cls.__name__}(...)`, faster (see `slot_constructor`)."
     return make
-
-
-_CallFact = slot_constructor(CallFact)
-_ImportFact = slot_constructor(ImportFact)
-_BaseFact = slot_constructor(BaseFact)
-_Node = slot_constructor(Node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +142,7 @@ class TreeReader(ABC):
         return self.call(node, src), self.call_imports(node, src)
 
     # --- machinery -----------------------------------------------------------------------
-    def _tools(self, rel_path: str):
+    def tools(self, rel_path: str):
         """(parser, query) for this thread and grammar, made once each (compiling the query
         costs far more than parsing a file)."""
         import tree_sitter as ts
@@ -174,331 +156,6 @@ class TreeReader(ABC):
             language = ts.Language(self.grammar_for(key))
             tools = cache[key] = (ts.Parser(language), ts.Query(language, self.query_source))
         return tools
-
-    def read(self, rel_path: str, raw: bytes) -> ForeignParse:
-        """Nodes and facts of one file; a syntax error never stops it (see `read_tree`)."""
-        import tree_sitter as ts
-
-        parser, query = self._tools(rel_path)
-        tree = parser.parse(raw)
-        return read_tree(self, rel_path, raw, tree.root_node, ts.QueryCursor(query).captures(tree.root_node))
-
-
-# --- the shared walk ---------------------------------------------------------------------
-
-@dataclass(slots=True)
-class _Def:
-    node_id: str
-    qualname: str
-    plain: str
-    name: str
-    kind: str
-    found: Found
-    ts_node: object
-    parent: "_Def | None"
-    start: int          # 1-based span (attributes included)
-    end: int
-    text_start: int     # the doc comment's first line (or `start`)
-    doc: str
-    decorators: tuple[str, ...]
-    signature: str
-    children: list = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Scope:
-    end: int                    # end byte
-    path: tuple[str, ...]       # plain qualified name segments
-    role: str
-    definition: _Def | None     # the innermost definition at or above this scope
-
-
-def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dict) -> ForeignParse:
-    """Nodes and facts from a parsed tree and its query captures.
-
-    Tree-sitter recovers from syntax errors: what parses around an error is still read, and
-    the first error's line becomes the file's `parse_error`.
-    """
-    text = raw.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if "\r" in text:
-        lines = [line.removesuffix("\r") for line in lines]
-    if lines and lines[-1] == "":
-        lines.pop()
-    error = _first_error(root)
-    file_id = make_node_id(rel_path)
-
-    defs: list[_Def] = []
-    folds: list[_Def] = []      # top-level namespaces the file outline shows as a signature
-    bases: list[BaseFact] = []
-    impl_bases: list[tuple[str, tuple, int]] = []
-    seen: dict[str, int] = {}
-    stack: list[_Scope] = []
-    for node in _unique_sorted(captures.get("def", ())):
-        found = reader.define(node, raw)
-        if found is None:
-            continue
-        start = node.start_byte
-        while stack and stack[-1].end <= start:
-            stack.pop()
-        top = stack[-1] if stack else None
-        path = top.path if top else ()
-        holder = top.definition if top else None
-        if found.role in ("namespace", "impl"):
-            segs = tuple(s for s in found.name.split(".") if s)
-            if found.role == "namespace" and holder is None and reader.folded(node, raw):
-                folds.append(_definition(reader, raw, lines, rel_path, node, found, "", "", "namespace", None))
-            stack.append(_Scope(node.end_byte, path + segs, found.role, holder))
-            if found.role == "impl" and found.bases:
-                impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
-            continue
-        segs = path + tuple(found.qualifier) + (found.name,)
-        plain = ".".join(segs)
-        seen[plain] = seen.get(plain, 0) + 1
-        qual = plain if seen[plain] == 1 else f"{plain}#{seen[plain]}"
-        if found.role == "type":
-            kind = "class"
-        elif found.qualifier or (top is not None and top.role in ("type", "impl")):
-            kind = "method"
-        else:
-            kind = "function"
-        d = _definition(reader, raw, lines, rel_path, node, found, qual, plain, kind, holder)
-        defs.append(d)
-        if holder is not None:
-            holder.children.append(d)
-        stack.append(_Scope(node.end_byte, segs, found.role, d))
-        for base, relation in found.bases:
-            bases.append(_BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
-
-    first_of = {}
-    for d in defs:
-        first_of.setdefault(d.plain, d.node_id)
-    for owner, found_bases, line in impl_bases:
-        for base, relation in found_bases:
-            bases.append(_BaseFact(owner, first_of.get(owner, ""), base, relation, line))
-    bases.sort(key=lambda b: (b.line, b.owner, b.base))
-
-    calls, call_imports = _calls(reader, raw, defs, captures.get("call", ()), file_id)
-    imports = [_ImportFact(spec, n.start_point.row + 1, kind, tuple(names))
-               for n in _unique_sorted(captures.get("import", ()))
-               for spec, kind, names in reader.imports(n, raw)]
-    imports = sorted(imports + call_imports, key=lambda i: (i.line, i.spec, i.kind))
-    package = next((i.spec for i in imports if i.kind == "package"), "")
-    facts = ForeignFacts(rel_path, reader.language, package, tuple(imports), tuple(calls), tuple(bases))
-
-    file_node = _Node(
-        node_id=file_id, kind="file", file=rel_path, qualname="", name=rel_path.rsplit("/", 1)[-1],
-        start_line=1, end_line=max(1, len(lines)), signature="",
-        docstring=_file_doc(reader, root, raw, defs),
-        text=_outline(rel_path, lines, 1, len(lines),
-                      folds + [d for d in defs if d.parent is None])[:MAX_FILE_TEXT_CHARS],
-        content_sha256=hashlib.sha256(raw).hexdigest(), language=reader.language, parse_error=error,
-    )
-    nodes = [file_node] + [_node(rel_path, lines, d, reader.language) for d in defs]
-    return ForeignParse(rel_path, nodes, facts, error)
-
-
-def _unique_sorted(nodes) -> list:
-    """Captured nodes once each (several patterns may capture one), outer before inner."""
-    spans, order = _order(nodes)
-    return [nodes[i] for i in order]
-
-
-def _order(nodes) -> tuple[list[tuple[int, int]], list[int]]:
-    """(start byte, -end byte) of each node, and the indexes of the nodes to keep in that order
-    (ties in capture order; a node captured twice once).
-
-    Sorting indexes by their span tuples keeps the Python work per node to two attribute
-    reads (this runs once per call site); ids are compared only where spans tie.
-    """
-    spans = [(n.start_byte, -n.end_byte) for n in nodes]
-    order = sorted(range(len(spans)), key=spans.__getitem__)
-    if len(set(spans)) == len(spans):
-        return spans, order
-    kept: list[int] = []
-    for i in order:
-        if kept and spans[kept[-1]] == spans[i]:
-            ids = {nodes[k].id for k in kept if spans[k] == spans[i]}
-            if nodes[i].id in ids:
-                continue
-        kept.append(i)
-    return spans, kept
-
-
-def _first_error(root) -> str | None:
-    """'syntax error near line N' for the first error or missing node, None without one."""
-    if not root.has_error:
-        return None
-    node = root
-    while True:
-        for child in node.children:
-            if child.is_error or child.is_missing:
-                return f"syntax error near line {child.start_point.row + 1}"
-            if child.has_error:
-                node = child
-                break
-        else:
-            return f"syntax error near line {node.start_point.row + 1}"
-
-
-def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str, node, found: Found,
-                qual: str, plain: str, kind: str, holder: _Def | None) -> _Def:
-    outer = found.outer if found.outer is not None else node
-    start_row = outer.start_point.row
-    end_row = _end_row(outer)
-    # Attributes (`#[derive]`) and the comment block right above belong to the definition:
-    # attributes widen its span (as Python's decorators), comments are its doc.
-    decorators, comments = [], []
-    row = start_row
-    attribute_types, comment_types = reader.attribute_types, reader.comment_types
-    prev = outer.prev_sibling
-    while prev is not None and ((is_attribute := prev.type in attribute_types) or prev.type in comment_types) \
-            and _end_row(prev) >= row - 1:
-        before = prev.prev_sibling
-        if is_attribute:
-            decorators.append(_collapse(node_text(prev, raw)))
-            start_row = prev.start_point.row
-        elif before is not None and _end_row(before) == prev.start_point.row:
-            break       # `x = 1; // note` documents the line it ends, not what follows
-        else:
-            comments.append(prev)
-        row = prev.start_point.row
-        prev = before
-    decorators.reverse()
-    comments.reverse()
-    doc = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in comments))[:MAX_DOC_CHARS] if comments else ""
-    text_row = min([start_row] + [c.start_point.row for c in comments]) if doc else start_row
-    sig_end = found.body.start_byte if found.body is not None else outer.end_byte
-    signature = _collapse(raw[outer.start_byte:sig_end].decode("utf-8", "replace"))
-    if found.body is None:
-        signature = signature.split("{", 1)[0].rstrip(" ;")
-    return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder,
-                start_row + 1, end_row + 1, text_row + 1, doc,
-                tuple(decorators), signature[:MAX_SIGNATURE_CHARS])
-
-
-def _end_row(node) -> int:
-    """The last row a node covers (a line comment may end at column 0 of the next row)."""
-    row = node.end_point.row
-    return row - 1 if node.end_point.column == 0 and row > node.start_point.row else row
-
-
-_COMMENT_OPEN = re.compile(r"^\s*(?:/\*+!?|//[/!]?|\*+(?!/))\s?")
-_COMMENT_CLOSE = re.compile(r"\s*\*+/\s*$")
-
-
-def clean_comment(text: str) -> str:
-    """A comment's words without `//`, `///`, `//!`, `/**`, `*/` or leading `*` markers."""
-    out = []
-    for line in text.split("\n"):
-        line = line.rstrip()
-        if "*/" in line:
-            line = _COMMENT_CLOSE.sub("", line)
-        out.append(_COMMENT_OPEN.sub("", line, count=1).rstrip())
-    while out and not out[0]:
-        out.pop(0)
-    while out and not out[-1]:
-        out.pop()
-    return "\n".join(out)
-
-
-def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
-    """The comment block at the top of the file, unless it documents the first definition."""
-    block = []
-    for i in range(root.child_count):       # not `root.children`: that builds every top-level node
-        child = root.child(i)
-        if child.type not in reader.comment_types:
-            break
-        if block and child.start_point.row > _end_row(block[-1]) + 1:
-            break
-        block.append(child)
-    if not block:
-        return ""
-    text = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in block))
-    if defs and defs[0].doc and defs[0].text_start == block[0].start_point.row + 1:
-        return ""
-    return text[:MAX_DOC_CHARS]
-
-
-def _calls(reader: TreeReader, raw: bytes, defs: list[_Def], call_nodes, file_id: str
-           ) -> tuple[list[CallFact], list[ImportFact]]:
-    """Each call with the innermost definition around it (a sweep over both, by position:
-    at one span a definition comes first).
-
-    Lines come from counting newlines between consecutive calls (a node's row costs more).
-    """
-    spans, order = _order(call_nodes)
-    def_spans = [(d.ts_node.start_byte, -d.ts_node.end_byte) for d in defs]
-    next_def = 0
-    stack: list[tuple[int, str]] = []
-    calls: list[CallFact] = []
-    imports: list[ImportFact] = []
-    call = reader.call
-    call_imports = reader.call_imports if type(reader).call_imports is not TreeReader.call_imports else None
-    call_site = reader.call_site if type(reader).call_site is not TreeReader.call_site else None
-    line, at = 1, 0
-    for i in order:
-        span = spans[i]
-        while next_def < len(defs) and def_spans[next_def] <= span:
-            start, neg_end = def_spans[next_def]
-            while stack and stack[-1][0] <= start:
-                stack.pop()
-            stack.append((-neg_end, defs[next_def].node_id))
-            next_def += 1
-        start = span[0]
-        while stack and stack[-1][0] <= start:
-            stack.pop()
-        line += raw.count(b"\n", at, start)
-        at = start
-        node = call_nodes[i]
-        if call_site is not None:
-            got, made = call_site(node, raw)
-        else:
-            got = call(node, raw)
-            made = call_imports(node, raw) if call_imports is not None else ()
-        if got is not None:
-            calls.append(_CallFact(got[0], got[1], stack[-1][1] if stack else file_id, line, got[2]))
-        for spec, kind, names in made:
-            imports.append(_ImportFact(spec, line, kind, tuple(names)))
-    return calls, imports
-
-
-def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
-    segment = "\n".join(lines[d.text_start - 1:d.end])
-    if d.kind == "class" and d.children:
-        body = _outline(None, lines, d.text_start, d.end, d.children)
-    else:
-        body = segment
-    return _Node(
-        node_id=d.node_id, kind=d.kind, file=rel_path, qualname=d.qualname, name=d.name,
-        start_line=d.start, end_line=d.end, signature=d.signature, docstring=d.doc,
-        text=_capped(f"{rel_path} {d.plain}\n", body, MAX_TEXT_CHARS),
-        content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
-        language=language, decorators=d.decorators,
-    )
-
-
-def _capped(head: str, body: str, cap: int) -> str:
-    """`(head + body)[:cap]` without first copying the whole of a long body."""
-    return (head + body[:cap - len(head)]) if len(head) < cap else head[:cap]
-
-
-def _outline(head: str | None, lines: list[str], first: int, last: int, inner: list[_Def]) -> str:
-    """Lines `first..last` with each of the `inner` definitions (doc comment included)
-    replaced by its signature: a class as a reader skims it, or a file's outline."""
-    parts = [head] if head else []
-    at = first
-    for d in sorted(inner, key=lambda d: d.text_start):
-        if d.text_start < at or d.end > last:
-            continue        # overlapping spans (a macro-mangled parse): keep the text as it is
-        parts.extend(lines[at - 1:d.text_start - 1])
-        indent = lines[d.start - 1][:len(lines[d.start - 1]) - len(lines[d.start - 1].lstrip())] \
-            if d.start - 1 < len(lines) else ""
-        first_doc = d.doc.split("\n\n")[0].replace("\n", " ") if d.doc else ""
-        parts.append(f"{indent}{d.signature}" + (f"  // {first_doc}" if first_doc else ""))
-        at = d.end + 1
-    parts.extend(lines[at - 1:last])
-    return "\n".join(parts)
 
 
 # --- helpers for the language modules ------------------------------------------------------
