@@ -313,12 +313,17 @@ def _normalised(hits, n: int, minmax: bool = False) -> dict[int, float]:
 
 
 def _graph_scores(graph, seeds: Mapping[int, float], nodes) -> dict[int, float]:
-    """One hop over calls/references/inherits/imports from mentioned nodes, both directions;
-    a seed's confidence is shared among its neighbours (1/sqrt of their number)."""
+    """Proximity to the mentioned nodes: a seed itself (hop 0) scores its confidence; one hop
+    over calls/references/inherits/imports, both directions, shares it among the seed's
+    neighbours (1/sqrt of their number)."""
     out: dict[int, float] = {}
     if graph is None:
         return out
     for v, conf in sorted(seeds.items()):
+        # Without hop 0 a mention lifts its neighbours' files and never its own: a report
+        # that names one definition (a linked line) put every file but the named one up.
+        if nodes.kind[v] != "file":
+            out[v] = min(1.0, out.get(v, 0.0) + min(1.0, conf))
         near: dict[int, int] = {}
         for u, k in graph.successors_idx(v, GRAPH_EDGES) + graph.predecessors_idx(v, GRAPH_EDGES):
             if u != v and nodes.kind[u] != "file":

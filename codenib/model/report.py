@@ -49,6 +49,11 @@ _COMMON_ENTRY = frozenset({"main", "run", "start", "call", "call_once", "new", "
 #: plain text here, so reading a report loads no reader. Longer alternatives first.
 _SOURCE_SUFFIX = r"(?:pyx?|[cm]?js|jsx|tsx?|go|java|rs|cpp|cxx|cc|c|hpp|hxx|hh|h|ipp|inl)"
 _PATH_LINE = re.compile(r"(?<![\w/.\\-])((?:[\w.-]+[/\\])*[\w.-]+\." + _SOURCE_SUFFIX + r")(?::(\d+))?(?![\w])")
+#: A link to a file on a source-hosting site (`https://github.com/o/r/blob/<ref>/src/x.ts#L61`,
+#: GitLab's `/-/blob/`, `blame`, `raw`, Bitbucket's `src`): the path after the ref, and the
+#: line of a `#L61` anchor. `_PATH_LINE` never starts inside a URL.
+_SOURCE_LINK = re.compile(r"https?://[^\s/]+/(?:[^\s/]+/)+?(?:-/)?(?:blob|blame|raw|src)/[^\s/]+/"
+                          r"((?:[\w.-]+/)*[\w.-]+\." + _SOURCE_SUFFIX + r")(?![\w/])(?:#L(\d+))?")
 _DOTTED = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/\\(-]|\.\w)")
 _DOTTED_CALL = re.compile(r"(?<![\w./\\-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\(")
 _BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,120})`(?!`)")
@@ -134,6 +139,9 @@ def read_report(text: str) -> BugReport:
         elif fr.path or fr.function:
             add(Mention("frame", fr.path or fr.function, fr.start, fr.end, fr.line, fr.function, fr.format,
                         fr.trace, fr.depth, located=fr.path is not None))
+    for m in _SOURCE_LINK.finditer(text):
+        line = int(m.group(2)) if m.group(2) else None
+        add(Mention("path", m.group(1), m.start(1), m.end(), line))
     for m in _PATH_LINE.finditer(text):
         line = int(m.group(2)) if m.group(2) else None
         add(Mention("path", m.group(1).replace("\\", "/"), m.start(1), m.end(), line))
@@ -258,9 +266,14 @@ def _stack_priors(mentions, symbols, nodes, spans: "_SpanLookup",
                 row = spans.innermost(f, m.line) if m.line is not None else None
                 if row is None and name:
                     row = spans.named(f, name, symbols)
-                found.append((f, row))
-            hits[i] = found
-        elif name and len(name) >= 4 and name not in _COMMON_ENTRY:
+                # A line past the file's end is in some other file of that name: a build
+                # output (a bundled `index.js`) or another project's file.
+                if row is not None or m.line is None or m.line <= spans.last_line(f):
+                    found.append((f, row))
+            if found:
+                hits[i] = found
+                continue
+        if name and len(name) >= 4 and name not in _COMMON_ENTRY:
             matches = symbols.lookup(m.function.replace("::", "."))
             if matches and not matches[0].level.endswith("nocase") and len(matches) <= max_definitions:
                 hits[i] = [(nodes.file[x.row], None if nodes.kind[x.row] == "file" else x.row)
@@ -283,6 +296,7 @@ class _SpanLookup:
     def __init__(self, nodes):
         self.nodes = nodes
         self._by_file: dict[str, list[int]] | None = None
+        self._last: dict[str, int] | None = None
 
     def _rows(self, f: str) -> list[int]:
         if self._by_file is None:
@@ -292,6 +306,13 @@ class _SpanLookup:
                     by.setdefault(fi, []).append(r)
             self._by_file = by
         return self._by_file.get(f, [])
+
+    def last_line(self, f: str) -> int:
+        """The file's last line (0 for a file the index lacks)."""
+        if self._last is None:
+            self._last = {fi: e for fi, kind, e in zip(self.nodes.file, self.nodes.kind, self.nodes.end_line)
+                          if kind == "file"}
+        return self._last.get(f, 0)
 
     def innermost(self, f: str, line: int) -> int | None:
         best, width = None, None

@@ -298,3 +298,16 @@ def test_a_rust_cfg_test_module_is_folded_out_of_the_file_outline():
     assert "cfg(test)" not in text
     assert "pub const LIMIT" in text          # an ordinary inline module is shown as before
     assert [n.node_id for n in parsed.nodes[1:]] == ["src/size.rs::parse", "src/size.rs::tests.parses"]
+
+
+def test_a_macro_before_a_cpp_namespace_leaves_the_namespace_a_namespace():
+    # `FMT_BEGIN_NAMESPACE namespace detail {` parses as a function named `namespace` (the
+    # grammar does not know the macro); a keyword names no function, and the block is the
+    # namespace it spells. A C function named by a keyword (`if (x) {` after a macro) is none.
+    text = (b"#include <cstdio>\nFMT_BEGIN_NAMESPACE\nnamespace detail {\n\n"
+            b"FMT_FUNC void assert_fail(const char* file, int line) {\n  std::abort();\n}\n}\n"
+            b"FMT_END_NAMESPACE\n")
+    parsed = read_foreign("include/fmt/format-inl.h", text)
+    assert [(n.qualname, n.kind) for n in parsed.nodes[1:]] == [("detail.assert_fail", "function")]
+    c_text = b"#define GUARD(x) x\nGUARD(1)\nif (ready) {\n  go();\n}\n\nint go(void) {\n  return 1;\n}\n"
+    assert [n.qualname for n in read_foreign("src/a.c", c_text).nodes[1:]] == ["go"]

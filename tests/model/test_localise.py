@@ -159,3 +159,23 @@ def test_vendored_javascript_is_not_library_code(path, vendored):
     from codenib.model.localise import is_nonlib_path
 
     assert is_nonlib_path(path) is vendored
+
+
+def test_a_mentioned_definition_is_at_graph_distance_zero_from_itself():
+    # A report names lib/b.py::h alone; h calls lib/a.py::f. Graph proximity to the mention
+    # is highest at the mention itself (hop 0), then at f (hop 1): the named file must not
+    # score below a file that merely neighbours it.
+    import pyarrow as pa
+
+    from codenib.index.graph import CodeGraph
+
+    edges = pa.table({"src": ["lib/b.py::h"], "dst": ["lib/a.py::f"], "type": ["calls"], "count": [1]})
+    graph = CodeGraph(NODES.node_id, edges)
+    prior = Prior("lib/b.py", 6, 0.9, Mention("path", "lib/b.py", 0, 8, 2))
+    table = features(LocaliseInputs({}, (prior,)), NODES, graph, FILE_ROWS)
+    col = FEATURES.index("n_graph")
+    n_graph = {NODES.node_id[r]: table.X[i, col] for i, r in enumerate(table.rows.tolist())}
+    assert n_graph["lib/b.py::h"] == pytest.approx(0.9)
+    assert n_graph["lib/a.py::f"] == pytest.approx(0.9)     # its one neighbour: 0.9 / sqrt(1)
+    f_graph = {NODES.node_id[r]: table.X[i, FEATURES.index("f_graph")] for i, r in enumerate(table.rows.tolist())}
+    assert f_graph["lib/b.py"] == pytest.approx(0.9)

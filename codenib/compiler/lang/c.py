@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
+#: Words that never name a function: a definition "named" one is a macro misparse.
+KEYWORDS = frozenset("if else for while do switch case return sizeof goto namespace using template "
+                     "typedef struct union enum class extern static const".split())
 _DECLARATOR_WRAPPERS = frozenset({"function_declarator", "pointer_declarator", "reference_declarator",
                                   "parenthesized_declarator", "attributed_declarator"})
 
 
 class CReader(TreeReader):
     language = "c"
-    version = 2      # 2: a `.h` with C++ lines goes to the C++ reader
+    version = 3      # 2: a `.h` with C++ lines goes to the C++ reader; 3: keyword-named "functions" are macro misparses
     type_nodes = ("struct_specifier", "union_specifier", "enum_specifier")
     query_source = """
     (function_definition) @def
@@ -33,6 +36,10 @@ class CReader(TreeReader):
             segments = _name_segments(_declared(node.child_by_field_name("declarator")), src)
             if not segments:
                 return None
+            if segments[-1] in KEYWORDS:
+                # An unknown macro before a statement or a block (`GUARD(1) if (x) {`,
+                # `FMT_BEGIN_NAMESPACE namespace detail {`) parses as a function the keyword names.
+                return self.keyword_block(node, segments[-1], src)
             return new_found("function", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
                          body=node.child_by_field_name("body"))
         if node.type in self.type_nodes or node.type == "class_specifier":
@@ -47,6 +54,10 @@ class CReader(TreeReader):
         return self.define_other(node, src)
 
     def define_other(self, node, src):
+        return None
+
+    def keyword_block(self, node, keyword: str, src):
+        """What a "function" named by a keyword is (a macro misparse): nothing in C."""
         return None
 
     def bases(self, node, src):

@@ -10,7 +10,7 @@ from codenib.compiler.lang.c import CReader
 
 class CppReader(CReader):
     language = "cpp"
-    version = 1
+    version = 2      # 2: `MACRO namespace x {` is the namespace x
     query_source = CReader.query_source + """
     (class_specifier body: (_)) @def
     (namespace_definition) @def
@@ -29,6 +29,14 @@ class CppReader(CReader):
         if name is None or any(c.type == "inline" for c in node.children):
             return new_found("namespace", "")       # `inline namespace v11`: users never spell it
         return new_found("namespace", node_text(name, src).replace("::", ".").replace(" ", ""))
+
+    def keyword_block(self, node, keyword, src):
+        # `MACRO namespace detail {...}`: the name sits in an ERROR node after the keyword.
+        if keyword != "namespace":
+            return None
+        name = next((g for c in node.children if c.type == "ERROR"
+                     for g in c.children if g.type in ("identifier", "namespace_identifier")), None)
+        return new_found("namespace", node_text(name, src) if name is not None else "")
 
     def bases(self, node, src):
         out = []
