@@ -6,8 +6,9 @@ together with them, and add that evidence to the ranking with one weight.
                   definitions, seed i counting 1 / (i + 1)) of weight(s -> x)
     score(n)   += COCHANGE_WEIGHT * (evidence_files(file of n) / max + evidence_nodes(n) / max)
 
-A file or definition the walk reaches that the ranking lacks joins with score 0 plus its
-evidence, as nodes named by the other history signals do (`history_evidence.prior`).
+Only candidates the ranking already holds move: a node the walk reaches that no run found
+would join without its localisation features, test demotion included (a library file's most
+frequent partner is usually its test file).
 """
 
 from __future__ import annotations
@@ -50,8 +51,7 @@ def _spread(partners: Mapping[str, list[tuple[str, float]]], seeds: Sequence[str
     return out
 
 
-def expand(scored: Sequence[Scored], history, weight: float, nodes, row_of: Mapping[str, int],
-           file_rows: Mapping[str, int], limit: int) -> tuple[list[Scored], dict]:
+def expand(scored: Sequence[Scored], history, weight: float, nodes, limit: int) -> tuple[list[Scored], dict]:
     """`scored` (every candidate, best first) with co-change evidence added, re-ranked (ties
     by node id), cut to `limit`; and the trace detail (seeds' evidence sizes)."""
     ids = nodes.node_id
@@ -59,19 +59,15 @@ def expand(scored: Sequence[Scored], history, weight: float, nodes, row_of: Mapp
     files = _scaled(evidence.files)
     own = _scaled(evidence.nodes)
     base = {s.row: s for s in scored}
-    rows = set(base)
-    rows |= {file_rows[f] for f in files if f in file_rows}
-    rows |= {row_of[n] for n in own if n in row_of}
     score: dict[int, float] = {}
     extra: dict[int, float] = {}
-    for r in rows:
-        v = weight * (files.get(nodes.file[r], 0.0) + own.get(ids[r], 0.0))
-        extra[r] = v
-        score[r] = (base[r].score if r in base else 0.0) + v
+    for r, s in base.items():
+        extra[r] = v = weight * (files.get(nodes.file[r], 0.0) + own.get(ids[r], 0.0))
+        score[r] = s.score + v
     order = sorted(score, key=lambda r: (-score[r], ids[r]))[:limit]
     out = []
     for r in order:
-        contrib = dict(base[r].contributions) if r in base else {}
+        contrib = dict(base[r].contributions)
         if extra[r]:
             contrib["history:co_change"] = round(extra[r], 4)
         out.append(Scored(r, score[r], contrib))

@@ -343,8 +343,7 @@ class BugLocalisation(RetrievalPlan):
         else:
             scored = localise.rank(table, weights, index.nodes.node_id, limit=depth, explain=explain)
         if q.plan.cochange:
-            scored, detail["co_change"] = cochange.expand(scored, parts.history(), q.plan.cochange, index.nodes,
-                                                          index.row_of, parts.file_rows(), limit)
+            scored, detail["co_change"] = cochange.expand(scored, parts.history(), q.plan.cochange, index.nodes, limit)
         detail["runs"] = sorted(k for k, v in runs.items() if v is not None and len(v[0]))
         detail["mentions"] = report.kinds()
         detail["priors"] = [{"file": p.file, "node_id": index.nodes.node_id[p.row] if p.row is not None else None,

@@ -1,6 +1,5 @@
 """The co_changed walk in the `bug_localisation` plan: with a weight, a file changed together
-with the best-ranked file joins the ranking with its co-change contribution, and the trace
-says so; at weight 0 the plan does not walk them.
+with the best-ranked file moves up by its co-change contribution, and the trace says so; at weight 0 the plan does not walk them.
 
 The repository is a real git repository made with pygit2, indexed by the real build."""
 
@@ -18,8 +17,10 @@ from codenib.model import cochange, history_evidence
 from codenib.model.planner import plan_options
 
 LEGEND = 'def draw_legend(labels, title):\n    """Draw the legend labels under a title."""\n    return [title] + labels\n'
-SPACING = "def pad(x):\n    return x + 1\n"
-COLORS = "def parse_hex(code):\n    return int(code[1:], 16)\n"
+# Both match the report weakly: colors.py ranks above spacing.py by its words alone.
+SPACING = 'def pad(x):\n    """Space under a title."""\n    return x + 1\n'
+COLORS = 'def parse_hex(code):\n    """Colour of legend labels and the title text."""\n    return int(code[1:], 16)\n'
+
 REPORT = ("Legend labels overlap a long chart title\n\nWhen the chart title is long the legend labels "
           "overlap the title text. Expected: the legend labels sit below the title.")
 
@@ -59,19 +60,21 @@ def _search(index_dir: Path):
 def test_the_walk_lifts_what_changed_with_the_best_file(index, monkeypatch):
     monkeypatch.setattr(history_evidence, "WEIGHTS", ())
     off = _search(index)
-    monkeypatch.setattr(cochange, "COCHANGE_WEIGHT", 1.0)
+    monkeypatch.setattr(cochange, "COCHANGE_WEIGHT", 5.0)
     on = _search(index)
     assert on.plan == "bug_localisation"
-    files = list(dict.fromkeys(c.file for c in on.candidates))
-    assert files[:2] == ["app/legend.py", "app/spacing.py"]
-    assert on.trace["detail"]["plan"]["cochange"] == 1.0
-    assert on.trace["detail"]["co_change"]["files"] >= 1
+    # pad (changed with draw_legend twice) below parse_hex without the walk, above it with it.
+    assert _functions(off)[:3] == ["app/legend.py::draw_legend", "app/colors.py::parse_hex", "app/spacing.py::pad"]
+    assert _functions(on)[:3] == ["app/legend.py::draw_legend", "app/spacing.py::pad", "app/colors.py::parse_hex"]
+    assert on.trace["detail"]["plan"]["cochange"] == 5.0
+    assert on.trace["detail"]["co_change"]["nodes"] >= 1
     assert any(r.startswith("history: co_changed walk") for r in on.trace["reasons"])
-    spacing = next(c for c in on.trace["detail"]["contributions"] if c["node_id"].startswith("app/spacing.py"))
-    assert spacing["contributions"]["history:co_change"] > 0
-    # spacing.py ranked below colors.py, or not at all, without the walk.
-    before = list(dict.fromkeys(c.file for c in off.candidates))
-    assert "app/spacing.py" not in before[:2]
+    pad = next(c for c in on.trace["detail"]["contributions"] if c["node_id"] == "app/spacing.py::pad")
+    assert pad["contributions"]["history:co_change"] > 0
+
+
+def _functions(result) -> list[str]:
+    return [c.node_id for c in result.candidates if "::" in c.node_id]
 
 
 def test_at_weight_0_the_edges_are_not_walked(index, monkeypatch):
