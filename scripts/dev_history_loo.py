@@ -41,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mswe-work", required=True, help="the --work folder of mswe_dev.py")
     ap.add_argument("--swebench-checkouts", help="existing checkouts; default: prepare them in the work folder")
     ap.add_argument("--mswe-checkouts", help="existing checkouts; default: prepare them in the work folder")
+    ap.add_argument("--mswe-per-repo", type=int, metavar="N",
+                    help="a quicker run: N reports of each multi-language repository (mswe_dev.py --per-repo)")
     a = ap.parse_args(argv)
+    if a.mswe_per_repo is not None and a.mswe_per_repo < 1:
+        ap.error("--mswe-per-repo must be at least 1")
 
     def mirror_of(inst: dict) -> Path:
         return Path(a.history) / inst["repo"].replace("/", "+") / "repo"
@@ -66,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ms_data, ms_work = Path(a.mswe_data), Path(a.mswe_work)
     ms = devsets.read_set(ms_data, mswe_dev.KEY)
+    if a.mswe_per_repo:
+        ms = mswe_dev._sample(ms, a.mswe_per_repo)
     ms_checkouts = Path(a.mswe_checkouts) if a.mswe_checkouts else devsets.prepare(ms_data, ms_work)
     ms_root = ms_work / "idx-sparse-history"
     devsets.index_all(ms.instances, ms_checkouts, ms_root, dense=False, repo_of=mswe_dev._repo, history=mirror_of)

@@ -80,11 +80,10 @@ def load_cases(queries: Sequence[dict], idx_root: Path, repo_of: Mapping[str, st
 
     out = {}
     for q in queries:
-        index = load_index(idx_root / q["index"], dense=False)
-        if tables is not None and q["qid"] in tables:
-            table = tables[q["qid"]][0]
-        else:
-            table = localise.feature_table(q["query"], index, index.sparse.search)
+        given = tables is not None and q["qid"] in tables
+        # A table already computed needs neither the BM25 index nor the graph loaded again.
+        index = load_index(idx_root / q["index"], dense=False, sparse=not given, graph=not given)
+        table = tables[q["qid"]][0] if given else localise.feature_table(q["query"], index, index.sparse.search)
         history = index.history
         if history is None:
             raise SystemExit(f"{idx_root / q['index']} was indexed without --history")
