@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     devhistory.report(devhistory.Scorer(cases, gold_files, gold_funcs, key_of), repos, {"BM25 baseline": bm25})
     for root, dev, repo_of, rof in ((sw_root, sw, sw_repo, swebench_dev._repo), (ms_root, ms, ms_repo, mswe_dev._repo)):
         order = devsets.commit_order(dev.instances, rof, mirror_of)
-        devhistory.history_times(root, {r: [q for q in order if repo_of[q] == r] for r in sorted(set(repo_of.values()))})
+        devhistory.history_times(root, {r: [q for q in order if repo_of[q] == r]
+                                        for r in sorted(set(repo_of.values()))})
     return 0
 
 

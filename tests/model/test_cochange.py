@@ -1,5 +1,6 @@
 """The co_changed walk in the `bug_localisation` plan: with a weight, a file changed together
-with the best-ranked file moves up by its co-change contribution, and the trace says so; at weight 0 the plan does not walk them.
+with the best-ranked file moves up by its co-change contribution, and the trace says so; at
+weight 0 the plan does not walk them.
 
 The repository is a real git repository made with pygit2, indexed by the real build."""
 
@@ -16,7 +17,8 @@ from codenib.compiler.history import HistorySpec
 from codenib.model import cochange, history_evidence
 from codenib.model.planner import plan_options
 
-LEGEND = 'def draw_legend(labels, title):\n    """Draw the legend labels under a title."""\n    return [title] + labels\n'
+LEGEND = ('def draw_legend(labels, title):\n    """Draw the legend labels under a title."""\n'
+          "    return [title] + labels\n")
 # Both match the report weakly: colors.py ranks above spacing.py by its words alone.
 SPACING = 'def pad(x):\n    """Space under a title."""\n    return x + 1\n'
 COLORS = 'def parse_hex(code):\n    """Colour of legend labels and the title text."""\n    return int(code[1:], 16)\n'
