@@ -111,13 +111,19 @@ def index_all(instances: dict, checkouts: Path, root: Path, dense: bool, repo_of
     """`codenib index` each snapshot not indexed yet under `root`/<qid> (`--reuse` of the
     previous snapshot of its repository when `reuse`); seconds per snapshot indexed now.
     `history(instance)`: the repository's git mirror, indexed with `--history MIRROR@BASE`
-    (snapshots then go in base-commit order)."""
+    (snapshots then go in base-commit order, each reusing the latest earlier snapshot that its
+    base commit descends from, so a history read on a maintenance branch is not read again)."""
     root.mkdir(parents=True, exist_ok=True)
     prev: dict[str, str] = {}
     seconds: dict[str, float] = {}
     qids = order(instances, repo_of) if history is None else commit_order(instances, repo_of, history)
+    done: dict[str, list[str]] = {}
     for qid in qids:
         repo = repo_of(instances[qid])
+        if history is not None and repo in prev:
+            # Snapshots on maintenance branches: reuse the latest one the history extends.
+            prev[repo] = _nearest_ancestor(instances, qid, done[repo], history) or prev[repo]
+        done.setdefault(repo, []).append(qid)
         out = root / qid
         if not (out / "manifest.json").exists():
             cmd = [codenib(), "index", str(checkouts / qid), "--out", str(out), "--quiet"]
@@ -133,6 +139,19 @@ def index_all(instances: dict, checkouts: Path, root: Path, dense: bool, repo_of
             print(f"indexed {qid} in {seconds[qid]:.1f}s", file=sys.stderr)
         prev[repo] = qid
     return seconds
+
+
+def _nearest_ancestor(instances: dict, qid: str, earlier: list[str], mirror_of: Callable[[dict], Path]) -> str | None:
+    """The latest of `earlier` whose base commit is an ancestor of `qid`'s (None: none is)."""
+    import pygit2
+
+    repo = pygit2.Repository(str(mirror_of(instances[qid])))
+    head = repo.revparse_single(instances[qid]["base_commit"]).peel(pygit2.Commit).id
+    for other in reversed(earlier):
+        base = repo.revparse_single(instances[other]["base_commit"]).peel(pygit2.Commit).id
+        if base == head or repo.descendant_of(head, base):
+            return other
+    return None
 
 
 def run_job(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_size: int,

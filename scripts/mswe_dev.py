@@ -17,6 +17,15 @@ repositories only.
 
     python scripts/mswe_dev.py --no-dense --modes auto,sparse   # BM25 + graph indexes
     python scripts/mswe_dev.py --checkouts /tmp/mswe-dev/checkouts
+    python scripts/mswe_dev.py --no-dense --history /work/.mirror   # history as evidence
+
+With `--history MIRROR_ROOT` every snapshot is indexed with `--history
+MIRROR_ROOT/<owner>+<name>/repo@<base commit>` (snapshots of a repository in base-commit order,
+each with `--reuse` of the latest earlier one its base descends from, so only new commits are
+read), the batch runs use those indexes, and the script prints the ablation per history signal
+leave-one-repository-out (`devhistory.py`: weights chosen on the other repositories; the
+localisation weights are the packaged ones, fitted on Python repositories only) and the
+history index time per repository.
 
 The mirrors come from the search library's `fetch` (see ../shared/eval/mswe-dev/README.md).
 `--data` and `--checkouts` point the script at another set of the same layout (the tests use a
@@ -55,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shard-size", type=int, default=8)
     ap.add_argument("--per-repo", type=int, metavar="N",
                     help="a quick run: N instances of each repository, evenly spaced in instance order")
+    ap.add_argument("--history", metavar="MIRROR_ROOT",
+                    help="index with each repository's history from MIRROR_ROOT/<owner>+<name>/repo and "
+                         "measure it as evidence (leave-one-repository-out)")
     a = ap.parse_args(argv)
 
     data, work = Path(a.data), Path(a.work)
@@ -65,9 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--per-repo must be at least 1")
         dev = _sample(dev, a.per_repo)
     checkouts = Path(a.checkouts) if a.checkouts else devsets.prepare(data, work)
-    idx_root = work / ("idx-sparse" if a.no_dense else "idx")
+    idx_root = work / (("idx-sparse" if a.no_dense else "idx") + ("-history" if a.history else ""))
+    mirror_of = (lambda inst: Path(a.history) / inst["repo"].replace("/", "+") / "repo") if a.history else None
     t0 = time.perf_counter()
-    indexed = devsets.index_all(dev.instances, checkouts, idx_root, dense=not a.no_dense, repo_of=_repo)
+    indexed = devsets.index_all(dev.instances, checkouts, idx_root, dense=not a.no_dense, repo_of=_repo,
+                                history=mirror_of)
     index_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -113,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             members = [q for q, p in plans_of.items() if p == plan]
             row = devsets.scores(rankings["codenib auto"], members, dev.gold_files, dev.gold_funcs, KEY)
             print(f"  {plan:<18} {len(members):>3} issues  " + devsets.fmt(row))
+    if a.history:
+        _history_report(dev, idx_root, repos, rankings, mirror_of)
     if indexed:
         print(f"\nindexed {len(indexed)} snapshots in {index_s:.0f}s (median {np.median(list(indexed.values())):.1f}s)")
     print("wall time per system (s): " + ", ".join(f"{m} {t:.0f}" for m, t in timings.items()))
@@ -124,6 +140,21 @@ def main(argv: list[str] | None = None) -> int:
 
 def _repo(instance: dict) -> str:
     return instance["repo"]
+
+
+def _history_report(dev: devsets.DevSet, idx_root: Path, repos: list[str], rankings, mirror_of) -> None:
+    """The ablation per history signal, leave-one-repository-out (`devhistory.report`)."""
+    import devhistory
+
+    from codenib.batch.weights import default_weights
+
+    packaged = default_weights()
+    repo_of = {q: _repo(r) for q, r in dev.instances.items()}
+    cases = devhistory.load_cases(dev.queries, idx_root, repo_of, lambda repo: packaged)
+    scorer = devhistory.Scorer(cases, dev.gold_files, dev.gold_funcs, {q: KEY for q in cases})
+    devhistory.report(scorer, repos, {"BM25 baseline": rankings["BM25 baseline"]})
+    devhistory.history_times(idx_root, {r: [q for q in devsets.commit_order(dev.instances, _repo, mirror_of)
+                                            if repo_of[q] == r] for r in repos})
 
 
 def _sample(dev: devsets.DevSet, n: int) -> devsets.DevSet:

@@ -22,7 +22,9 @@ MIRROR_ROOT/<owner>+<name>/repo@<base commit>` (snapshots of a repository in bas
 each with `--reuse` of the previous one, so only new commits are read), and the script prints
 the history signals' weights chosen leave-one-repository-out (nested: the localisation weights
 of the training repositories are themselves fitted without them), the per-signal ablation, and
-the table with and without history per repository, mean and worst.
+the table with and without history per repository, mean and worst; then the ablation per
+history signal with the co-change walk (`devhistory.py`) and the history index time per
+repository.
 
 The mirrors come from the search library's `fetch` (see ../shared/eval/swebench-dev/README.md).
 `--data` and `--checkouts` point the script at another set of the same layout (the tests use a
@@ -173,6 +175,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  + {'dense (MiniLM)':<22} " + devsets.fmt(devsets.scores(ranks, list(tables), gold_files, gold_funcs)))
     if a.history:
         _history_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs)
+        # The ablation per signal with the co_changed walk (none / similar / proneness / co-change / all).
+        import devhistory
+
+        repo_of = {q: instances[q]["repo_short"] for q in tables}
+        cases = devhistory.load_cases(queries, idx_root, repo_of, folds.get, tables)
+        devhistory.report(devhistory.Scorer(cases, gold_files, gold_funcs), repos,
+                          {"BM25 baseline": rankings["BM25 baseline"]})
+        devhistory.history_times(idx_root, {r: [q for q in devsets.commit_order(instances, _repo, mirror_of)
+                                                if repo_of[q] == r] for r in repos})
     if a.history_fit:
         _history_fit_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs,
                             folds, mirror_of, work)

@@ -12,9 +12,11 @@ only ids that are nodes of this index, `exists`):
   weighted 0.5 ** (age / half-life) with age measured back from the indexed revision's time
   (`HALF_LIFE_DAYS`); over all commits or over fix commits only (`is_fix`);
 - co-change (`co_changes`): pairs changed in the same commit, each commit of n members
-  adding 1 / (n - 1) to each of its pairs (every member spreads one unit over its partners),
-  commits of more than `MAX_COCHANGE` members skipped (mass renames and reformatting say
-  nothing about coupling); rows shaped like edges.parquet with type `co_changed`.
+  adding r / (n - 1) to each of its pairs (every member spreads its commit's recency weight r,
+  as above, over its partners: a sweeping commit says little about any one pair), commits of
+  more than `MAX_COCHANGE` members skipped (mass renames and reformatting say nothing about
+  coupling); directed `co_changed` edges, each file or node keeping its `COCHANGE_FANOUT`
+  heaviest partners (`co_changed` walks them in the bug_localisation plan's expansion step).
 
 Loading only: the tables were built by `codenib.compiler.history`.
 """
@@ -42,6 +44,10 @@ HALF_LIFE_DAYS = 365.0
 TOP_COMMITS = 50
 #: Co-change: commits with more members than this are skipped.
 MAX_COCHANGE = 20
+#: Co-change partners kept per file or node, heaviest first: a file that changes with nearly
+#: everything (a changelog, a registry module) would otherwise pass its evidence to the whole
+#: repository, and a walk reads a bounded list per seed.
+COCHANGE_FANOUT = 10
 _DAY = 86_400.0
 
 
@@ -79,6 +85,7 @@ class History:
         self._tokenizer = Tokenizer(tokenizer)
         self._searchable = [i for i in range(len(self.ids)) if self.files_of[i]]
         self._bm25 = None
+        self._partners: dict[str, dict[str, list[tuple[str, float]]]] = {}
 
     @classmethod
     def load(cls, index_dir: str | Path, manifest: dict | None = None) -> "History | None":
@@ -172,28 +179,49 @@ class History:
 
     # --- co-change --------------------------------------------------------------------------
 
-    def co_changes(self, level: str = "file", max_members: int = MAX_COCHANGE,
+    def co_changes(self, level: str = "file", half_life_days: float = HALF_LIFE_DAYS,
+                   max_members: int = MAX_COCHANGE, fanout: int = COCHANGE_FANOUT,
                    existing: bool = True) -> pa.Table:
-        """Pairs changed together: src < dst, weight summed over commits, in edges.parquet's
-        shape (`src`, `dst`, `type` = co_changed, `count` = commits, `weight`)."""
+        """Directed `co_changed` edges in edges.parquet's shape plus a weight: for each file
+        (node) its `fanout` heaviest partners (ties by id), rows by `src` then weight (desc).
+        weight(a, b) = sum over commits c that changed both of r_c / (n_c - 1), with r_c the
+        commit's recency weight and n_c its members; `count` = those commits."""
         if level not in ("file", "node"):
             raise ValueError(f"level must be 'file' or 'node', not {level!r}")
         members_of = self.files_of if level == "file" else self.nodes_of
+        recency = self.weights(half_life_days)
         weight: defaultdict = defaultdict(float)
         count: Counter = Counter()
-        for members in members_of:
+        for i, members in enumerate(members_of):
             ids = sorted({m for m, ok in members if ok or not existing})
             if not 2 <= len(ids) <= max_members:
                 continue
-            share = 1.0 / (len(ids) - 1)
+            share = float(recency[i]) / (len(ids) - 1)
             for a, b in combinations(ids, 2):
                 weight[(a, b)] += share
                 count[(a, b)] += 1
-        pairs = sorted(weight)
-        return pa.table({"src": [a for a, _ in pairs], "dst": [b for _, b in pairs],
-                         "type": ["co_changed"] * len(pairs),
-                         "count": pa.array([count[p] for p in pairs], pa.int64()),
-                         "weight": pa.array([weight[p] for p in pairs], pa.float64())})
+        partners: defaultdict = defaultdict(list)
+        for (a, b), w in weight.items():
+            partners[a].append((b, w, count[(a, b)]))
+            partners[b].append((a, w, count[(a, b)]))
+        rows = [(src, *p) for src in sorted(partners)
+                for p in sorted(partners[src], key=lambda p: (-p[1], p[0]))[:fanout]]
+        return pa.table({"src": [r[0] for r in rows], "dst": [r[1] for r in rows],
+                         "type": ["co_changed"] * len(rows),
+                         "count": pa.array([r[3] for r in rows], pa.int64()),
+                         "weight": pa.array([r[2] for r in rows], pa.float64())})
+
+    def partners(self, level: str) -> dict[str, list[tuple[str, float]]]:
+        """`co_changes(level)` with the defaults as neighbour lists (src -> [(dst, weight)],
+        heaviest first); computed once per history."""
+        cache = self._partners
+        if level not in cache:
+            cols = self.co_changes(level).select(["src", "dst", "weight"]).to_pydict()
+            out: dict[str, list[tuple[str, float]]] = {}
+            for a, b, w in zip(cols["src"], cols["dst"], cols["weight"]):
+                out.setdefault(a, []).append((b, w))
+            cache[level] = out
+        return cache[level]
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -229,5 +257,5 @@ def _verify(index_dir: Path, manifest: dict, paths: tuple[str, ...]) -> None:
                                    path=str(path), fix=fix)
 
 
-__all__ = ["CHANGES_PATH", "COMMITS_PATH", "Evidence", "HALF_LIFE_DAYS", "History", "MAX_COCHANGE",
-           "TOP_COMMITS"]
+__all__ = ["CHANGES_PATH", "COCHANGE_FANOUT", "COMMITS_PATH", "Evidence", "HALF_LIFE_DAYS", "History",
+           "MAX_COCHANGE", "TOP_COMMITS"]

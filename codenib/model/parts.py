@@ -76,6 +76,10 @@ class PlanParts:
                                 path=str(self.index.path), fix="load the index's history with the session")
         return {name: self._history.get(name, text) for name, _ in signals}
 
+    def history(self):
+        """The index's `History` (None when the executor was given none)."""
+        return None if self._history is None else self._history.history
+
     def file_rows(self) -> dict[str, int]:
         """File path -> row of its file node (built on first use)."""
         if self._file_rows is None:

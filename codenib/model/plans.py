@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from codenib.core.errors import BadInputError
-from codenib.model import history_evidence, localise
+from codenib.model import cochange, history_evidence, localise
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan, Search
 from codenib.model.report import read_report
@@ -303,11 +303,17 @@ class BugLocalisation(RetrievalPlan):
         # An index built with --history: similar past changes and change-proneness are
         # evidence, each added to the localisation score with its weight (`history_evidence`).
         weights = tuple((n, w) for n, w in history_evidence.WEIGHTS if w)
-        if not getattr(caps, "history", False) or not weights:
+        if not getattr(caps, "history", False):
             return plan
-        reasons.append("history: " + ", ".join(f"{n} (weight {w:g})" for n, w in weights)
-                       + " added to the localisation scores")
-        return dataclasses.replace(plan, history=weights)
+        if weights:
+            reasons.append("history: " + ", ".join(f"{n} (weight {w:g})" for n, w in weights)
+                           + " added to the localisation scores")
+            plan = dataclasses.replace(plan, history=weights)
+        if cochange.COCHANGE_WEIGHT:
+            # The co_changed edges are walked from the best results (`codenib.model.cochange`).
+            reasons.append(f"history: co_changed walk (weight {cochange.COCHANGE_WEIGHT:g})")
+            plan = dataclasses.replace(plan, cochange=cochange.COCHANGE_WEIGHT)
+        return plan
 
     def searches(self, query, s, plan):
         # The report is read once, here; its texts are searched and `assemble` scores it.
@@ -325,17 +331,22 @@ class BugLocalisation(RetrievalPlan):
         inputs = localise.inputs_for(report, runs, index)
         table = localise.features(inputs, index.nodes, index.graph, parts.file_rows())
         weights = parts.localise_weights
+        limit = max(q.plan.k, 100)
+        # The co_changed walk re-ranks every candidate: rank (and explain) them all first.
+        depth, explain = (len(index.nodes.node_id), len(index.nodes.node_id)) if q.plan.cochange else (limit, 10)
         if q.history is not None:
             # Weights fitted on the index's own history carry their own history weights.
             history_weights = weights.history_weights(q.plan.history)
             scored = history_evidence.rank_with_history(
                 table, weights, q.history, history_weights, index.nodes, index.row_of, parts.file_rows(),
-                limit=max(q.plan.k, 100), explain=10)
+                limit=depth, explain=explain)
             detail["history"] = {name: {"weight": w, "files": len(q.history[name].files),
                                         "nodes": len(q.history[name].nodes)} for name, w in history_weights}
             detail["weights"] = weights.source
         else:
-            scored = localise.rank(table, weights, index.nodes.node_id, limit=max(q.plan.k, 100), explain=10)
+            scored = localise.rank(table, weights, index.nodes.node_id, limit=depth, explain=explain)
+        if q.plan.cochange:
+            scored, detail["co_change"] = cochange.expand(scored, parts.history(), q.plan.cochange, index.nodes, limit)
         detail["runs"] = sorted(k for k, v in runs.items() if v is not None and len(v[0]))
         detail["mentions"] = report.kinds()
         detail["priors"] = [{"file": p.file, "node_id": index.nodes.node_id[p.row] if p.row is not None else None,

@@ -82,6 +82,7 @@ class RetrievalPathPlan:
     report: BugReport | None = None            # the parsed bug report (bug_localisation)
     history: tuple[tuple[str, float], ...] = ()  # (history signal, weight) added to the ranking
     history_text: str = ""                     # the text the query-dependent history signals search
+    cochange: float = 0.0                      # weight of the co_changed walk from the best results (0: none)
 
     #: Fields the executor reads that the trace does not record.
     EXECUTION = ("sparse_searches", "dense_search", "fusion", "mention_search", "report", "history_text")
@@ -90,6 +91,8 @@ class RetrievalPathPlan:
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.EXECUTION}
         if not self.history:   # an index without history writes the trace it always wrote
             del values["history"]
+        if not self.cochange:
+            del values["cochange"]
         return {k: asdict(v) if is_dataclass(v) else v for k, v in values.items()}
 
 

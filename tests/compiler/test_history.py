@@ -106,6 +106,23 @@ def test_hunks_map_onto_the_definitions_of_each_commit(git_repo, tmp_path):
     assert manifest["history"]["head"] == git_repo["c4"] and manifest["history"]["commits"] == 5
 
 
+def test_a_file_name_that_is_not_utf8_is_recorded_by_its_readable_name(tmp_path):
+    """A past commit adding `caf\\xe9.py` (Latin-1 bytes, as some repositories hold): the
+    history is read (it crashed writing Parquet), the file recorded under its name decoded with
+    replacement, as the walker names it, not parsed and not a node."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    with open(bytes(root) + b"/caf\xe9.py", "wb") as fh:
+        fh.write(b"def f():\n    return 1\n")
+    c1 = _commit(repo, {"a.py": A1}, "add a and a Latin-1 named file", 1_000, [])
+    _commit(repo, {"a.py": A2}, "change f", 2_000, [c1])
+    _build(root, tmp_path / "idx", HistorySpec())
+    _, changes = _tables(tmp_path / "idx")
+    latin = [c for c in changes if c["file"].startswith("caf")]
+    assert latin == [{"commit": str(c1), "file": "caf\ufffd.py", "node_id": "caf\ufffd.py", "lines": None,
+                      "exists": False}]
+
+
 def test_without_history_the_index_is_unchanged(git_repo, tmp_path):
     """Every artifact of a build without --history is byte-identical to one with it (the
     history is an addition), and the manifest names no history."""

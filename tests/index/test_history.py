@@ -61,17 +61,23 @@ def test_similar_changes_weigh_like_buglocator(history):
     assert history.similar_changes("zebra").files == {}
 
 
-def test_co_changes_spread_one_unit_per_member(history):
-    files = history.co_changes("file").to_pylist()
+def test_co_changes_spread_each_commits_recency_over_its_pairs(history):
+    files = history.co_changes("file", half_life_days=365).to_pylist()
     got = {(r["src"], r["dst"]): (r["count"], r["weight"]) for r in files}
-    # c1: {a, b} -> 1 each; c4: {a, b, c} (gone.py no longer exists) -> 1/2 per pair.
-    assert got == {("a.py", "b.py"): (2, pytest.approx(1.5)), ("a.py", "c.py"): (1, pytest.approx(0.5)),
-                   ("b.py", "c.py"): (1, pytest.approx(0.5))}
+    # c1 (recency 0.5): {a, b} -> 0.5; c4 (0.25): {a, b, c} (gone.py no longer exists) -> 0.25 / 2.
+    ab, rest = (2, pytest.approx(0.625)), (1, pytest.approx(0.125))
+    assert got == {("a.py", "b.py"): ab, ("b.py", "a.py"): ab, ("a.py", "c.py"): rest, ("c.py", "a.py"): rest,
+                   ("b.py", "c.py"): rest, ("c.py", "b.py"): rest}
+    assert [(r["src"], r["dst"]) for r in files][:2] == [("a.py", "b.py"), ("a.py", "c.py")]   # heaviest first
     assert {r["type"] for r in files} == {"co_changed"}
-    nodes = {(r["src"], r["dst"]): r["weight"] for r in history.co_changes("node").to_pylist()}
-    assert nodes == {("a.py::f", "a.py::g"): pytest.approx(1.0), ("a.py::f", "b.py::h"): pytest.approx(1.0)}
+    nodes = {(r["src"], r["dst"]): r["weight"] for r in history.co_changes("node", half_life_days=365).to_pylist()}
+    assert nodes == {("a.py::f", "a.py::g"): pytest.approx(1.0), ("a.py::g", "a.py::f"): pytest.approx(1.0),
+                     ("a.py::f", "b.py::h"): pytest.approx(0.5), ("b.py::h", "a.py::f"): pytest.approx(0.5)}
     capped = history.co_changes("file", max_members=2).to_pylist()
-    assert [(r["src"], r["dst"], r["weight"]) for r in capped] == [("a.py", "b.py", 1.0)]
+    assert [(r["src"], r["dst"]) for r in capped] == [("a.py", "b.py"), ("b.py", "a.py")]
+    # Fan-out 1: each keeps its heaviest partner; c's two partners tie and go by id.
+    one = history.co_changes("file", half_life_days=365, fanout=1).to_pylist()
+    assert [(r["src"], r["dst"]) for r in one] == [("a.py", "b.py"), ("b.py", "a.py"), ("c.py", "a.py")]
 
 
 def test_loaded_from_an_index(tmp_path):

@@ -151,3 +151,49 @@ def test_the_multilanguage_dev_script_prints_its_tables_on_a_go_fixture(tmp_path
     assert float(auto[5]) == 1.0     # file@5: both gold files in the top 5 of a four-file repository
     assert float(auto[8]) == 1.0     # func@10: the gold method (a different container in the gold) matched
     assert "targets (auto):" in out and "auto by plan:" in out
+
+
+def _mirrors(root: Path, data: Path) -> Path:
+    """A git repository per fixture repository (MIRROR_ROOT/<owner>+<name>/repo): the files in
+    two commits, pricing and cart changed together in the second; the instances' base commits
+    point at its head."""
+    import pygit2
+
+    heads = {}
+    for repo_name in {r for r, *_ in ISSUES.values()}:
+        path = root / repo_name.replace("/", "+") / "repo"
+        repo = pygit2.init_repository(str(path), initial_head="main")
+        sig = pygit2.Signature("t", "t@example.org", 1_000_000, 0)
+        parents = []
+        for step, names in enumerate((["go.mod", "report/report.go", "cart/cart_test.go"],
+                                      ["cart/cart.go", "pricing/pricing.go"])):
+            for rel in names:
+                (path / rel).parent.mkdir(parents=True, exist_ok=True)
+                (path / rel).write_text(GO_FILES[rel])
+            repo.index.add_all()
+            repo.index.write()
+            parents = [repo.create_commit("HEAD", sig, sig, f"step {step}: cents and carts", repo.index.write_tree(),
+                                          parents)]
+        heads[repo_name] = str(parents[0])
+    instances = pq.read_table(data / "instances.parquet").to_pylist()
+    pq.write_table(pa.Table.from_pylist([{**r, "base_commit": heads[r["repo"]]} for r in instances]),
+                   data / "instances.parquet")
+    return root
+
+
+def test_the_multilanguage_dev_script_measures_history_leave_one_repository_out(tmp_path, capsys):
+    pytest.importorskip("codenib.compiler.lang", reason="needs the tree-sitter readers (issue 25 items 1-3)")
+    data, checkouts = _fixture(tmp_path)
+    mirrors = _mirrors(tmp_path / "mirrors", data)
+    rc = _load("mswe_dev").main(["--data", str(data), "--checkouts", str(checkouts), "--work", str(tmp_path / "work"),
+                                 "--no-dense", "--modes", "auto", "--history", str(mirrors)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "work" / "idx-sparse-history" / "acme__shop-1" / "history").is_dir()
+    assert "history signals, leave-one-repository-out over 2 repositories" in out
+    for row in ("similar changes", "change-proneness", "co-change", "all"):
+        assert any(ln.strip().startswith(f"{row} ") and "chosen:" in ln for ln in out.splitlines()), row
+    means = [ln.split() for ln in out.splitlines() if ln.startswith(("no history", "co-change", "BM25 baseline"))]
+    assert any(m[:2] == ["no", "history"] and m[2] == "acme/shop" for m in means)
+    assert "history index time per repository" in out
+    assert any(ln.startswith("other/cart") and "1: first" in ln for ln in out.splitlines())

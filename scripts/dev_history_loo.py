@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""History as evidence, leave-one-repository-out over every dev repository: the 3 of
+SWE-bench dev and the 8 of the multi-language dev set, indexed without vectors with
+`--history` (the indexes `swebench_dev.py --no-dense --history` and `mswe_dev.py --no-dense
+--history` build, built here when missing).
+
+Each repository's reports are ranked with localisation weights fitted without it (SWE-bench
+repositories: on the other two, as `swebench_dev.py` does; the others: the packaged weights,
+fitted on the three SWE-bench repositories), and each ablation row's history weights are
+chosen on the other ten repositories (`devhistory.py`). Prints per repository, the mean and
+the worst repository of file Acc@5 and function Acc@10 next to each set's BM25 baseline, and
+the history index time per repository.
+
+    python scripts/dev_history_loo.py --history /work/.mirror \\
+        --swebench-work /tmp/cochange/swebench --mswe-work /tmp/cochange/mswe \\
+        --swebench-checkouts /tmp/swebench-dev/checkouts --mswe-checkouts /tmp/mswe-dev/checkouts
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import devhistory  # noqa: E402
+import devsets  # noqa: E402
+import mswe_dev  # noqa: E402
+import swebench_dev  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--history", metavar="MIRROR_ROOT", required=True,
+                    help="mirrors of every repository: MIRROR_ROOT/<owner>+<name>/repo")
+    ap.add_argument("--swebench-data", default=str(devsets.default_data("swebench-dev", HERE)))
+    ap.add_argument("--mswe-data", default=str(devsets.default_data("mswe-dev", HERE)))
+    ap.add_argument("--swebench-work", required=True, help="the --work folder of swebench_dev.py")
+    ap.add_argument("--mswe-work", required=True, help="the --work folder of mswe_dev.py")
+    ap.add_argument("--swebench-checkouts", help="existing checkouts; default: prepare them in the work folder")
+    ap.add_argument("--mswe-checkouts", help="existing checkouts; default: prepare them in the work folder")
+    ap.add_argument("--mswe-per-repo", type=int, metavar="N",
+                    help="a quicker run: N reports of each multi-language repository (mswe_dev.py --per-repo)")
+    a = ap.parse_args(argv)
+    if a.mswe_per_repo is not None and a.mswe_per_repo < 1:
+        ap.error("--mswe-per-repo must be at least 1")
+
+    def mirror_of(inst: dict) -> Path:
+        return Path(a.history) / inst["repo"].replace("/", "+") / "repo"
+
+    # SWE-bench dev: localisation weights of each repository fitted on the other two.
+    sw_data, sw_work = Path(a.swebench_data), Path(a.swebench_work)
+    sw = devsets.read_set(sw_data)
+    sw_checkouts = Path(a.swebench_checkouts) if a.swebench_checkouts else devsets.prepare(sw_data, sw_work)
+    sw_root = sw_work / "idx-sparse-history"
+    devsets.index_all(sw.instances, sw_checkouts, sw_root, dense=False, repo_of=swebench_dev._repo,
+                      history=mirror_of)
+    sw_repo = {q: swebench_dev._repo(r) for q, r in sw.instances.items()}
+    sw_repos = sorted(set(sw_repo.values()))
+    tables = swebench_dev._feature_tables(sw.queries, sw_root, dense=False)
+    folds = {r: swebench_dev._fit([q for q in tables if sw_repo[q] != r], tables, sw.gold_files, sw.gold_funcs)
+             for r in sw_repos}
+    cases = devhistory.load_cases(sw.queries, sw_root, sw_repo, folds.get, tables)
+    bm25 = swebench_dev._bm25_baseline(sw.queries, sw_root)
+
+    # The multi-language set: the packaged weights (fitted on the SWE-bench repositories).
+    from codenib.batch.weights import default_weights
+
+    ms_data, ms_work = Path(a.mswe_data), Path(a.mswe_work)
+    ms = devsets.read_set(ms_data, mswe_dev.KEY)
+    if a.mswe_per_repo:
+        ms = mswe_dev._sample(ms, a.mswe_per_repo)
+    ms_checkouts = Path(a.mswe_checkouts) if a.mswe_checkouts else devsets.prepare(ms_data, ms_work)
+    ms_root = ms_work / "idx-sparse-history"
+    devsets.index_all(ms.instances, ms_checkouts, ms_root, dense=False, repo_of=mswe_dev._repo, history=mirror_of)
+    ms_repo = {q: mswe_dev._repo(r) for q, r in ms.instances.items()}
+    packaged = default_weights()
+    cases.update(devhistory.load_cases(ms.queries, ms_root, ms_repo, lambda repo: packaged))
+    bm25.update(mswe_dev._bm25_baseline(ms, ms_checkouts, ms_work))
+
+    gold_files = {**sw.gold_files, **ms.gold_files}
+    gold_funcs = {**sw.gold_funcs, **ms.gold_funcs}
+    key_of = {q: mswe_dev.KEY for q in ms.instances}
+    repos = sw_repos + sorted(set(ms_repo.values()))
+    print(f"\n{len(cases)} reports of {len(repos)} repositories (SWE-bench dev: {len(sw.queries)}, "
+          f"multi-language dev: {len(ms.queries)}), indexes without vectors, with history")
+    devhistory.report(devhistory.Scorer(cases, gold_files, gold_funcs, key_of), repos, {"BM25 baseline": bm25})
+    for root, dev, repo_of, rof in ((sw_root, sw, sw_repo, swebench_dev._repo), (ms_root, ms, ms_repo, mswe_dev._repo)):
+        order = devsets.commit_order(dev.instances, rof, mirror_of)
+        devhistory.history_times(root, {r: [q for q in order if repo_of[q] == r]
+                                        for r in sorted(set(repo_of.values()))})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
