@@ -1,9 +1,12 @@
 """Timing and tables shared by every benchmark script under scripts/ (bench_*.py).
 
-Timing: `Stopwatch` (wall and CPU seconds, the CPU of child processes included),
+Timing: `Stopwatch` (wall and CPU seconds, the CPU of waited-for child processes included;
+Ray's worker processes are not this process's children, so work on Ray is timed in wall
+seconds, by `timed_rounds`),
 `best_of` (best wall time of N calls), `median_of` (median after a warm-up), `timed_rounds` (interleaved A/B/... rounds whose
 order rotates, so load that drifts hits every side alike) and `Timing` (median, best and the
 median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
+`rate_table` (each side's median and best time, its rate and its ratio to a baseline side)
 and `Row` / `summary_table`, the metric | ours | baseline | ratio | target | pass/fail table
 that ends the index benchmarks. Not part of the codenib package: scripts import it as a
 sibling module (`python scripts/bench_x.py` puts scripts/ on sys.path).
@@ -173,6 +176,18 @@ def render_table(head: Sequence[str], rows: Sequence[Sequence[Any]], markdown: b
              for row in cells]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+RATE_HEAD = ("side", "median s", "best s", "rate (median)", "ratio")
+
+
+def rate_table(timings: dict[str, Timing], n: int, baseline: str, unit: str = "q/s") -> str:
+    """side | median s | best s | rate (median) | ratio: one row per side of `timed_rounds`; the
+    ratio is the median of per-round paired speed-ups over `baseline` (above 1: faster)."""
+    base = timings[baseline]
+    return render_table(RATE_HEAD, [
+        (name, f"{t.median:.3f}", f"{t.best:.3f}", f"{n / t.median:,.1f} {unit}" if t.median > 0 else "inf",
+         f"{t.speedup_over(base):.2f}x") for name, t in timings.items()], right=(1, 2, 3, 4))
 
 
 def ratio(baseline: float, ours: float) -> str:
