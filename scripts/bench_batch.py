@@ -40,7 +40,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchkit import Row, describe, finish, load_note, log, out, rate_table, timed_rounds
+from benchkit import Row, describe, finish, load_note, log, out, rate_table, timed_rounds, tree_cpu_seconds
 
 MODES = ("sparse", "dense", "hybrid", "graph", "auto")
 
@@ -157,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.no_ray_data:
                     sides[RAY_DATA] = partial(on_ray_data, args.index, qpath, mode, args.shard_size, concurrency)
                 log(f"{size} queries, mode {mode}: {args.rounds} round(s)")
-                timings = timed_rounds(sides, args.rounds, desc=f"{size} {mode}")
+                # CPU seconds of this process and its descendants: the Ray it started runs there.
+                timings = timed_rounds(sides, args.rounds, desc=f"{size} {mode}",
+                                       cpu=tree_cpu_seconds if started else None)
                 out(f"\n== {size} queries, mode {mode} ==")
                 out(rate_table(timings, size, IN_PROCESS))
                 ray_t = timings[RAY_JOB]

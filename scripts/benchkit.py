@@ -1,11 +1,11 @@
 """Timing and tables shared by every benchmark script under scripts/ (bench_*.py).
 
 Timing: `Stopwatch` (wall and CPU seconds, the CPU of waited-for child processes included;
-Ray's worker processes are not this process's children, so work on Ray is timed in wall
-seconds, by `timed_rounds`),
+Ray's worker processes are not this process's children: `tree_cpu_seconds` is the clock for
+work on a Ray this process started, its every descendant counted, ended ones included),
 `best_of` (best wall time of N calls), `median_of` (median after a warm-up), `timed_rounds` (interleaved A/B/... rounds whose
-order rotates, so load that drifts hits every side alike) and `Timing` (median, best and the
-median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
+order rotates, so load that drifts hits every side alike; wall seconds, and CPU seconds by a
+clock of choice) and `Timing` (median, best and the median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
 `rate_table` (each side's median and best time, its rate and its ratio to a baseline side)
 and `Row` / `summary_table`, the metric | ours | baseline | ratio | target | pass/fail table
 that ends the index benchmarks. Not part of the codenib package: scripts import it as a
@@ -15,6 +15,7 @@ sibling module (`python scripts/bench_x.py` puts scripts/ on sys.path).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import resource
 import sys
 import time
@@ -59,20 +60,57 @@ def children_peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """User + system seconds of process `root` (default: this one) and of all its descendants
+    so far: each live one's own, and those that ended, as their parents' waited-for children's.
+
+    A Ray that this process started (`ray.init()` without an address) runs in its
+    descendants (GCS, raylet, and the raylet's workers and actors), so this clock sees work
+    on Ray that `cpu_seconds` does not; a cluster joined by address is not counted. Linux
+    only (/proc); 0.0 elsewhere."""
+    root = os.getpid() if root is None else root
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    times: dict[int, int] = {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                # Fields after the command (which may hold spaces and parentheses): state,
+                # ppid, ..., utime (14th of the whole line), stime, cutime, cstime.
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue   # it ended meanwhile
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        times[pid] = sum(int(f) for f in fields[11:15])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total / tick
+
+
 class Stopwatch:
     """`with Stopwatch() as sw: ...` then `sw.wall` and `sw.cpu` (seconds; the CPU seconds
-    count child processes, on a loaded machine the wall time mostly measures others)."""
+    count child processes, on a loaded machine the wall time mostly measures others).
+    `clock`: the CPU clock (default `cpu_seconds`; `tree_cpu_seconds` for work on Ray)."""
 
     wall: float = 0.0
     cpu: float = 0.0
 
+    def __init__(self, clock: Callable[[], float] = cpu_seconds):
+        self._clock = clock
+
     def __enter__(self) -> "Stopwatch":
-        self._wall0, self._cpu0 = time.perf_counter(), cpu_seconds()
+        self._wall0, self._cpu0 = time.perf_counter(), self._clock()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self._wall0
-        self.cpu = cpu_seconds() - self._cpu0
+        self.cpu = self._clock() - self._cpu0
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -96,9 +134,15 @@ def median_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """Wall times of one function over interleaved rounds."""
+    """Wall times of one function over interleaved rounds (and its CPU times, when a CPU
+    clock was given)."""
 
     times: tuple[float, ...]
+    cpu: tuple[float, ...] = ()
+
+    @property
+    def cpu_median(self) -> float:
+        return Timing(self.cpu).median if self.cpu else float("nan")
 
     @property
     def best(self) -> float:
@@ -115,12 +159,19 @@ class Timing:
         so load from other processes that lasts longer than a round cancels out."""
         return Timing(tuple(b / o for b, o in zip(baseline.times, self.times))).median
 
+    def cpu_saving_over(self, baseline: "Timing") -> float:
+        """Median over rounds of baseline CPU / our CPU (above 1: we spend less CPU)."""
+        pairs = tuple(b / o for b, o in zip(baseline.cpu, self.cpu) if o > 0)
+        return Timing(pairs).median if pairs else float("nan")
+
 
 def timed_rounds(fns: dict[str, Callable[[], Any]], repeats: int, desc: str = "rounds",
-                 progress: bool = True) -> dict[str, Timing]:
-    """Time each function once per round for `repeats` rounds; each round rotates the order."""
+                 progress: bool = True, cpu: Callable[[], float] | None = None) -> dict[str, Timing]:
+    """Time each function once per round for `repeats` rounds; each round rotates the order.
+    `cpu`: a CPU clock (`cpu_seconds`, `tree_cpu_seconds`) read around each call too."""
     names = list(fns)
     times: dict[str, list[float]] = {name: [] for name in names}
+    cpus: dict[str, list[float]] = {name: [] for name in names}
     rounds: Any = range(repeats)
     if progress:
         from tqdm import tqdm
@@ -128,8 +179,11 @@ def timed_rounds(fns: dict[str, Callable[[], Any]], repeats: int, desc: str = "r
         rounds = tqdm(rounds, desc=desc, unit="round", file=sys.stderr, leave=False)
     for r in rounds:
         for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(timed(fns[name])[1])
-    return {name: Timing(tuple(ts)) for name, ts in times.items()}
+            with Stopwatch(cpu or (lambda: 0.0)) as sw:
+                fns[name]()
+            times[name].append(sw.wall)
+            cpus[name].append(sw.cpu)
+    return {name: Timing(tuple(times[name]), tuple(cpus[name]) if cpu else ()) for name in names}
 
 
 def qps(n: int, seconds: float) -> str:
@@ -179,15 +233,23 @@ def render_table(head: Sequence[str], rows: Sequence[Sequence[Any]], markdown: b
 
 
 RATE_HEAD = ("side", "median s", "best s", "rate (median)", "ratio")
+CPU_HEAD = ("CPU s (median)", "CPU ratio")
 
 
 def rate_table(timings: dict[str, Timing], n: int, baseline: str, unit: str = "q/s") -> str:
     """side | median s | best s | rate (median) | ratio: one row per side of `timed_rounds`; the
-    ratio is the median of per-round paired speed-ups over `baseline` (above 1: faster)."""
+    ratio is the median of per-round paired speed-ups over `baseline` (above 1: faster). With
+    CPU times, also | CPU s (median) | CPU ratio (baseline CPU / ours, median of rounds)."""
     base = timings[baseline]
-    return render_table(RATE_HEAD, [
-        (name, f"{t.median:.3f}", f"{t.best:.3f}", f"{n / t.median:,.1f} {unit}" if t.median > 0 else "inf",
-         f"{t.speedup_over(base):.2f}x") for name, t in timings.items()], right=(1, 2, 3, 4))
+    with_cpu = all(t.cpu for t in timings.values())
+    rows = []
+    for name, t in timings.items():
+        row = [name, f"{t.median:.3f}", f"{t.best:.3f}", f"{n / t.median:,.1f} {unit}" if t.median > 0 else "inf",
+               f"{t.speedup_over(base):.2f}x"]
+        if with_cpu:
+            row += [f"{t.cpu_median:.1f}", f"{t.cpu_saving_over(base):.2f}x"]
+        rows.append(row)
+    return render_table(RATE_HEAD + (CPU_HEAD if with_cpu else ()), rows, right=(1, 2, 3, 4, 5, 6))
 
 
 def ratio(baseline: float, ours: float) -> str:

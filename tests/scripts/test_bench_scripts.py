@@ -186,12 +186,39 @@ def test_benchkit_tables_and_rounds(monkeypatch):
     assert sw.wall >= 0 and sw.cpu >= 0
 
 
+def test_benchkit_counts_the_cpu_of_descendants_and_tabulates_it(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import benchkit
+
+    spin = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"]
+    timing = benchkit.timed_rounds({"child": lambda: subprocess.run(spin, check=True), "none": lambda: None}, 2,
+                                   progress=False, cpu=benchkit.tree_cpu_seconds)
+    assert all(c >= 0.25 for c in timing["child"].cpu)      # a child's CPU, after it ended
+    assert timing["none"].cpu_median < 0.25
+    table = benchkit.rate_table(timing, 10, "child").splitlines()
+    assert cells_of(table[0]) == ["side", "median s", "best s", "rate (median)", "ratio", "CPU s (median)",
+                                  "CPU ratio"]
+    assert finite_ratio(cells_of(table[2])[6]) == 1.0
+
+
 def test_bench_ray_data(ray_session, sparse_only_index_dir, monkeypatch, capsys):
     stdout = run_main(monkeypatch, capsys, "bench_ray_data.py", "--index", str(sparse_only_index_dir),
                       "--queries", "12", "--rounds", "1", "--concurrency", "1", "--blocks", "2")
     assert set(rate_ratios(stdout)) == {"codenib run", "ray data adapter"}
     assert set(summary_ratios(stdout)) == {"ray data adapter / codenib run throughput"}
     assert "same rows: True" in stdout
+
+
+def test_bench_ray_data_gives_every_actor_blocks_of_a_one_file_query_set(ray_session, tmp_path, monkeypatch):
+    # A one-row-group Parquet file reads as one block (override_num_blocks does not split it),
+    # and one block goes to one actor: the benchmark's adapter ran on one actor of two.
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location("bench_ray_data_blocks", SCRIPTS / "bench_ray_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = write_queries(tmp_path / "q.parquet", [{"qid": f"q{i}", "query": f"text {i}"} for i in range(40)])
+    ds = module.read_query_blocks(path, 4).materialize()
+    assert ds.num_blocks() == 4 and ds.count() == 40
 
 
 def test_bench_batch(ray_session, sparse_only_index_dir, query_file, monkeypatch, capsys):
@@ -240,6 +267,6 @@ def test_bench_encode(fixture_index_dir, tmp_path):
     stdout = run_script("bench_encode.py", "--indexes", str(fixture_index_dir), "--eval", str(tmp_path),
                         "--texts", "6", "--queries", "6", "--chunk", "3", "--backends", "torch")
     for kind in ("node texts", "queries"):
-        rows = table(stdout.split(f"### {kind}:")[1], "side")
+        rows = table(stdout.split(f"### {kind}:")[1].split("###")[0], "side")
         assert [r[0] for r in rows] == ["sentence-transformers", "codenib torch"]
         assert all(finite_ratio(c) for r in rows for c in r[2:5])
