@@ -127,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     blocks = args.blocks or 4 * args.concurrency
 
-    import ray
     import ray.data
+
+    from codenib.batch.job import start_ray, stop_ray
 
     out(f"CodeNib Ray Data adapter against `codenib run`: {args.queries} queries, k {args.k}, "
         f"{os.cpu_count()} CPUs; adapter: concurrency {args.concurrency}, batch {args.batch_size}, blocks {blocks}")
@@ -140,10 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmpdir)
         index = args.index or build_index(args.corpus, tmp)
         queries = write_queries(index, args.queries, tmp / "queries.parquet")
-        # A Ray this process already runs (a test's) is used as it is and left running.
-        started = not ray.is_initialized()
-        if started:
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+        # The embedded local Ray `codenib run` starts (127.0.0.1 only); a Ray this process
+        # already runs (a test's) is used as it is and left running.
+        started = start_ray(None, False, lambda m: None)
         try:
             ray.data.DataContext.get_current().enable_progress_bars = False
             sides = {RUN: lambda: results.__setitem__(RUN, run_codenib(index, queries, tmp / "run", args.k)),
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                                    cpu=tree_cpu_seconds if started else None)
         finally:
             if started:
-                ray.shutdown()
+                stop_ray()
     same = all(rows_key(results[RUN]) == rows_key(t) for name, t in results.items() if name != RUN)
     out(f"\nindex {'given' if args.index else f'{args.corpus} --no-dense'}; "
         f"{results[RUN].num_rows} rows each side; same rows: {same}")

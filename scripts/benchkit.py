@@ -2,7 +2,7 @@
 
 Timing: `Stopwatch` (wall and CPU seconds, the CPU of waited-for child processes included;
 Ray's worker processes are not this process's children: `tree_cpu_seconds` is the clock for
-work on a Ray this process started, its every descendant counted, ended ones included),
+work on a Ray this process started, its every descendant sampled, ended ones included),
 `best_of` (best wall time of N calls), `median_of` (median after a warm-up), `timed_rounds` (interleaved A/B/... rounds whose
 order rotates, so load that drifts hits every side alike; wall seconds, and CPU seconds by a
 clock of choice) and `Timing` (median, best and the median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
@@ -60,37 +60,74 @@ def children_peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def tree_cpu_seconds(root: int | None = None) -> float:
-    """User + system seconds of process `root` (default: this one) and of all its descendants
-    so far: each live one's own, and those that ended, as their parents' waited-for children's.
-
-    A Ray that this process started (`ray.init()` without an address) runs in its
-    descendants (GCS, raylet, and the raylet's workers and actors), so this clock sees work
-    on Ray that `cpu_seconds` does not; a cluster joined by address is not counted. Linux
-    only (/proc); 0.0 elsewhere."""
-    root = os.getpid() if root is None else root
-    tick = os.sysconf("SC_CLK_TCK")
+def _tree_times(root: int) -> dict[tuple[int, int], int]:
+    """Clock ticks of user + system time of `root` and each live descendant, keyed by (pid,
+    start time): a pid reused later is another process."""
     children: dict[int, list[int]] = {}
-    times: dict[int, int] = {}
+    stats: dict[int, tuple[int, int]] = {}
     for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                # Fields after the command (which may hold spaces and parentheses): state,
-                # ppid, ..., utime (14th of the whole line), stime, cutime, cstime.
+                # The fields after the command (which may hold spaces and parentheses): state is
+                # [0], ppid [1], utime and stime [11] and [12], start time [19].
                 fields = fh.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue   # it ended meanwhile
         pid = int(entry.name)
         children.setdefault(int(fields[1]), []).append(pid)
-        times[pid] = sum(int(f) for f in fields[11:15])
-    total, todo = 0, [root]
+        stats[pid] = (int(fields[19]), int(fields[11]) + int(fields[12]))
+    found, todo = {}, [root]
     while todo:
         pid = todo.pop()
-        total += times.get(pid, 0)
+        if pid in stats:
+            start, ticks = stats[pid]
+            found[(pid, start)] = ticks
         todo.extend(children.get(pid, ()))
-    return total / tick
+    return found
+
+
+class TreeClock:
+    """CPU seconds (user + system) of this process and every descendant it has had since the
+    clock's first reading: a clock for work on a Ray this process started (`ray.init()`
+    without an address runs GCS, raylet, workers and actors as its descendants), which
+    `cpu_seconds` does not see. The raylet never waits for its workers' CPU, so a thread
+    samples the process tree every `interval` seconds and a process that ended counts with
+    its last sample (at most `interval` of its last work is missed). A cluster joined by
+    address is not counted. Linux only (/proc); 0.0 elsewhere."""
+
+    def __init__(self, interval: float = 0.5):
+        import threading
+
+        self.interval = interval
+        self._seen: dict[tuple[int, int], int] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        now = _tree_times(os.getpid())
+        with self._lock:
+            self._seen.update(now)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.interval)
+            self._sample()
+
+    def __call__(self) -> float:
+        if self._thread is None:
+            import threading
+
+            self._thread = threading.Thread(target=self._run, name="benchkit-tree-clock", daemon=True)
+            self._thread.start()
+        self._sample()
+        with self._lock:
+            return sum(self._seen.values()) / os.sysconf("SC_CLK_TCK")
+
+
+#: The process-tree CPU clock (`TreeClock`) the benchmarks on Ray share.
+tree_cpu_seconds = TreeClock()
 
 
 class Stopwatch:
