@@ -30,11 +30,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+
+from benchkit import Stopwatch, Timing, log, out, ratio, render_table, timed, timed_rounds
 
 HOME_DEV = Path.home() / ".cache/codenib-dev"
 BARS = {"fp32": 0.9999, "int8": 0.99}
@@ -62,38 +64,39 @@ def load_texts(indexes: list[Path], n_texts: int, n_queries: int, eval_dir: Path
 
 
 def speed(sides: dict, texts: list[str], chunk: int, kind: str) -> dict:
-    """Run every side over `texts` chunk by chunk, interleaved; returns vectors and timings."""
+    """Run every side over `texts` chunk by chunk, interleaved (the order rotates per chunk, as
+    in `benchkit.timed_rounds`); returns vectors and per-chunk wall and CPU timings."""
     names = list(sides)
     wall = {n: [] for n in names}
     cpu = {n: [] for n in names}
     vectors = {n: [] for n in names}
     for ci, start in enumerate(range(0, len(texts), chunk)):
         part = texts[start:start + chunk]
-        for k in range(len(names)):
-            n = names[(k + ci) % len(names)]
-            t0, c0 = time.perf_counter(), time.process_time()
-            vectors[n].append(sides[n](part))
-            wall[n].append(time.perf_counter() - t0)
-            cpu[n].append(time.process_time() - c0)
+        for n in names[ci % len(names):] + names[:ci % len(names)]:
+            with Stopwatch() as sw:
+                vectors[n].append(sides[n](part))
+            wall[n].append(sw.wall)
+            cpu[n].append(sw.cpu)
         done = min(start + chunk, len(texts))
-        print(f"  {kind}: {done}/{len(texts)} texts, every side", file=sys.stderr, flush=True)
+        log(f"{kind}: {done}/{len(texts)} texts, every side")
     return {"vectors": {n: np.vstack(v) for n, v in vectors.items()},
-            "wall": {n: np.array(v) for n, v in wall.items()}, "cpu": {n: np.array(v) for n, v in cpu.items()}}
+            "wall": {n: Timing(tuple(v)) for n, v in wall.items()}, "cpu": {n: sum(v) for n, v in cpu.items()}}
 
 
 def report_speed(run: dict, n: int, kind: str, base: str, precisions: dict) -> None:
     wall, cpu, vec = run["wall"], run["cpu"], run["vectors"]
-    print(f"\n### {kind}: {n} texts\n")
-    print("| side | texts/s | x baseline (total wall) | x baseline (median chunk) | x baseline (CPU time) "
-          "| cosine min | cosine p1 | cosine mean | bar | passes |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for name in wall:
+    out(f"\n### {kind}: {n} texts\n")
+    head = ("side", "texts/s", "x baseline (total wall)", "x baseline (median chunk)", "x baseline (CPU time)",
+            "cosine min", "cosine p1", "cosine mean", "bar", "passes")
+    rows = []
+    for name, t in wall.items():
         cos = (vec[name] * vec[base]).sum(1)
         bar = BARS[precisions.get(name, "fp32")]
-        print(f"| {name} | {n / wall[name].sum():.1f} | {wall[base].sum() / wall[name].sum():.2f} | "
-              f"{np.median(wall[base] / wall[name]):.2f} | {cpu[base].sum() / cpu[name].sum():.2f} | "
-              f"{cos.min():.5f} | {np.percentile(cos, 1):.5f} | {cos.mean():.5f} | {bar} | "
-              f"{'yes' if cos.min() >= bar else 'NO'} |")
+        total, base_total = sum(t.times), sum(wall[base].times)
+        rows.append((name, f"{n / total:.1f}", ratio(base_total, total), f"{t.speedup_over(wall[base]):.2f}x",
+                     ratio(cpu[base], cpu[name]), f"{cos.min():.5f}", f"{np.percentile(cos, 1):.5f}",
+                     f"{cos.mean():.5f}", bar, "yes" if cos.min() >= bar else "NO"))
+    out(render_table(head, rows, markdown=True))
 
 
 def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> None:
@@ -117,10 +120,10 @@ def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> N
 
     by_chars = np.argsort([-len(t) for t in nodes], kind="stable")
     by_tokens = np.argsort(-lengths, kind="stable")
-    print(f"\n### less to encode ({len(nodes)} sampled node texts, batches of {batch})\n")
-    print(f"- padding share, batches sorted by characters (sentence-transformers): {padding(by_chars):.1%}")
-    print(f"- padding share, batches sorted by tokens (codenib): {padding(by_tokens):.1%}")
-    print(f"- texts over the model's limit ({limit} tokens): {(np.array(full) > limit).mean():.1%}; "
+    out(f"\n### less to encode ({len(nodes)} sampled node texts, batches of {batch})\n")
+    out(f"- padding share, batches sorted by characters (sentence-transformers): {padding(by_chars):.1%}")
+    out(f"- padding share, batches sorted by tokens (codenib): {padding(by_tokens):.1%}")
+    out(f"- texts over the model's limit ({limit} tokens): {(np.array(full) > limit).mean():.1%}; "
           f"tokens cut: {1 - lengths.sum() / sum(full):.1%} (never encoded by either side)")
     for idx in indexes:
         rows = pq.read_table(idx / "nodes.parquet").to_pylist()
@@ -129,7 +132,7 @@ def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> N
         names = [name_text(n) for n in node_objs]
         both = bodies + names
         name_len = np.mean([len(x) for x in tok(names[:500])["input_ids"]])
-        print(f"- {idx.name}: {len(bodies)} nodes; identical body texts {len(bodies) - len(set(bodies))}, "
+        out(f"- {idx.name}: {len(bodies)} nodes; identical body texts {len(bodies) - len(set(bodies))}, "
               f"identical name texts {len(names) - len(set(names))}, distinct texts of both fields "
               f"{len(set(both))} of {len(both)}; name texts average {name_len:.0f} tokens")
 
@@ -144,9 +147,9 @@ def quality(args, backends: list[str]) -> None:
 
     kinds = ("semantic", "lexical", "structural")
     modes = ("dense", "auto")
-    print("\n### dev-set quality per backend (node RR@10 per kind; overlap = mean |top-10 ∩ torch top-10| / 10)\n")
-    print("| package | backend | index s | dense s | mode | semantic | lexical | structural | overall | top-10 overlap |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    out("\n### dev-set quality per backend (node RR@10 per kind; overlap = mean |top-10 ∩ torch top-10| / 10)\n")
+    out("| package | backend | index s | dense s | mode | semantic | lexical | structural | overall | top-10 overlap |")
+    out("|---|---|---|---|---|---|---|---|---|---|")
     for pkg in args.packages:
         queries = pq.read_table(args.eval / pkg / "queries.parquet").to_pylist()
         gold: dict[str, set[str]] = {}
@@ -155,16 +158,15 @@ def quality(args, backends: list[str]) -> None:
                 gold.setdefault(r["qid"], set()).add(r["node_id"])
         reference: dict[str, list[list[str]]] = {}
         for backend in ["torch"] + [b for b in backends if b != "torch"]:
-            out = args.index_root / backend / pkg
+            folder = args.index_root / backend / pkg
             secs = dense_secs = float("nan")
-            if not (out / "manifest.json").is_file():
-                print(f"  indexing {pkg} with {backend} -> {out}", file=sys.stderr, flush=True)
+            if not (folder / "manifest.json").is_file():
+                log(f"indexing {pkg} with {backend} -> {folder}")
                 models.MODEL_CACHE.clear()
-                t0 = time.perf_counter()
-                summary = build_index(args.corpus / pkg, out, BuildOptions(encoder=backend, progress=False))
-                secs = time.perf_counter() - t0
+                summary, secs = timed(lambda: build_index(args.corpus / pkg, folder,
+                                                          BuildOptions(encoder=backend, progress=False)))
                 dense_secs = summary.seconds.get("dense", float("nan"))
-            index = load_index(out)
+            index = load_index(folder)
             for mode in modes:
                 session = RetrievalSession.of(index)
                 results = session.run([q["query"] for q in queries], plan_options("balanced", mode), k=10)
@@ -179,8 +181,8 @@ def quality(args, backends: list[str]) -> None:
                     rr[q["kind"]].append(next((1 / i for i, d in enumerate(r, 1) if d in g), 0.0))
                 allv = [v for vs in rr.values() for v in vs]
                 cells = " | ".join(f"{np.mean(rr[k]):.3f}" for k in kinds)
-                print(f"| {pkg} | {backend} | {secs:.0f} | {dense_secs:.0f} | {mode} | {cells} | "
-                      f"{np.mean(allv):.3f} | {overlap:.3f} |", flush=True)
+                out(f"| {pkg} | {backend} | {secs:.0f} | {dense_secs:.0f} | {mode} | {cells} | "
+                      f"{np.mean(allv):.3f} | {overlap:.3f} |")
 
 
 LOOP = """
@@ -210,14 +212,19 @@ def small_job(indexes: list[Path], repeats: int) -> None:
     env = {**os.environ, "PYTHONPATH": str(repo)}
     py = sys.executable
     work = Path(tempfile.mkdtemp(prefix="codenib-small-job-"))
-    print("\n### small job: 15 queries, --mode all, cold processes (fastest of "
-          f"{repeats}; seconds)\n")
-    print("| index (encoder) | python + codenib imports | Ray start + stop | index load | query encoder load "
-          "| in-process loop | `codenib run` on Ray | `codenib run` default | Ray / loop | default / loop |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    out("\n### small job: 15 queries, --mode all, cold processes (fastest of "
+        f"{repeats} interleaved rounds; seconds)\n")
+    head = ("index (encoder)", "python + codenib imports", "Ray start + stop", "index load", "query encoder load",
+            "in-process loop", "`codenib run` on Ray", "`codenib run` default", "Ray / loop", "default / loop")
+    table = []
     ray_init = ("import ray; ray.init(num_cpus=2, include_dashboard=False, _node_ip_address='127.0.0.1', "
                 "log_to_driver=False, configure_logging=False); ray.shutdown()")
     runs = iter(range(1_000_000))
+
+    def probe(name: str, make) -> None:
+        done = subprocess.run(make(), env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
 
     for index in indexes:
         load = f"from codenib.index.loaded import load_index; i = load_index({str(index)!r}, device='cpu')"
@@ -235,15 +242,9 @@ def small_job(indexes: list[Path], repeats: int) -> None:
             "ray_job": lambda: run_cmd(["--local-below", "0"]),
             "default": lambda: run_cmd([]),
         }
-        best = {k: float("inf") for k in probes}
-        for rep in range(repeats):
-            for name, cmd in probes.items():
-                t0 = time.perf_counter()
-                done = subprocess.run(cmd(), env=env, capture_output=True, text=True)
-                if done.returncode != 0:
-                    raise SystemExit(f"{name} failed: {done.stderr[-2000:]}")
-                best[name] = min(best[name], time.perf_counter() - t0)
-            print(f"  small job {index}: pass {rep + 1}/{repeats}", file=sys.stderr, flush=True)
+        timings = timed_rounds({name: partial(probe, name, make) for name, make in probes.items()}, repeats,
+                               desc=f"small job {index.name}")
+        best = {name: t.best for name, t in timings.items()}
         backend = "?"
         with contextlib.suppress(Exception):
             import json
@@ -251,9 +252,9 @@ def small_job(indexes: list[Path], repeats: int) -> None:
             backend = (json.loads((index / "manifest.json").read_text())["model"].get("encoder") or {}).get(
                 "backend", "torch")
         b = best
-        print(f"| {index.parent.name}/{index.name} ({backend}) | {b['imports']:.1f} | {b['ray']:.1f} | "
-              f"{b['index']:.1f} | {b['encoder']:.1f} | {b['loop']:.1f} | {b['ray_job']:.1f} | "
-              f"{b['default']:.1f} | {b['ray_job'] / b['loop']:.2f} | {b['default'] / b['loop']:.2f} |", flush=True)
+        table.append((f"{index.parent.name}/{index.name} ({backend})", *(f"{b[k]:.1f}" for k in probes),
+                      f"{b['ray_job'] / b['loop']:.2f}", f"{b['default'] / b['loop']:.2f}"))
+    out(render_table(head, table, markdown=True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
 
     backends = [b for b in args.backends if BACKENDS[b].available()]
     missing = sorted(set(args.backends) - set(backends))
-    print(f"# encoder benchmark ({cpu_threads()} cores; missing runtimes: {', '.join(missing) or 'none'})")
+    out(f"# encoder benchmark ({cpu_threads()} cores; missing runtimes: {', '.join(missing) or 'none'})")
     if not args.skip_speed:
         import torch
 

@@ -1,9 +1,12 @@
 """Timing and tables shared by every benchmark script under scripts/ (bench_*.py).
 
-Timing: `Stopwatch` (wall and CPU seconds, the CPU of child processes included),
+Timing: `Stopwatch` (wall and CPU seconds, the CPU of waited-for child processes included;
+Ray's worker processes are not this process's children: `tree_cpu_seconds` is the clock for
+work on a Ray this process started, its every descendant sampled, ended ones included),
 `best_of` (best wall time of N calls), `median_of` (median after a warm-up), `timed_rounds` (interleaved A/B/... rounds whose
-order rotates, so load that drifts hits every side alike) and `Timing` (median, best and the
-median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
+order rotates, so load that drifts hits every side alike; wall seconds, and CPU seconds by a
+clock of choice) and `Timing` (median, best and the median of paired speed-ups). Tables: `render_table` (fixed width or Markdown, any columns)
+`rate_table` (each side's median and best time, its rate and its ratio to a baseline side)
 and `Row` / `summary_table`, the metric | ours | baseline | ratio | target | pass/fail table
 that ends the index benchmarks. Not part of the codenib package: scripts import it as a
 sibling module (`python scripts/bench_x.py` puts scripts/ on sys.path).
@@ -12,6 +15,7 @@ sibling module (`python scripts/bench_x.py` puts scripts/ on sys.path).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import resource
 import sys
 import time
@@ -56,20 +60,94 @@ def children_peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
+def _tree_times(root: int) -> dict[tuple[int, int], int]:
+    """Clock ticks of user + system time of `root` and each live descendant, keyed by (pid,
+    start time): a pid reused later is another process."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, tuple[int, int]] = {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                # The fields after the command (which may hold spaces and parentheses): state is
+                # [0], ppid [1], utime and stime [11] and [12], start time [19].
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue   # it ended meanwhile
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        stats[pid] = (int(fields[19]), int(fields[11]) + int(fields[12]))
+    found, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            start, ticks = stats[pid]
+            found[(pid, start)] = ticks
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+class TreeClock:
+    """CPU seconds (user + system) of this process and every descendant it has had since the
+    clock's first reading: a clock for work on a Ray this process started (`ray.init()`
+    without an address runs GCS, raylet, workers and actors as its descendants), which
+    `cpu_seconds` does not see. The raylet never waits for its workers' CPU, so a thread
+    samples the process tree every `interval` seconds and a process that ended counts with
+    its last sample (at most `interval` of its last work is missed). A cluster joined by
+    address is not counted. Linux only (/proc); 0.0 elsewhere."""
+
+    def __init__(self, interval: float = 0.5):
+        import threading
+
+        self.interval = interval
+        self._seen: dict[tuple[int, int], int] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        now = _tree_times(os.getpid())
+        with self._lock:
+            self._seen.update(now)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.interval)
+            self._sample()
+
+    def __call__(self) -> float:
+        if self._thread is None:
+            import threading
+
+            self._thread = threading.Thread(target=self._run, name="benchkit-tree-clock", daemon=True)
+            self._thread.start()
+        self._sample()
+        with self._lock:
+            return sum(self._seen.values()) / os.sysconf("SC_CLK_TCK")
+
+
+#: The process-tree CPU clock (`TreeClock`) the benchmarks on Ray share.
+tree_cpu_seconds = TreeClock()
+
+
 class Stopwatch:
     """`with Stopwatch() as sw: ...` then `sw.wall` and `sw.cpu` (seconds; the CPU seconds
-    count child processes, on a loaded machine the wall time mostly measures others)."""
+    count child processes, on a loaded machine the wall time mostly measures others).
+    `clock`: the CPU clock (default `cpu_seconds`; `tree_cpu_seconds` for work on Ray)."""
 
     wall: float = 0.0
     cpu: float = 0.0
 
+    def __init__(self, clock: Callable[[], float] = cpu_seconds):
+        self._clock = clock
+
     def __enter__(self) -> "Stopwatch":
-        self._wall0, self._cpu0 = time.perf_counter(), cpu_seconds()
+        self._wall0, self._cpu0 = time.perf_counter(), self._clock()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self._wall0
-        self.cpu = cpu_seconds() - self._cpu0
+        self.cpu = self._clock() - self._cpu0
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -93,9 +171,15 @@ def median_of(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """Wall times of one function over interleaved rounds."""
+    """Wall times of one function over interleaved rounds (and its CPU times, when a CPU
+    clock was given)."""
 
     times: tuple[float, ...]
+    cpu: tuple[float, ...] = ()
+
+    @property
+    def cpu_median(self) -> float:
+        return Timing(self.cpu).median if self.cpu else float("nan")
 
     @property
     def best(self) -> float:
@@ -112,12 +196,19 @@ class Timing:
         so load from other processes that lasts longer than a round cancels out."""
         return Timing(tuple(b / o for b, o in zip(baseline.times, self.times))).median
 
+    def cpu_saving_over(self, baseline: "Timing") -> float:
+        """Median over rounds of baseline CPU / our CPU (above 1: we spend less CPU)."""
+        pairs = tuple(b / o for b, o in zip(baseline.cpu, self.cpu) if o > 0)
+        return Timing(pairs).median if pairs else float("nan")
+
 
 def timed_rounds(fns: dict[str, Callable[[], Any]], repeats: int, desc: str = "rounds",
-                 progress: bool = True) -> dict[str, Timing]:
-    """Time each function once per round for `repeats` rounds; each round rotates the order."""
+                 progress: bool = True, cpu: Callable[[], float] | None = None) -> dict[str, Timing]:
+    """Time each function once per round for `repeats` rounds; each round rotates the order.
+    `cpu`: a CPU clock (`cpu_seconds`, `tree_cpu_seconds`) read around each call too."""
     names = list(fns)
     times: dict[str, list[float]] = {name: [] for name in names}
+    cpus: dict[str, list[float]] = {name: [] for name in names}
     rounds: Any = range(repeats)
     if progress:
         from tqdm import tqdm
@@ -125,8 +216,11 @@ def timed_rounds(fns: dict[str, Callable[[], Any]], repeats: int, desc: str = "r
         rounds = tqdm(rounds, desc=desc, unit="round", file=sys.stderr, leave=False)
     for r in rounds:
         for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(timed(fns[name])[1])
-    return {name: Timing(tuple(ts)) for name, ts in times.items()}
+            with Stopwatch(cpu or (lambda: 0.0)) as sw:
+                fns[name]()
+            times[name].append(sw.wall)
+            cpus[name].append(sw.cpu)
+    return {name: Timing(tuple(times[name]), tuple(cpus[name]) if cpu else ()) for name in names}
 
 
 def qps(n: int, seconds: float) -> str:
@@ -173,6 +267,26 @@ def render_table(head: Sequence[str], rows: Sequence[Sequence[Any]], markdown: b
              for row in cells]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+RATE_HEAD = ("side", "median s", "best s", "rate (median)", "ratio")
+CPU_HEAD = ("CPU s (median)", "CPU ratio")
+
+
+def rate_table(timings: dict[str, Timing], n: int, baseline: str, unit: str = "q/s") -> str:
+    """side | median s | best s | rate (median) | ratio: one row per side of `timed_rounds`; the
+    ratio is the median of per-round paired speed-ups over `baseline` (above 1: faster). With
+    CPU times, also | CPU s (median) | CPU ratio (baseline CPU / ours, median of rounds)."""
+    base = timings[baseline]
+    with_cpu = all(t.cpu for t in timings.values())
+    rows = []
+    for name, t in timings.items():
+        row = [name, f"{t.median:.3f}", f"{t.best:.3f}", f"{n / t.median:,.1f} {unit}" if t.median > 0 else "inf",
+               f"{t.speedup_over(base):.2f}x"]
+        if with_cpu:
+            row += [f"{t.cpu_median:.1f}", f"{t.cpu_saving_over(base):.2f}x"]
+        rows.append(row)
+    return render_table(RATE_HEAD + (CPU_HEAD if with_cpu else ()), rows, right=(1, 2, 3, 4, 5, 6))
 
 
 def ratio(baseline: float, ours: float) -> str:

@@ -5,6 +5,7 @@ import ray
 from codenib.integrations.ray_data import CodeNibRetrieve, read_results
 
 queries = ray.data.read_parquet("queries.parquet")          # qid, query (optional budget, mode)
+queries = queries.repartition(8)                             # see "Blocks" below
 results = queries.map_batches(CodeNibRetrieve, fn_constructor_kwargs={"index": "idx/click", "k": 10},
                               concurrency=2, num_cpus=0.5, batch_format="pyarrow")  # a CPU left for reads
 results.write_parquet("my-results/")                          # the DESIGN result rows
@@ -18,6 +19,11 @@ the actor, and the plans run in-process as in the local path of `codenib run`. A
 cannot run (empty text) yields no rows. Use `codenib run` for resumable, exactly-once jobs with
 plans.parquet, provenance and a lock; use this for a retrieval step inside a pipeline of your
 own (Ray Data retries and streams, but keeps no record of what was committed).
+
+Blocks: Ray Data gives each block of the dataset to one actor as one task. A query file
+written as one row group reads as one block, whatever `override_num_blocks` asks (Ray 2.60),
+so one actor would answer every query while the others idle: `repartition` the queries into
+a few blocks per actor first (`scripts/bench_ray_data.py` measures the difference).
 """
 
 from __future__ import annotations

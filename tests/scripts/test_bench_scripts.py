@@ -1,14 +1,21 @@
-"""The index benchmarks (scripts/bench_*.py) end to end on a tiny corpus, and their shared
-helper scripts/benchkit.py: each prints its tables with the expected columns."""
+"""The benchmarks (scripts/bench_*.py) end to end on tiny inputs, and their shared helper
+scripts/benchkit.py: each prints its tables with the expected columns and finite ratios.
+Those that run on Ray run in this process, on the tests' one local Ray (its start-up is
+most of a Ray benchmark's time at these sizes)."""
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.batch.conftest import QUERIES, ray_session, write_queries  # noqa: F401 - the one local Ray
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
@@ -55,6 +62,63 @@ def header_cells(stdout: str, first: str) -> list[str]:
 def summary_metrics(stdout: str) -> list[str]:
     lines = stdout.split("== summary:")[1].splitlines()[3:]
     return [ln.split(" | ")[0].strip() for ln in lines if " | " in ln]
+
+
+def table(stdout: str, first: str) -> list[list[str]]:
+    """The body rows (cells) of each fixed-width or Markdown table whose header starts with
+    `first`, in order."""
+    lines = stdout.splitlines()
+    rows: list[list[str]] = []
+    for i, line in enumerate(lines):
+        if cells_of(line)[:1] != [first]:
+            continue
+        for body in lines[i + 2:]:
+            if " | " not in body:
+                break
+            rows.append(cells_of(body))
+    assert rows, f"no table headed {first!r} in:\n{stdout}"
+    return rows
+
+
+def cells_of(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split(" | ")]
+
+
+def finite_ratio(cell: str) -> float:
+    """A ratio cell (`1.23x`) as a number; fails unless it is one and finite."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)x", cell)
+    assert m, f"not a ratio: {cell!r}"
+    value = float(m.group(1))
+    assert math.isfinite(value) and value > 0
+    return value
+
+
+def summary_ratios(stdout: str) -> dict[str, float]:
+    """Each summary row's metric and ratio (rows without a ratio left out)."""
+    rows = table(stdout.split("== summary:")[1], "metric")
+    return {r[0]: finite_ratio(r[3]) for r in rows if r[3] != "-"}
+
+
+def rate_ratios(stdout: str) -> dict[str, float]:
+    """The sides and ratios of the first `benchkit.rate_table`."""
+    assert header_cells(stdout, "side") == ["side", "median s", "best s", "rate (median)", "ratio"]
+    return {r[0]: finite_ratio(r[4]) for r in table(stdout, "side")}
+
+
+def run_main(monkeypatch, capsys, name: str, *args: str) -> str:
+    """`main(args)` of scripts/NAME in this process (on the tests' Ray); its stdout."""
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location(f"bench_script_{Path(name).stem}", SCRIPTS / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    capsys.readouterr()
+    assert module.main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+@pytest.fixture
+def query_file(tmp_path) -> Path:
+    return write_queries(tmp_path / "queries.parquet", QUERIES)
 
 
 def test_bench_bm25(tiny_corpus):
@@ -120,3 +184,96 @@ def test_benchkit_tables_and_rounds(monkeypatch):
     with benchkit.Stopwatch() as sw:
         sum(range(1000))
     assert sw.wall >= 0 and sw.cpu >= 0
+
+
+def test_benchkit_counts_the_cpu_of_descendants_and_tabulates_it(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import benchkit
+
+    # A grandchild whose parent never waits for it, so no rusage counts its CPU: as Ray's
+    # raylet does not wait for the workers it starts.
+    spin = ("import os, signal, subprocess, sys, time\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+            "pid = subprocess.Popen([sys.executable, '-c', 'import time\\nt = time.process_time()\\n"
+            "while time.process_time() - t < 0.6: pass']).pid\n"
+            "while not time.sleep(0.05):\n    try:\n        os.kill(pid, 0)\n    except ProcessLookupError:\n"
+            "        break\n")
+    clock = benchkit.TreeClock(interval=0.1)
+    timing = benchkit.timed_rounds({"child": lambda: subprocess.run([sys.executable, "-c", spin], check=True),
+                                    "none": lambda: None}, 2, progress=False, cpu=clock)
+    assert all(c >= 0.4 for c in timing["child"].cpu), timing
+    assert timing["none"].cpu_median < 0.5
+    table = benchkit.rate_table(timing, 10, "child").splitlines()
+    assert cells_of(table[0]) == ["side", "median s", "best s", "rate (median)", "ratio", "CPU s (median)",
+                                  "CPU ratio"]
+    assert finite_ratio(cells_of(table[2])[6]) == 1.0
+
+
+def test_bench_ray_data(ray_session, sparse_only_index_dir, monkeypatch, capsys):
+    stdout = run_main(monkeypatch, capsys, "bench_ray_data.py", "--index", str(sparse_only_index_dir),
+                      "--queries", "12", "--rounds", "1", "--concurrency", "1", "--blocks", "2")
+    assert set(rate_ratios(stdout)) == {"codenib run", "ray data adapter"}
+    assert set(summary_ratios(stdout)) == {"ray data adapter / codenib run throughput"}
+    assert "same rows: True" in stdout
+
+
+def test_bench_ray_data_gives_every_actor_blocks_of_a_one_file_query_set(ray_session, tmp_path, monkeypatch):
+    # A one-row-group Parquet file reads as one block (override_num_blocks does not split it),
+    # and one block goes to one actor: the benchmark's adapter ran on one actor of two.
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location("bench_ray_data_blocks", SCRIPTS / "bench_ray_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = write_queries(tmp_path / "q.parquet", [{"qid": f"q{i}", "query": f"text {i}"} for i in range(40)])
+    ds = module.read_query_blocks(path, 4).materialize()
+    assert ds.num_blocks() == 4 and ds.count() == 40
+
+
+def test_bench_batch(ray_session, sparse_only_index_dir, query_file, monkeypatch, capsys):
+    stdout = run_main(monkeypatch, capsys, "bench_batch.py", "--index", str(sparse_only_index_dir),
+                      "--queries", str(query_file), "--sizes", "8", "--modes", "sparse", "--shard-size", "4",
+                      "--ray-data-concurrency", "1")
+    assert set(rate_ratios(stdout)) == {"in-process loop", "ray job", "ray data"}
+    assert set(summary_ratios(stdout)) == {"8 sparse: ray job / in-process loop", "8 sparse: ray data / ray job"}
+
+
+def test_bench_many(ray_session, sparse_only_index_dir, monkeypatch, capsys):
+    stdout = run_main(monkeypatch, capsys, "bench_many.py", "--index", str(sparse_only_index_dir),
+                      "--indexes", "2", "--per-index", "4", "--shard-size", "4", "--workers", "1")
+    assert set(rate_ratios(stdout)) == {"1 index", "2 indexes"}
+    assert set(summary_ratios(stdout)) == {"2 indexes / 1 index throughput"}
+
+
+def test_bench_s3(sparse_only_index_dir):
+    pytest.importorskip("moto")
+    stdout = run_script("bench_s3.py", "--index", str(sparse_only_index_dir), "--queries", "8",
+                        "--shard-size", "4", "--rounds", "1")
+    assert set(rate_ratios(stdout)) == {"local -> local", "s3 -> s3"}
+    assert set(summary_ratios(stdout)) == {"s3 -> s3 / local -> local throughput"}
+    assert {"index: copy into the node cache", "index: verified cache hit"} <= set(summary_metrics(stdout))
+
+
+def test_bench_queries(sparse_only_index_dir):
+    stdout = run_script("bench_queries.py", "--index", str(sparse_only_index_dir), "--sizes", "8,16",
+                        "--shard-size", "4", "--in-process")
+    rows = table(stdout, "queries")
+    assert [r[0] for r in rows] == ["8", "16"]
+    assert all(finite_ratio(r[8]) for r in rows)
+    assert list(summary_ratios(stdout)) == ["driver peak RSS, 16 / 8 queries (target <= 2x)"]
+
+
+def test_bench_graph(fixture_repo):
+    stdout = run_script("bench_graph.py", "--repo", str(fixture_repo), "--queries", "5", "--seeds", "2")
+    rows = table(stdout, "variant")
+    assert [r[0] for r in rows] == ["no hub cap", "hub cap 200"]
+    assert all(finite_ratio(r[6]) for r in rows)
+    assert set(summary_ratios(stdout)) == {"no hub cap: push PPR vs igraph exact PPR, per query",
+                                           "hub cap 200: push PPR vs igraph exact PPR, per query"}
+
+
+def test_bench_encode(fixture_index_dir, tmp_path):
+    stdout = run_script("bench_encode.py", "--indexes", str(fixture_index_dir), "--eval", str(tmp_path),
+                        "--texts", "6", "--queries", "6", "--chunk", "3", "--backends", "torch")
+    for kind in ("node texts", "queries"):
+        rows = table(stdout.split(f"### {kind}:")[1].split("###")[0], "side")
+        assert [r[0] for r in rows] == ["sentence-transformers", "codenib torch"]
+        assert all(finite_ratio(c) for r in rows for c in r[2:5])
