@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray.data
 
-    from codenib.batch.job import start_ray, stop_ray
+    from codenib.batch.raysession import start_ray, stop_ray
 
     out(f"CodeNib Ray Data adapter against `codenib run`: {args.queries} queries, k {args.k}, "
         f"{os.cpu_count()} CPUs; adapter: concurrency {args.concurrency}, batch {args.batch_size}, blocks {blocks}")
