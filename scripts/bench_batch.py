@@ -58,7 +58,6 @@ def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> int
     from codenib.batch.session import RetrievalSession
     from codenib.batch.worker import ShardOptions, process_shard
     from codenib.model.planner import plan_options, plan_rows
-
     from codenib.engines import models
 
     models.MODEL_CACHE.clear()  # both sides pay for loading the model, as the actors do

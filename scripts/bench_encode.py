@@ -144,7 +144,6 @@ def quality(args, backends: list[str]) -> None:
     from codenib.index.loaded import load_index
     from codenib.batch.session import RetrievalSession
     from codenib.model.planner import plan_options
-
     kinds = ("semantic", "lexical", "structural")
     modes = ("dense", "auto")
     out("\n### dev-set quality per backend (node RR@10 per kind; overlap = mean |top-10 ∩ torch top-10| / 10)\n")

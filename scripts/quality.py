@@ -22,7 +22,6 @@ from codenib.compiler.build import BuildOptions, build_index
 from codenib.index.loaded import load_index
 from codenib.batch.session import RetrievalSession
 from codenib.model.planner import plan_options
-
 MODES = ("sparse", "dense", "hybrid", "graph", "auto")
 KINDS = ("semantic", "lexical", "structural")
 

@@ -6,8 +6,6 @@ import dataclasses
 
 from codenib.batch.session import RetrievalSession
 from codenib.model.planner import RetrievalPlanner, plan_options
-
-
 class Retrieval:
     """A session over `index` with one run's options (budget, mode, reranker)."""
 

@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 from codenib.engines.backends import BACKENDS
 from codenib.core.errors import BadInputError
-from codenib.model.planner import BUDGETS, RUN_MODES, PlanOptions
+from codenib.model.planner import RUN_MODES
+from codenib.model.planspec import BUDGETS, PlanOptions
 from codenib.model.planner import RERANKERS as PLAN_RERANKERS
 from codenib.core.options import DEVICES, option, required, validate_options
 

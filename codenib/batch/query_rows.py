@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codenib.core.errors import CodeNibError
-from codenib.model.planner import QueryPlan
+from codenib.model.planspec import QueryPlan
 from codenib.core.storage import StorageConfig, is_uri
 
 

@@ -15,7 +15,8 @@ import pyarrow as pa
 from codenib.batch.query_files import check_column_types, file_schema, has_surrogate, local_copy, record_batches
 from codenib.batch.query_rows import MAX_LISTED, QueryRow, listed, qid_text, resolve_index, resolve_index_name
 from codenib.core.errors import BadInputError
-from codenib.model.planner import BUDGETS, MODES
+from codenib.model.planner import MODES
+from codenib.model.planspec import BUDGETS
 from codenib.core.querytext import clean_query_text
 from codenib.core.storage import StorageConfig, is_uri
 

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 from codenib.index.loaded import LoadedIndex, load_index
 from codenib.model.localise import LocaliseWeights
 from codenib.model.pipelines import Engines, LocalEngines, PlanExecutor, QueryResult
-from codenib.model.planner import PlanOptions, QueryPlan, RetrievalPlanner, check_capabilities
+from codenib.model.planner import RetrievalPlanner, check_capabilities
+from codenib.model.planspec import PlanOptions, QueryPlan
 from codenib.core.querytext import clean_query_text
 
 

@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from codenib.batch.queries import QueryRow, Shard
 from codenib.model.pipelines import QueryResult
-from codenib.model.planner import MODE_PLANS, run_modes
+from codenib.model.planner import run_modes
+from codenib.model.plans import MODE_PLANS
 from codenib.core.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 

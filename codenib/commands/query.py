@@ -8,9 +8,8 @@ import sys
 
 from codenib.commands import Command
 from codenib.engines.backends import BACKENDS
-from codenib.model.planner import BUDGETS, MODES, RERANKERS
-
-
+from codenib.model.planner import MODES, RERANKERS
+from codenib.model.planspec import BUDGETS
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("index", metavar="INDEX_DIR", help="an index folder built by `codenib index`")
     p.add_argument("text", metavar="TEXT", help="the question, a symbol name, or a bug report")
@@ -37,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from codenib.batch.session import RetrievalSession
     from codenib.core.errors import QueryError
     from codenib.index.loaded import check_encoder
-    from codenib.model.planner import BUDGETS, PlanOptions
+    from codenib.model.planspec import BUDGETS, PlanOptions
     from codenib.core.querytext import clean_query_text
 
     if args.k < 1:

@@ -66,7 +66,6 @@ class CodeNibRetrieve:
         from codenib.batch.worker import ShardOptions
         from codenib.index.loaded import check_encoder
         from codenib.model.planner import planner_chooses
-
         path = Path(index)
         if not (path / "manifest.json").is_file():
             raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
@@ -100,7 +99,6 @@ class CodeNibRetrieve:
         from codenib.batch.queries import Shard
         from codenib.batch.worker import process_shard
         from codenib.model.planner import plan_rows
-
         rows = self._rows(_as_table(batch))
         if not rows:
             return RESULTS_SCHEMA.empty_table()
@@ -114,7 +112,8 @@ class CodeNibRetrieve:
 
     def _rows(self, table: pa.Table):
         from codenib.batch.queries import QueryRow, check_column_types
-        from codenib.model.planner import BUDGETS, MODES
+        from codenib.model.planner import MODES
+        from codenib.model.planspec import BUDGETS
         from codenib.core.querytext import clean_query_text
 
         missing = [c for c in ("qid", "query") if c not in table.column_names]

@@ -15,10 +15,9 @@ from typing import Any, Mapping, Sequence
 
 from codenib.core.errors import BadInputError, CodeNibError
 from codenib.model.plans import MODE_PLANS, PLANS, plan_class
-from codenib.model.planspec import (  # noqa: F401 - the planner's public data types
+from codenib.model.planspec import (
     BUDGETS,
     BudgetPreset,
-    GraphExpansionPlan,
     PlanOptions,
     PlannerCapabilities,
     PlannerTrace,

@@ -201,7 +201,6 @@ def test_undecodable_and_control_text_is_cleaned_and_recorded_in_the_plan_row(tm
     from codenib.batch.session import RetrievalSession
     from codenib.batch.worker import ShardOptions, process_shard
     from codenib.model.planner import plan_options, plan_rows
-
     path = tmp_path / "q.jsonl"
     # json.dumps writes lone surrogates as \udcxx escapes, which json.loads reads back as such.
     lines = [{"qid": "latin1", "query": "caf\udce9 editor"}, {"qid": "nul", "query": "who calls\x00 slugify?"},

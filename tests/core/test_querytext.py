@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.retrieval import Retrieval
-from codenib.model.planner import BUDGETS, MODES, RERANKERS
+from codenib.model.planner import MODES, RERANKERS
+from codenib.model.planspec import BUDGETS
 from codenib.core.querytext import MAX_QUERY_CHARS, clean_query_text
 from tests.ops.llm_server import FakeChatServer
 

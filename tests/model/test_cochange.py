@@ -16,7 +16,6 @@ from codenib.compiler.build import BuildOptions, build_index
 from codenib.compiler.history import HistorySpec
 from codenib.model import cochange, history_evidence
 from codenib.model.planner import plan_options
-
 LEGEND = ('def draw_legend(labels, title):\n    """Draw the legend labels under a title."""\n'
           "    return [title] + labels\n")
 # Both match the report weakly: colors.py ranks above spacing.py by its words alone.

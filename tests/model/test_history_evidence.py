@@ -17,7 +17,6 @@ from codenib.compiler.build import BuildOptions, build_index
 from codenib.compiler.history import HistorySpec
 from codenib.model import history_evidence
 from codenib.model.planner import plan_options
-
 LEGEND = '''"""Keys."""
 
 

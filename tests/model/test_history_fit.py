@@ -26,7 +26,6 @@ from codenib.compiler.history import HistorySpec
 from codenib.index.loaded import load_index
 from codenib.model import history_evidence, history_fit
 from codenib.model.planner import plan_options
-
 TOPICS = ("quasar", "nebula", "pulsar", "comet", "meteor", "galaxy")
 N_COMMITS = 48
 PRIOR_HISTORY = dict(history_evidence.WEIGHTS)["similar_changes"]

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from codenib.core.errors import BadInputError
-from codenib.model.planner import BUDGETS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner, plan_options
+from codenib.model.planner import MODES, RetrievalPlanner, plan_options
+from codenib.model.plans import PLANS
+from codenib.model.planspec import BUDGETS, PlannerCapabilities
 from codenib.model.signals import query_signals
 
 PLANNER = RetrievalPlanner()

@@ -7,7 +7,9 @@ import pytest
 from codenib.core.errors import BadInputError
 from codenib.model.parts import fuse
 from tests.retrieval import Retrieval
-from codenib.model.planner import MODE_PLANS, MODES, PLANS, PlannerCapabilities, RetrievalPlanner, plan_options
+from codenib.model.planner import MODES, RetrievalPlanner, plan_options
+from codenib.model.plans import MODE_PLANS, PLANS
+from codenib.model.planspec import PlannerCapabilities
 from codenib.model.plans import PLAN_REGISTRY, RetrievalPathPlan, RetrievalPlan, plan_class
 from codenib.model.signals import query_signals
 
