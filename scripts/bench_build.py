@@ -42,7 +42,7 @@ def stage_row(name: str, seconds: float, nodes: int, note: str = "") -> Row:
 def bench_reuse(corpus: Path, nodes: Sequence[dict[str, Any]], first_index: Path | None,
                 first_build: dict[str, Any] | None, work: Path, args: argparse.Namespace) -> list[Row]:
     """Rebuild a modified copy of the corpus with `BuildOptions(reuse=first_index)`."""
-    from codenib.compiler.build import BuildOptions
+    from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.walk import walk_repository
 
     out("\n== second commit (reuse) ==")
@@ -163,7 +163,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     import shutil
 
-    from codenib.compiler.build import BuildOptions
+    from codenib.compiler.build_options import BuildOptions
 
     args = parse_args(argv)
     corpus = resolve_corpus(args.corpus)

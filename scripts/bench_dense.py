@@ -198,7 +198,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     import shutil
 
-    from codenib.compiler.build import BuildOptions
+    from codenib.compiler.build_options import BuildOptions
 
     args = parse_args(argv)
     corpus = resolve_corpus(args.corpus)

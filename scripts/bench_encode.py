@@ -139,7 +139,8 @@ def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> N
 
 def quality(args, backends: list[str]) -> None:
     """Index the dev corpora with each backend; top-10 overlap with torch and RR@10 per kind."""
-    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
     from codenib.engines import models
     from codenib.index.loaded import load_index
     from codenib.batch.session import RetrievalSession

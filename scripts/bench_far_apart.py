@@ -37,7 +37,7 @@ def bench_far_apart(work: Path, args: argparse.Namespace) -> list[Row]:
     """Two snapshots of --corpus, the second with a release's worth of change to
     --far-fraction of its files (`rewrite_files`): the second built fresh and with --reuse of
     the first's index, alternately first, --far-rounds times; stage times side by side."""
-    from codenib.compiler.build import BuildOptions
+    from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.walk import walk_repository
 
     corpus = resolve_corpus(args.corpus)

@@ -70,7 +70,7 @@ def checkout(git_dir: Path, commit: str, dst: Path) -> None:
 
 def bench_snapshots(work: Path, args: argparse.Namespace) -> list[Row]:
     """Full and incremental builds of successive snapshots; rows for the final table."""
-    from codenib.compiler.build import BuildOptions
+    from codenib.compiler.build_options import BuildOptions
 
     options = BuildOptions(dense=args.dense, device=args.device, batch_size=args.batch_size, progress=False)
     sources = []

@@ -56,7 +56,8 @@ RUN, ADAPTER, ONE_BLOCK = "codenib run", "ray data adapter", "ray data adapter, 
 
 
 def build_index(corpus: Path, tmp: Path) -> str:
-    from codenib.compiler.build import BuildOptions, build_index as build
+    from codenib.compiler.build import build_index as build
+    from codenib.compiler.build_options import BuildOptions
 
     out_dir = tmp / "index"
     build(corpus, out_dir, BuildOptions(dense=False, progress=False))

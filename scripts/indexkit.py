@@ -336,7 +336,7 @@ class DenseFields:
 def build_dense_sample(nodes: Sequence[dict[str, Any]], work: Path, args: argparse.Namespace
                        ) -> tuple[np.ndarray, DenseFields, float]:
     """Run the dense stage (`build_dense`) over a node sample; return rows, vectors, seconds."""
-    from codenib.compiler.build import BuildOptions
+    from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.dense import build_dense
 
     rng = np.random.default_rng(args.seed)

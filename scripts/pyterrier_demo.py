@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="codenib-pt-"))
     index = args.index
     if index is None:
-        from codenib.compiler.build import BuildOptions, build_index
+        from codenib.compiler.build import build_index
+        from codenib.compiler.build_options import BuildOptions
 
         index = str(work / "index")
         print(f"indexing {sample_repository()} -> {index}", file=sys.stderr)

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+
+from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
 from codenib.batch.session import RetrievalSession
 from codenib.model.planner import plan_options

@@ -29,7 +29,8 @@ def fixture_repo(tmp_path_factory):
 def fixture_index_dir(fixture_repo, tmp_path_factory):
     """The fixture repository indexed with BM25, graph and dense vectors (packaged model,
     torch encoder: the rankings the tests check were read off torch's vectors)."""
-    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
 
     out = tmp_path_factory.mktemp("index") / "fixture"
     build_index(fixture_repo, out, BuildOptions(progress=False, device="cpu", encoder="torch"))
@@ -46,7 +47,8 @@ def fixture_index(fixture_index_dir):
 @pytest.fixture(scope="session")
 def sparse_only_index_dir(fixture_repo, tmp_path_factory):
     """The fixture repository indexed without dense vectors."""
-    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
 
     out = tmp_path_factory.mktemp("index") / "sparse_only"
     build_index(fixture_repo, out, BuildOptions(dense=False, progress=False))

@@ -18,7 +18,7 @@ from codenib.core.artifact import sha256_file
 from codenib.batch.job import Job, JobSummary, Logger, execute, log_to_stderr
 from codenib.batch.options import RunOptions
 from codenib.batch.placement import start_actors
-from codenib.batch.queries import QueryRow, Shard
+from codenib.batch.query_rows import QueryRow, Shard
 from codenib.batch.scan import QueryScan, ShardInfo, ShardLayout, scan_query_set
 from codenib.batch.worker import ShardOptions, failed_shard
 from codenib.index.remote import IndexCacheDir, local_index
@@ -160,7 +160,7 @@ def _local_reason(options: RunOptions, queries: int) -> str | None:
 
 def index_cache_dir(options: RunOptions, storage: StorageConfig) -> IndexCacheDir:
     """The node-local cache of index copies (`--index-cache`, default `CACHE/indexes`)."""
-    from codenib.engines.export import cache_root
+    from codenib.engines.export_cache import cache_root
 
     root = options.index_cache or str(cache_root() / "indexes")
     return IndexCacheDir(str(Path(root).absolute()), options.index_cache_bytes, storage)

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from codenib.batch.job import Cluster, Logger
 from codenib.batch.options import RunOptions
-from codenib.batch.queries import Shard
+from codenib.batch.query_rows import Shard
 from codenib.batch.worker import ShardOptions
 from codenib.index.remote import IndexCacheDir
 

@@ -8,13 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codenib.batch.query_files import COLUMN_TYPES, check_column_types, load_query_records
-from codenib.batch.query_rows import MAX_LISTED, QueryRow, Shard, resolve_index_name
+from codenib.batch.query_rows import QueryRow, Shard
 from codenib.core.errors import BadInputError
 from codenib.core.storage import StorageConfig
 
-__all__ = ["COLUMN_TYPES", "MAX_LISTED", "QueryRow", "QuerySet", "Shard", "check_column_types", "load_query_records",
-           "read_query_set", "resolve_index_name"]
+__all__ = ["QuerySet", "read_query_set"]
 
 
 @dataclass(frozen=True)

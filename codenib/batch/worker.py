@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from codenib.batch.queries import QueryRow, Shard
+from codenib.batch.query_rows import QueryRow, Shard
 from codenib.model.pipelines import QueryResult
 from codenib.model.planner import run_modes
 from codenib.model.plans import MODE_PLANS

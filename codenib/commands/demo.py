@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from codenib.core.artifact import is_index_dir
     from codenib.batch.driver import RunOptions, run_job
     from codenib.compiler import build
+    from codenib.compiler.build_options import BuildOptions
     from codenib.eval import markdown, report
     from codenib.eval.qrels import read_qrels
     from codenib.eval.queries import read_queries
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     reuse = index_dir if is_index_dir(index_dir) and not args.no_dense else None
     _say(f"1/3  indexing the bundled sample {sample_repository()} -> {index_dir}")
     summary = build.build_index(sample_repository(), index_dir,
-                                build.BuildOptions(dense=not args.no_dense, progress=progress, reuse=reuse,
+                                BuildOptions(dense=not args.no_dense, progress=progress, reuse=reuse,
                                                    force=args.force))
     print(summary.render(), file=sys.stderr)
 

@@ -62,7 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.history import HistorySpec
     from codenib.core.errors import BadInputError
     from codenib.core.tokens import TokenizerConfig

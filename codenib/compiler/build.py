@@ -42,7 +42,7 @@ from codenib.core.tokens import Tokenizer
 from codenib.core.types import EDGE_TYPES, NODE_KINDS
 
 #: The public names of the build, wherever they are defined.
-__all__ = ["BuildOptions", "BuildSummary", "Logger", "build_index"]
+__all__ = ["BuildSummary", "build_index"]
 
 
 @dataclass(frozen=True, slots=True)

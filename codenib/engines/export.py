@@ -28,11 +28,9 @@ from typing import Any, Callable
 
 from codenib.core.artifact import sha256_file
 from codenib.engines.export_cache import (
-    CACHE_ENV,
     META_FILE,
     ONNX_FILE,
     TOKENIZER_FILE,
-    cache_root,
     encoders_dir,
     file_digests,
     local_model_folder,
@@ -41,7 +39,6 @@ from codenib.engines.export_cache import (
     source_digest,
 )
 from codenib.engines.export_onnx import (
-    CHECK_TEXTS,
     OPSET,
     EncoderExportError,
     architecture,
@@ -54,9 +51,7 @@ from codenib.engines.export_recipes import RECIPES, Recipe
 from codenib.engines.models import model_dimension
 
 #: The public names of encoder exports, wherever they are defined.
-__all__ = ["CACHE_ENV", "CHECK_TEXTS", "EXPORT_FORMAT", "META_FILE", "ONNX_FILE", "OPSET", "RECIPES", "TOKENIZER_FILE",
-           "EncoderExportError", "ExportedModel", "Logger", "Recipe", "cache_root", "encoders_dir", "exported_model",
-           "file_digests", "local_model_folder", "source_digest"]
+__all__ = ["EXPORT_FORMAT", "ExportedModel", "Logger", "exported_model"]
 
 #: Bump when the export itself changes: every cached export is then made again.
 EXPORT_FORMAT = 1

@@ -96,7 +96,7 @@ class CodeNibRetrieve:
     def __call__(self, batch: Any) -> pa.Table:
         """Result rows (RESULTS_SCHEMA) of the queries of `batch` (a pyarrow Table, a pandas
         DataFrame or a dict of columns: `qid`, `query`, optional `budget` and `mode`)."""
-        from codenib.batch.queries import Shard
+        from codenib.batch.query_rows import Shard
         from codenib.batch.worker import process_shard
         from codenib.model.planner import plan_rows
         rows = self._rows(_as_table(batch))
@@ -111,7 +111,8 @@ class CodeNibRetrieve:
         return results
 
     def _rows(self, table: pa.Table):
-        from codenib.batch.queries import QueryRow, check_column_types
+        from codenib.batch.query_files import check_column_types
+        from codenib.batch.query_rows import QueryRow
         from codenib.model.planner import MODES
         from codenib.model.planspec import BUDGETS
         from codenib.core.querytext import clean_query_text

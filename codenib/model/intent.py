@@ -19,24 +19,18 @@ from __future__ import annotations
 
 from codenib.model.courtesy import strip_courtesy
 from codenib.model.intent_lexicon import (
-    _ASKING,
-    _AUX,
-    _CLAUSE,
-    _PRONOUNS,
-    _WH,
-    LOOKUP_WORDS,
-    MAX_RESIDUAL_WORDS,
-    MAX_TARGETS,
-    RELATIONS,
-    Relation,
+    ASKING,
+    AUX,
+    CLAUSE,
+    PRONOUNS,
+    WH,
 )
 from codenib.model.intent_reading import Intent, read_relation
-from codenib.model.intent_targets import TargetEvidence, candidate_targets
+from codenib.model.intent_targets import candidate_targets
 from codenib.model.intent_tokens import SymbolTable, MemoSymbols, resolve_pronoun, Token, tokenize_question
 
 #: The public names of intent parsing, wherever they are defined.
-__all__ = ["LOOKUP_WORDS", "MAX_RESIDUAL_WORDS", "MAX_TARGETS", "RELATIONS", "Intent", "Relation", "SymbolTable",
-           "TargetEvidence", "parse_intent", "strip_courtesy"]
+__all__ = ["parse_intent"]
 
 
 def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
@@ -50,7 +44,7 @@ def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
     if symbols is not None:
         symbols = MemoSymbols(symbols)
     whole = _intent_of(tokenize_question(text, symbols), symbols)
-    clauses = [c for c in _CLAUSE.split(text) if c and c.strip()]
+    clauses = [c for c in CLAUSE.split(text) if c and c.strip()]
     if whole.structural or len(clauses) < 2:
         return whole
     topic: Token | None = None
@@ -60,12 +54,12 @@ def parse_intent(text: str, symbols: SymbolTable | None = None) -> Intent:
         if not toks:
             continue
         if topic is not None and not any(x.code for x in toks):
-            toks = [topic if x.low in _PRONOUNS else x for x in toks]
+            toks = [topic if x.low in PRONOUNS else x for x in toks]
         intent = _intent_of(toks, symbols)
         # A clause counts when it asks ("...?", a wh-word, "find", "need"), not when it is
         # a fragment of a statement ("... referenced by extends, includes and imports").
-        if intent.structural and (clause.rstrip().endswith("?") or toks[0].low in _AUX
-                                  or any(x.low in _WH | _ASKING for x in toks)):
+        if intent.structural and (clause.rstrip().endswith("?") or toks[0].low in AUX
+                                  or any(x.low in WH | ASKING for x in toks)):
             return intent
         topic = next((x for x in reversed(toks) if x.code), topic)
     return whole

@@ -39,12 +39,12 @@ RELATIONS: dict[str, Relation] = {r.name: r for r in (
 #: Relation words by form. verb: "X calls", "who calls X"; part: "called by X", "X is
 #: called"; ger: "functions calling X"; in/out: agent nouns with a fixed direction
 #: ("callers", "callees"); noun: action nouns whose preposition decides ("calls to X").
-_LEXICON: dict[str, tuple[str, str]] = {}
+LEXICON: dict[str, tuple[str, str]] = {}
 
 
 def _words(relation: str, form: str, words: str) -> None:
     for w in words.split():
-        _LEXICON.setdefault(w, (relation, form))
+        LEXICON.setdefault(w, (relation, form))
 
 
 _words("calls", "verb", "call calls invoke invokes reach reaches delegate delegates")
@@ -92,7 +92,7 @@ _words("returns", "part", "returned")
 _words("returns", "ger", "returning")
 
 #: Two-word relation phrases, read as one token.
-_PHRASES = {("call", "sites"): "callsites", ("call", "site"): "callsite", ("base", "classes"): "bases",
+PHRASES = {("call", "sites"): "callsites", ("call", "site"): "callsite", ("base", "classes"): "bases",
             ("base", "class"): "bases", ("parent", "classes"): "parents", ("parent", "class"): "parents",
             ("child", "classes"): "children", ("child", "class"): "children", ("super", "classes"): "superclasses",
             ("super", "class"): "superclass", ("blast", "radius"): "impact", ("sub", "classes"): "subclasses",
@@ -100,20 +100,20 @@ _PHRASES = {("call", "sites"): "callsites", ("call", "site"): "callsite", ("base
             ("call", "tree"): "calls", ("call", "hierarchy"): "calls", ("class", "hierarchy"): "subclasses"}
 #: "calls", "uses", "references", "imports", "mentions", "overrides" are nouns too: "calls
 #: to X", "uses of X", "overrides of X". Read as nouns when a preposition follows.
-_VERB_OR_NOUN = {"calls": "calls", "call": "calls", "uses": "uses", "use": "uses", "references": "references",
+VERB_OR_NOUN = {"calls": "calls", "call": "calls", "uses": "uses", "use": "uses", "references": "references",
                  "reference": "references", "imports": "imports", "import": "imports", "mentions": "references",
                  "overrides": "overrides", "override": "overrides", "subclass": "inherits"}
 #: Prepositions after an action noun that point at what is acted on (incoming) or at the actor (outgoing).
-_TO_TARGET = frozenset("to of into on against at for".split())
-_FROM_ACTOR = frozenset("from in inside within by made out issued performed".split())
+TO_TARGET = frozenset("to of into on against at for".split())
+FROM_ACTOR = frozenset("from in inside within by made out issued performed".split())
 #: Words that say the direction outright.
-_INCOMING = frozenset("incoming inbound reverse".split())
-_OUTGOING = frozenset("outgoing outbound".split())
+INCOMING = frozenset("incoming inbound reverse".split())
+OUTGOING = frozenset("outgoing outbound".split())
 
 #: Words that frame a question ("which functions", "find all", "show every"): a relation
 #: verb whose subject is made of these asks about the graph; any other subject ("this
 #: invokes the command") makes the sentence a statement about behaviour.
-_FRAME = frozenset(
+FRAME = frozenset(
     "who whom whose what which where find list show get give locate search enumerate count name identify print "
     "display all any every each other the a an some that are is was were be been do does did can could "
     "functions function methods method code classes class modules module files file places place sites site "
@@ -122,46 +122,46 @@ _FRAME = frozenset(
     "in of from by inside within ones one anyone anybody someone somebody need want looking look "
     "im know see trying objects object exceptions exception errors error types type end ends up bits bit "
     "pieces piece has have had set paths path stuff".split())
-_WH = frozenset("who whom whose what which where whos wheres whats".split())
+WH = frozenset("who whom whose what which where whos wheres whats".split())
 #: Words that open a behaviour question or a subordinate clause, or a statement's subject:
 #: never a graph question frame.
-_NOT_FRAME = frozenset("how why when if because while unless whether should would this it its they "
+NOT_FRAME = frozenset("how why when if because while unless whether should would this it its they "
                        "he she".split())
 #: Words that may close a graph question after its verb ("what does X call", "X is called
 #: where?", "what does X depend on"): anything else makes the sentence a statement.
-_CLOSERS = _FRAME | _TO_TARGET | _FROM_ACTOR | frozenset("up out end ends directly indirectly transitively at all "
+CLOSERS = FRAME | TO_TARGET | FROM_ACTOR | frozenset("up out end ends directly indirectly transitively at all "
                                                           "else ever anywhere somewhere everywhere".split())
 #: Prepositions that open a phrase closing a question ("in jinja2", "under the hood", "at runtime").
-_CLOSING_PREPS = frozenset("in inside within under behind at on during outside besides".split())
+CLOSING_PREPS = frozenset("in inside within under behind at on during outside besides".split())
 #: "what gets called when X runs": the clause names the target as the one acting.
-_RUNS = frozenset("run runs executes execute executed is called invoked starts".split())
+RUNS = frozenset("run runs executes execute executed is called invoked starts".split())
 #: Words that make a sentence a behaviour question or a statement, whatever else it holds.
-_STATEMENT = frozenset("how why when if because while unless".split())
+STATEMENT = frozenset("how why when if because while unless".split())
 #: Words that may stand between a relation word and its target ("callers of the method X",
 #: "impact of changing X").
-_NEAR = _TO_TARGET | _FROM_ACTOR | frozenset(
+NEAR = TO_TARGET | FROM_ACTOR | frozenset(
     "and or the a an is are does do did was method function class module made being gets get changing "
     "change changes modifying editing removing renaming list lists set sets".split())
 #: Nouns that close a scope phrase ("in the click package").
-_SCOPE_NOUNS = frozenset("package module library codebase repo repository project code source".split())
+SCOPE_NOUNS = frozenset("package module library codebase repo repository project code source".split())
 #: Words that open a subordinate clause after the question ("... so we can estimate it").
-_SUBORDINATE = frozenset("so before after since that".split())
+SUBORDINATE = frozenset("so before after since that".split())
 #: Pronouns that stand for a topic named first ("X: anyone calling this?").
-_PRONOUNS = frozenset("it this its".split())
+PRONOUNS = frozenset("it this its".split())
 #: Conjunctions that join several targets ("who calls run or echo").
-_AND = frozenset("and or".split())
+AND = frozenset("and or".split())
 #: Words that frame a look-up ("where is X defined") rather than describe behaviour.
 LOOKUP_WORDS = frozenset(
     "where is are defined definition definitions of go goto to show me the find method function class def "
     "declaration declared declare locate open jump source code a an symbol implementation implemented functions "
     "methods classes named called does do lives live located defines define".split())
-_SKIP = _FRAME | LOOKUP_WORDS | ENGLISH_STOPWORDS | _INCOMING | _OUTGOING | frozenset(
+SKIP = FRAME | LOOKUP_WORDS | ENGLISH_STOPWORDS | INCOMING | OUTGOING | frozenset(
     "many much often times made happen happens anywhere somewhere everywhere else directly indirectly "
     "transitively exactly also still just only really actually currently".split())
 
 #: Words a misspelt question word is corrected to, and words never corrected.
-_TYPO_TARGETS = tuple(sorted(w for w in set(_LEXICON) | _WH if len(w) >= 5 or w in _WH))
-_VOCABULARY = frozenset(_LEXICON) | _FRAME | _WH | LOOKUP_WORDS
+TYPO_TARGETS = tuple(sorted(w for w in set(LEXICON) | WH if len(w) >= 5 or w in WH))
+VOCABULARY = frozenset(LEXICON) | FRAME | WH | LOOKUP_WORDS
 
 #: Residual content words (not frame, relation, target or function words) above which a
 #: sentence reads as a description of behaviour rather than a graph question.
@@ -170,15 +170,15 @@ MAX_RESIDUAL_WORDS = 2
 MAX_TARGETS = 3
 
 #: Where a question splits into clauses: sentence ends, dashes, colons, commas, brackets.
-_CLAUSE = re.compile(r"(?<=[?!.;])\s+|\s+[-\u2013\u2014]+\s+|:\s+|,\s+|\s+[(\[]|(?<![(\[])[)\]](?=\s|$)|\s+->\s+")
+CLAUSE = re.compile(r"(?<=[?!.;])\s+|\s+[-\u2013\u2014]+\s+|:\s+|,\s+|\s+[(\[]|(?<![(\[])[)\]](?=\s|$)|\s+->\s+")
 #: Verbs that open a request ("list the functions that call X").
-_REQUESTS = frozenset("find finding list listing show get give locate search enumerate count name identify print "
+REQUESTS = frozenset("find finding list listing show get give locate search enumerate count name identify print "
                       "display collect gather document check double trace audit".split())
 #: Words that make a clause a request of its own ("Need the functions X calls.").
-_ASKING = _REQUESTS | frozenset("need want".split())
+ASKING = REQUESTS | frozenset("need want".split())
 #: Words that open a yes/no question ("is it invoked from anywhere else").
-_AUX = frozenset("is are was were does do did has have can could".split())
+AUX = frozenset("is are was were does do did has have can could".split())
 #: A backticked span, a path, or a word (dotted, `()`, `'s`). A path starts only where a run of
 #: path characters starts: tried inside a run it rescans the run at every position (quadratic).
-_TOKEN = re.compile(r"`([^`\n]{1,200})`|((?<![\w.-])(?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?(?:'s)?)")
-_CODE = re.compile(r"[\w.]*(?:_\w|\w\.\w|[a-z][A-Z])[\w.]*|_\w*|\w+\.py|[A-Z][A-Z0-9_]{3,}")
+TOKEN = re.compile(r"`([^`\n]{1,200})`|((?<![\w.-])(?:[\w.-]+/)+[\w.-]+|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*(?:\(\))?(?:'s)?)")
+CODE = re.compile(r"[\w.]*(?:_\w|\w\.\w|[a-z][A-Z])[\w.]*|_\w*|\w+\.py|[A-Z][A-Z0-9_]{3,}")

@@ -6,23 +6,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codenib.model.intent_lexicon import (
-    _CLOSERS,
-    _CLOSING_PREPS,
-    _FRAME,
-    _FROM_ACTOR,
-    _INCOMING,
-    _NOT_FRAME,
-    _OUTGOING,
-    _PRONOUNS,
-    _REQUESTS,
-    _RUNS,
-    _SCOPE_NOUNS,
-    _SKIP,
-    _STATEMENT,
-    _SUBORDINATE,
-    _TO_TARGET,
-    _VERB_OR_NOUN,
-    _WH,
+    CLOSERS,
+    CLOSING_PREPS,
+    FRAME,
+    FROM_ACTOR,
+    INCOMING,
+    NOT_FRAME,
+    OUTGOING,
+    PRONOUNS,
+    REQUESTS,
+    RUNS,
+    SCOPE_NOUNS,
+    SKIP,
+    STATEMENT,
+    SUBORDINATE,
+    TO_TARGET,
+    VERB_OR_NOUN,
+    WH,
     MAX_RESIDUAL_WORDS,
     RELATIONS,
 )
@@ -54,7 +54,7 @@ def read_relation(toks: list[Token], r: int, symbols: SymbolTable | None) -> Int
         # "echo: who calls it?": a topic the table knows first, then a question about it.
         # Read the question with the topic in the pronoun's place (the first pronoun from
         # the relation word on, else any after the topic).
-        pronouns = [i for i, x in enumerate(toks) if i > 1 and x.low in _PRONOUNS]
+        pronouns = [i for i, x in enumerate(toks) if i > 1 and x.low in PRONOUNS]
         pron = next((i for i in pronouns if i >= r), pronouns[0] if pronouns else None)
         if pron is not None:
             toks = toks[1:pron] + [toks[0]] + toks[pron + 1:]
@@ -64,11 +64,11 @@ def read_relation(toks: list[Token], r: int, symbols: SymbolTable | None) -> Int
     nxt = toks[r + 1].low if r + 1 < len(toks) else None
     prev = toks[r - 1].low if r > 0 else None
     nxt2 = toks[r + 2].low if r + 2 < len(toks) else None
-    if low in _VERB_OR_NOUN and low not in ("import",) and (nxt in _TO_TARGET | _FROM_ACTOR | _INCOMING | _OUTGOING
-                                                            or prev in _INCOMING | _OUTGOING
-                                                            or (nxt in ("are", "were", "is") and nxt2 in _FROM_ACTOR)):
-        relation, form = _VERB_OR_NOUN[low], "noun"
-    if low == "subclass" and nxt in _TO_TARGET:
+    if low in VERB_OR_NOUN and low not in ("import",) and (nxt in TO_TARGET | FROM_ACTOR | INCOMING | OUTGOING
+                                                            or prev in INCOMING | OUTGOING
+                                                            or (nxt in ("are", "were", "is") and nxt2 in FROM_ACTOR)):
+        relation, form = VERB_OR_NOUN[low], "noun"
+    if low == "subclass" and nxt in TO_TARGET:
         form = "in"
     targets, evidence = candidate_targets(toks, r, symbols)
     if not targets:
@@ -80,14 +80,14 @@ def read_relation(toks: list[Token], r: int, symbols: SymbolTable | None) -> Int
     direction, rule = _direction(toks, r, t, relation, form)
     if direction is None:
         return Intent(relation, None, rule, targets, evidence, residual)
-    if words & _INCOMING:
+    if words & INCOMING:
         direction, rule = "incoming", rule + "; 'incoming' said outright"
-    elif words & _OUTGOING:
+    elif words & OUTGOING:
         direction, rule = "outgoing", rule + "; 'outgoing' said outright"
     if direction == "outgoing" and not spec.outgoing:
         return Intent(relation, None, f"'{toks[r].text}' about what {targets[0]} does: behaviour, not the graph",
                       targets, evidence, residual)
-    statement = words & _STATEMENT - ({"when"} if "when X runs" in rule else set())
+    statement = words & STATEMENT - ({"when"} if "when X runs" in rule else set())
     # "... will break X callers": an agent noun beside its target says enough on its own.
     if form in ("in", "out") and not statement:
         residual = 0
@@ -116,7 +116,7 @@ def _direction(toks: list[Token], r: int, t: int, relation: str, form: str) -> t
     if form == "noun":
         if before:
             return "outgoing", f"'X {word}' -> outgoing"
-        if prep_after in _TO_TARGET and not (relation == "imports" and prep_after == "of"):
+        if prep_after in TO_TARGET and not (relation == "imports" and prep_after == "of"):
             return "incoming", f"'{word} {prep_after} X' -> incoming"
         return "outgoing", f"'{word} {prep_after} X' -> outgoing"
     if form == "part":
@@ -142,7 +142,7 @@ def _direction(toks: list[Token], r: int, t: int, relation: str, form: str) -> t
             return "incoming", f"'{word} from X' -> incoming (derived from the target)"
         if relation == "uses" and word.lower() == "affected":
             return "incoming", f"'{word} by X' -> incoming"
-        if set(between) & _FROM_ACTOR:
+        if set(between) & FROM_ACTOR:
             return "outgoing", f"'{word} {' '.join(between)} X' -> outgoing"
         return None, f"'{word} {' '.join(between)} X'"
     # verb and gerund: the target after the word is acted on; before it, the target acts.
@@ -160,19 +160,19 @@ def _direction(toks: list[Token], r: int, t: int, relation: str, form: str) -> t
 def _subject(words: list[Token]) -> list[Token]:
     """The words of the question proper: from its last wh-word or request ("I keep seeing X
     and want to know which functions ..." -> "which functions ...")."""
-    k = max((i for i, w in enumerate(words) if w.low in _WH or w.low in ("need", "want")), default=0)
+    k = max((i for i, w in enumerate(words) if w.low in WH or w.low in ("need", "want")), default=0)
     return words[k:]
 
 
 def _noun_subject(words: list[Token]) -> bool:
     """A bare noun phrase of one or two words before a participle ("names referenced by X")."""
     ws = [w for w in words if w.low not in ("the", "a", "an", "all")]
-    return 0 < len(ws) <= 2 and not any(w.code or w.low in _NOT_FRAME or w.relation for w in ws)
+    return 0 < len(ws) <= 2 and not any(w.code or w.low in NOT_FRAME or w.relation for w in ws)
 
 
 def _closes_run(words: list[Token]) -> bool:
     """Whether the words after the target say only that it runs ("when X runs?")."""
-    return bool(words) and all(w.low in _RUNS or w.low in _CLOSERS for w in words) and words[0].low in _RUNS
+    return bool(words) and all(w.low in RUNS or w.low in CLOSERS for w in words) and words[0].low in RUNS
 
 
 def _closes(words: list[Token]) -> bool:
@@ -182,18 +182,18 @@ def _closes(words: list[Token]) -> bool:
     i = 0
     while i < len(words):
         w = words[i].low
-        if w in _CLOSING_PREPS and i + 1 < len(words):
+        if w in CLOSING_PREPS and i + 1 < len(words):
             # A scope or manner phrase: "in jinja2", "in the click package", "under the hood".
             j = i + 1 + (words[i + 1].low == "the")
             if j < len(words):
-                i = j + 1 + (j + 1 < len(words) and words[j + 1].low in _SCOPE_NOUNS)
+                i = j + 1 + (j + 1 < len(words) and words[j + 1].low in SCOPE_NOUNS)
                 continue
-        if w in _WH:
+        if w in WH:
             # "X overrides which base method?", "X is calling which functions?"
             return len(words) - i <= 4
         if w == "that" and (i > 0 or (i + 1 < len(words) and words[i + 1].low in ("i", "we", "you", "they"))):
             return True     # a relative clause about the answer ("... call that I'd need to bring along")
-        if w not in _CLOSERS and w not in _PRONOUNS and not (w.endswith("ly") and len(w) > 4):
+        if w not in CLOSERS and w not in PRONOUNS and not (w.endswith("ly") and len(w) > 4):
             return False
         i += 1
     return True
@@ -205,12 +205,12 @@ def _is_frame(words: list[Token]) -> bool:
     ws = [w for w in words if w.low not in ("the", "a", "an")]
     if not ws:
         return True
-    if any(w.low in _NOT_FRAME for w in ws) or len(ws) > 6:
+    if any(w.low in NOT_FRAME for w in ws) or len(ws) > 6:
         return False
-    if ws[0].low in _WH or ws[0].low in _REQUESTS:
+    if ws[0].low in WH or ws[0].low in REQUESTS:
         # "which template filters call X": up to three words of any kind after a wh-word.
-        return sum(1 for w in ws if w.low not in _FRAME and not w.code) <= 3
-    return all(w.low in _FRAME or w.relation is not None for w in ws)
+        return sum(1 for w in ws if w.low not in FRAME and not w.code) <= 3
+    return all(w.low in FRAME or w.relation is not None for w in ws)
 
 
 def _residual(toks: list[Token], r: int, t: int, targets: tuple[str, ...]) -> int:
@@ -218,7 +218,7 @@ def _residual(toks: list[Token], r: int, t: int, targets: tuple[str, ...]) -> in
     relation and target, up to a subordinate clause ("so we can ...", "before ...")."""
     names = set(targets)
     lo = min(r, t)
-    start = max((i for i in range(lo) if toks[i].low in _WH or toks[i].low in ("need", "want")), default=0)
-    end = next((i for i in range(max(r, t) + 1, len(toks)) if toks[i].low in _SUBORDINATE), len(toks))
+    start = max((i for i in range(lo) if toks[i].low in WH or toks[i].low in ("need", "want")), default=0)
+    end = next((i for i in range(max(r, t) + 1, len(toks)) if toks[i].low in SUBORDINATE), len(toks))
     return sum(1 for i in range(start, end) if i not in (r, t) and toks[i].text not in names and not toks[i].code
-               and toks[i].low not in _SKIP and toks[i].relation is None)
+               and toks[i].low not in SKIP and toks[i].relation is None)

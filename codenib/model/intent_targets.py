@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from codenib.model.intent_lexicon import _AND, _NEAR, _SKIP, MAX_TARGETS
+from codenib.model.intent_lexicon import AND, NEAR, SKIP, MAX_TARGETS
 from codenib.model.intent_tokens import SymbolTable, Token
 from codenib.core.tokens import ENGLISH_STOPWORDS
 
@@ -31,13 +31,13 @@ def candidate_targets(toks: list[Token], r: int | None, symbols: SymbolTable | N
              ) -> tuple[tuple[str, ...], tuple[TargetEvidence, ...]]:
     """Candidate targets, best first, with the evidence for each."""
     evidence: list[tuple[float, int, TargetEvidence]] = []
-    plain_left = [i for i, x in enumerate(toks) if i != r and not x.code and x.low not in _SKIP
+    plain_left = [i for i, x in enumerate(toks) if i != r and not x.code and x.low not in SKIP
                   and (x.relation is None or symbols is not None)]
     for i, x in enumerate(toks):
         if i == r:
             continue
         near = r is not None and stands_near(toks, r, i)
-        framing = not x.code and x.low in _SKIP
+        framing = not x.code and x.low in SKIP
         if framing and (x.low in ENGLISH_STOPWORDS or len(x.low) < 3):
             continue
         # A framing word ("get", "find", "name") is a target only where the table knows it
@@ -73,11 +73,11 @@ def candidate_targets(toks: list[Token], r: int | None, symbols: SymbolTable | N
     known = {i for _, i, e in evidence if e.code_like or e.definitions}
     for i in list(chosen):
         j = i
-        while j + 2 < len(toks) and toks[j + 1].low in _AND and j + 2 in known:
+        while j + 2 < len(toks) and toks[j + 1].low in AND and j + 2 in known:
             j += 2
             chosen.append(j)
         j = i
-        while j - 2 >= 0 and toks[j - 1].low in _AND and j - 2 in known:
+        while j - 2 >= 0 and toks[j - 1].low in AND and j - 2 in known:
             j -= 2
             chosen.append(j)
     words = [toks[i].text for i in chosen]
@@ -88,7 +88,7 @@ def stands_near(toks: list[Token], r: int, i: int) -> bool:
     """Whether token i stands next to the relation word, prepositions and articles aside."""
     lo, hi = sorted((r, i))
     between = [x.low for x in toks[lo + 1:hi]]
-    return all(w in _NEAR for w in between) and len(between) <= 3
+    return all(w in NEAR for w in between) and len(between) <= 3
 
 
 def position_of(toks: list[Token], word: str) -> int:

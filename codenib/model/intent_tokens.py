@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from codenib.model.intent_lexicon import _CODE, _LEXICON, _PHRASES, _SKIP, _TOKEN, _TYPO_TARGETS, _VOCABULARY, _WH
+from codenib.model.intent_lexicon import CODE, LEXICON, PHRASES, SKIP, TOKEN, TYPO_TARGETS, VOCABULARY, WH
 from codenib.core.tokens import ENGLISH_STOPWORDS
 
 
@@ -42,14 +42,14 @@ class Token:
 
 def tokenize_question(text: str, symbols: SymbolTable | None = None) -> list[Token]:
     raw: list[tuple[str, bool]] = []
-    for m in _TOKEN.finditer(text):
+    for m in TOKEN.finditer(text):
         if m.group(1) is not None:
             inner = m.group(1).strip().removesuffix("()")
             if re.fullmatch(r"[A-Za-z_][\w.]*", inner):
                 raw.append((inner, True))
             continue
         word = m.group(2)
-        code = bool(word.endswith("()") or _CODE.fullmatch(word.removesuffix("()")))
+        code = bool(word.endswith("()") or CODE.fullmatch(word.removesuffix("()")))
         word = word.removesuffix("()")
         if word.endswith("'s"):
             word = word[:-2]
@@ -59,8 +59,8 @@ def tokenize_question(text: str, symbols: SymbolTable | None = None) -> list[Tok
     i = 0
     while i < len(raw):
         pair = (raw[i][0].lower(), raw[i + 1][0].lower()) if i + 1 < len(raw) else None
-        if pair in _PHRASES and not raw[i][1] and not raw[i + 1][1]:
-            merged.append((_PHRASES[pair], False))
+        if pair in PHRASES and not raw[i][1] and not raw[i + 1][1]:
+            merged.append((PHRASES[pair], False))
             i += 2
             continue
         merged.append(raw[i])
@@ -68,13 +68,13 @@ def tokenize_question(text: str, symbols: SymbolTable | None = None) -> list[Tok
     out = []
     for j, (word, code) in enumerate(merged):
         low = word.lower()
-        if not code and len(low) >= 4 and low not in _VOCABULARY and low not in ENGLISH_STOPWORDS and \
+        if not code and len(low) >= 4 and low not in VOCABULARY and low not in ENGLISH_STOPWORDS and \
                 (symbols is None or not symbols.definitions(word)[1]):
             low = _typo_of(low)
         # A capitalised word inside the sentence is a class name as people write it.
-        code = code or (j > 0 and word[:1].isupper() and word[1:].islower() and low not in _LEXICON
-                        and low not in _SKIP)
-        rel = None if code else _LEXICON.get(low)
+        code = code or (j > 0 and word[:1].isupper() and word[1:].islower() and low not in LEXICON
+                        and low not in SKIP)
+        rel = None if code else LEXICON.get(low)
         out.append(Token(word, low, code, rel))
     return out
 
@@ -100,8 +100,8 @@ def _typo_of(word: str) -> str:
     """The relation or question word `word` misspells by one edit inside it ("calers",
     "whcih"), else `word`. Edits at the end are inflections of other words ("based",
     "given", "instance"), not typos."""
-    near = [v for v in _TYPO_TARGETS if abs(len(v) - len(word)) <= 1 and _one_inner_edit(word, v)
-            and (len(word) >= 5 or v in _WH)]
+    near = [v for v in TYPO_TARGETS if abs(len(v) - len(word)) <= 1 and _one_inner_edit(word, v)
+            and (len(word) >= 5 or v in WH)]
     return near[0] if len(near) == 1 else word
 
 

@@ -13,15 +13,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from codenib.model.intent import (
-    LOOKUP_WORDS,
-    RELATIONS,
-    Intent,
-    SymbolTable,
-    TargetEvidence,
-    parse_intent,
-    strip_courtesy,
-)
+from codenib.model.courtesy import strip_courtesy
+from codenib.model.intent import parse_intent
+from codenib.model.intent_lexicon import LOOKUP_WORDS, RELATIONS
+from codenib.model.intent_reading import Intent
+from codenib.model.intent_targets import TargetEvidence
+from codenib.model.intent_tokens import SymbolTable
 from codenib.ops.transform import QueryKeywords, extract_keywords, looks_symbol
 from codenib.core.tokens import ENGLISH_STOPWORDS
 

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from codenib.batch.queries import QueryRow, Shard
+from codenib.batch.query_rows import QueryRow, Shard
 from codenib.batch.session import RetrievalSession
 from codenib.batch.worker import ShardOptions, process_shard
 from codenib.core.errors import BadInputError, CodeNibError

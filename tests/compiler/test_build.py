@@ -12,7 +12,8 @@ import pytest
 from codenib.core import artifact
 from codenib.commands.cli import main
 from codenib.compiler import build as build_module
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.parse import parse_file
 from codenib.compiler.resolve import build_edges
 from codenib.compiler.walk import walk_repository

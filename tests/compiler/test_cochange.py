@@ -9,7 +9,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+
+from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.index.history import History
 

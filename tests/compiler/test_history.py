@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from codenib.core import artifact
 from codenib.commands.cli import main
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec, read_history, resolve
 from codenib.core.errors import BadInputError, IndexFormatError
 

@@ -19,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+
+from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.resolve.deps import key_string
 from codenib.compiler.state import INCR_DIR, load_previous
 from codenib.core.tokens import TokenizerConfig

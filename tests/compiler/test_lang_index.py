@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codenib.commands.cli import main
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+from codenib.compiler.build_options import BuildOptions
 from codenib.index.symbols import SymbolIndex
 from tests.compiler.test_incremental import _assert_same_index, _write
 

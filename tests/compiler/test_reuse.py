@@ -5,7 +5,9 @@ import shutil
 import numpy as np
 import pyarrow.parquet as pq
 
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+
+from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
 
 OPTS = BuildOptions(progress=False, device="cpu", encoder="torch")

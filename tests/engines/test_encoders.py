@@ -12,7 +12,7 @@ import pytest
 
 from codenib.core.artifact import sha256_file
 from codenib.engines import backends as backends_mod
-from codenib.engines import calibrate, export
+from codenib.engines import calibrate, export, export_cache, export_recipes
 from codenib.engines.backends import BACKENDS, TextTokenizer, get_backend
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
@@ -81,9 +81,9 @@ def test_tokenizer_matches_the_models_own_tokenizer(torch_encoder, sample):
 @pytest.mark.skipif("onnx" not in EXPORTED, reason="onnxruntime is not installed")
 def test_exports_are_cached_by_content_hash(monkeypatch):
     first = export.exported_model(SPEC, "onnx")
-    meta = json.loads((first.folder / export.META_FILE).read_text())
-    assert meta["key"] == first.key and meta["onnx_sha256"] == export.file_digests([first.onnx_path])[0]
-    assert first.folder.parent == export.encoders_dir() and first.key[:16] in first.folder.name
+    meta = json.loads((first.folder / export_cache.META_FILE).read_text())
+    assert meta["key"] == first.key and meta["onnx_sha256"] == export_cache.file_digests([first.onnx_path])[0]
+    assert first.folder.parent == export_cache.encoders_dir() and first.key[:16] in first.folder.name
 
     def no_export(*args, **kwargs):
         raise AssertionError("exported again")
@@ -91,7 +91,7 @@ def test_exports_are_cached_by_content_hash(monkeypatch):
     monkeypatch.setattr(export, "_make", no_export)
     assert export.exported_model(SPEC, "onnx").folder == first.folder
     # A different recipe setting is a different key (and folder).
-    other = export._key(export.RECIPES["onnx"].__class__("onnx", 0.9999, parent="graph", settings="other"),
+    other = export._key(export_recipes.RECIPES["onnx"].__class__("onnx", 0.9999, parent="graph", settings="other"),
                         meta["source_sha256"])
     assert other != first.key
 
@@ -99,14 +99,14 @@ def test_exports_are_cached_by_content_hash(monkeypatch):
 def test_a_damaged_export_is_not_used(tmp_path):
     folder = tmp_path / "x"
     folder.mkdir()
-    (folder / export.ONNX_FILE).write_bytes(b"onnx")
-    (folder / export.TOKENIZER_FILE).write_text("{}")
-    meta = {"key": "k", "onnx_size": 4, "onnx_sha256": sha256_file(folder / export.ONNX_FILE),
+    (folder / export_cache.ONNX_FILE).write_bytes(b"onnx")
+    (folder / export_cache.TOKENIZER_FILE).write_text("{}")
+    meta = {"key": "k", "onnx_size": 4, "onnx_sha256": sha256_file(folder / export_cache.ONNX_FILE),
             "max_seq_length": 256, "dimension": 384}
-    (folder / export.META_FILE).write_text(json.dumps(meta))
+    (folder / export_cache.META_FILE).write_text(json.dumps(meta))
     assert export._read_export(folder, "onnx", "k") is not None
     assert export._read_export(folder, "onnx", "other key") is None
-    (folder / export.ONNX_FILE).write_bytes(b"ONNX")   # same size, other bytes
+    (folder / export_cache.ONNX_FILE).write_bytes(b"ONNX")   # same size, other bytes
     assert export._read_export(folder, "onnx", "k") is None
 
 
@@ -144,7 +144,8 @@ def test_auto_picks_the_fastest_backend_that_passes_and_remembers_it(monkeypatch
 
 def test_index_records_its_encoder_and_refuses_a_mismatch(fixture_repo, tmp_path, capsys):
     from codenib.commands.cli import main
-    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
     from codenib.index.loaded import check_encoder, load_index
 
     backend = EXPORTED[0] if EXPORTED else "torch"

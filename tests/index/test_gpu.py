@@ -67,7 +67,8 @@ def test_query_vectors_on_cuda_do_not_depend_on_the_batch():
 
 
 def test_index_built_on_cuda_searches_like_the_cpu_index(fixture_repo, fixture_index_dir, tmp_path):
-    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
 
     out = tmp_path / "cuda"
     build_index(fixture_repo, out, BuildOptions(progress=False, device="cuda"))

@@ -84,7 +84,9 @@ def test_loaded_from_an_index(tmp_path):
     """Through an index folder: checksums verified, None without a history."""
     import pygit2
 
-    from codenib.compiler.build import BuildOptions, build_index
+    from codenib.compiler.build import build_index
+
+    from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.history import HistorySpec
     from codenib.index.loaded import load_index
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+
+from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
 from tests.model import bug_repo
 

@@ -12,7 +12,8 @@ import pygit2
 import pytest
 
 from codenib.batch.session import RetrievalSession
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.model import cochange, history_evidence
 from codenib.model.planner import plan_options

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+
+from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
 from tests.retrieval import Retrieval
 from tests.fixture_repo import write_repo

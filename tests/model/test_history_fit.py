@@ -21,7 +21,8 @@ from codenib.batch.index_weights import FITTED_PATH, MANIFEST_KEY, index_weights
 from codenib.batch.session import RetrievalSession
 from codenib.batch.weights import default_weights
 from codenib.commands.cli import main
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.index.loaded import load_index
 from codenib.model import history_evidence, history_fit

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codenib.commands.cli import main
-from codenib.compiler.build import BuildOptions, build_index
+from codenib.compiler.build import build_index
+from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
 from codenib.index.symbols import SymbolIndex
 from codenib.model.localise import LocaliseWeights
