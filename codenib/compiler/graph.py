@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 
 from codenib.compiler._arrays import ranges
 from codenib.compiler.parse import ParsedFile, parse_syntax
-from codenib.compiler.resolve import Resolver, contains_edges, file_units, resolve_unit
+from codenib.compiler.resolve import resolve_unit
+from codenib.compiler.resolve.edges import contains_edges, file_units
+from codenib.compiler.resolve.infer import Resolver
 from codenib.compiler.resolve.deps import key_digest, key_owner, key_string, key_tuple
 from codenib.compiler.resolve.scopes import trim_file
 from codenib.core.types import EDGES_SCHEMA

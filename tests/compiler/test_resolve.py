@@ -3,7 +3,8 @@
 import pytest
 
 from codenib.compiler.parse import parse_source, parse_syntax
-from codenib.compiler.resolve import Resolver, build_edges, collect_edges
+from codenib.compiler.resolve import build_edges, collect_edges
+from codenib.compiler.resolve.infer import Resolver
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.parse import parse_file
 from codenib.engines.modules import module_name_for

@@ -22,14 +22,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.compiler.parse import ParsedFile
 from codenib.compiler.resolve.edges import Unit, contains_edges, file_units, unit_edges
 from codenib.compiler.resolve.infer import Resolver
 from codenib.core.types import Edge
 
-__all__ = ["Resolver", "Unit", "build_edges", "collect_edges", "contains_edges", "file_units",
-           "module_name_for", "package_dirs_of", "resolve_file", "resolve_unit"]
+__all__ = ["build_edges", "collect_edges", "resolve_file", "resolve_unit"]
 
 
 def build_edges(files: list[ParsedFile], root_package: str | None = None) -> list[Edge]:
