@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from codenib.compiler.walk import is_utf8
 from codenib.core.artifact import HISTORY_DIR
 from codenib.core.errors import BadInputError
 
@@ -241,7 +242,7 @@ def _file_changes(repo, diff, i: int, delta, cache: OrderedDict) -> list[tuple]:
 
     deleted = delta.status == pygit2.enums.DeltaStatus.DELETED
     path = delta.old_file.path if deleted else delta.new_file.path
-    if not _utf8(path):
+    if not is_utf8(path):
         # As the walker: an undecodable name is no node (ids are UTF-8 in Parquet); the file is
         # recorded under its name decoded with replacement, not parsed.
         path = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -324,14 +325,6 @@ def _language(path: str) -> str | None:
         return "python"
     language = language_of(path)
     return language if language in READERS else None
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _is_submodule(delta) -> bool:

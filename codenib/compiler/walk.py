@@ -75,7 +75,7 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
             path = here / name
             rel = (rel_dir / name).as_posix()
             reason = _skip_file(path, root_real, max_file_bytes)
-            if not _utf8(rel):
+            if not is_utf8(rel):
                 # Node ids are UTF-8 strings in Parquet; an undecodable name cannot be one.
                 rel, reason = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), \
                     reason or "file name is not valid UTF-8"
@@ -90,7 +90,8 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
     return files, skipped
 
 
-def _utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether `text` encodes as UTF-8 (a name decoded from bytes may hold lone surrogates)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

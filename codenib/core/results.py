@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from codenib.core.artifact import sha256_file
 from codenib.core.errors import BadInputError
 from codenib.core.outputs import TMP_NAME, Ownership, foreign_files, refuse_foreign, refuse_unknown
 from codenib.core.types import RESULTS_SCHEMA
@@ -196,11 +197,7 @@ def digest_file(path: Path) -> PartStat:
 
     if not path.is_file():
         return None
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest(), _rows(lambda: pq.ParquetFile(path))
+    return sha256_file(path), _rows(lambda: pq.ParquetFile(path))
 
 
 def damaged_parts(manifest: dict[str, Any], stat: Callable[[str], PartStat], *,
