@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parts = [_swe_part(Path(a.swe_data), Path(a.swe_idx)),
              _mswe_part(Path(a.mswe_data), Path(a.mswe_idx), Path(a.mswe_checkouts), work)]
+    print("baselines done; feature tables ...", file=sys.stderr)
     tables: locfit.Tables = {}
     for p in parts:
         tables.update(_tables(p, work))
