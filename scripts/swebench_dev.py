@@ -37,7 +37,6 @@ import argparse
 import json
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -47,16 +46,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))   # devsets, when this file is loaded by path (the tests)
 
 import devsets  # noqa: E402
+import locfit  # noqa: E402
 
-from codenib.eval import metrics  # noqa: E402
 from codenib.model import localise  # noqa: E402
 
 MODES = ("auto", "sparse", "dense", "hybrid", "graph")
 #: Per-query latency (ms) of every job's queries, by plan (plans.parquet).
 LATENCY: dict[str, list[float]] = {}
-#: L2 strength of the logistic fit (inverse: larger C, weaker regularisation); chosen by
-#: cross-validation over 0.01-100 on the dev set (C = 1 and 10 tied within one query).
-FIT_C = 10.0
+#: The fit's L2 strength (`locfit.FIT_C`) and the features it leaves out (`DENSE_FEATURES`).
+FIT_C = locfit.FIT_C
 #: Dense features are left out of the fit: with MiniLM they lowered every cross-validated
 #: number on this dev set (file Acc@5 0.821 -> 0.795, function Acc@10 0.568 -> 0.514), and the
 #: bug_localisation plan does not fetch the dense run. The ablation shows them added back.
@@ -67,7 +65,7 @@ FIT_C = 10.0
 #: rank within the file, left cross-validated function Acc@10 between 0.486 and 0.568, never
 #: above the 0.568 without dense; windows moved 7 of the 27 long gold functions, 6 of them
 #: down, for 51% more encoded tokens over the dev snapshots.
-DENSE_FEATURES = ("f_dense", "n_dense")
+DENSE_FEATURES = locfit.DENSE_FEATURES
 #: Feature groups switched off together in the ablation.
 ABLATION = {
     "BM25 whole report": ("f_bm25", "f_bm25_top3", "n_bm25"),
@@ -190,11 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.fit:
         w = _fit(list(tables), tables, gold_files, gold_funcs)
         target = Path(a.weights_out)
-        target.write_text(json.dumps({
-            "fitted_on": f"SWE-bench Lite dev ({', '.join(repos)}; {len(tables)} issues), indexes "
-                         f"{'without' if a.no_dense else 'with'} vectors",
-            "method": f"logistic regression, per-query balanced, L2 C={FIT_C}", "weights": w.to_dict()},
-            indent=2) + "\n")
+        locfit.write_weights(target, w, f"SWE-bench Lite dev ({', '.join(repos)}; {len(tables)} issues), indexes "
+                                        f"{'without' if a.no_dense else 'with'} vectors")
         print(f"\nweights written to {target}")
     return 0
 
@@ -205,67 +200,14 @@ def _repo(instance: dict) -> str:
     return instance["repo_short"]
 
 
-def _feature_tables(queries: list[dict], idx_root: Path, dense: bool) -> dict:
-    from codenib.index.loaded import load_index
-
-    tables = {}
-    for q in queries:
-        index = load_index(idx_root / q["index"], dense=dense)
-        dense_search = None
-        if index.dense is not None:
-            dense_search = partial(_dense_search, index)
-        table = localise.feature_table(q["query"], index, index.sparse.search, dense_search)
-        tables[q["qid"]] = (table, index.nodes.node_id)
-    return tables
-
-
-def _dense_search(index, texts, k):
-    return index.dense.search(index.encode_queries(list(texts)), k)
-
-
-def _labels(qid: str, table, node_ids, gold_files, gold_funcs) -> np.ndarray:
-    out = []
-    for r in table.rows.tolist():
-        nid = node_ids[r]
-        if "::" in nid:
-            out.append(1 if metrics.plain_node_id(nid) in gold_funcs.get(qid, ()) else 0)
-        else:
-            out.append(1 if nid in gold_files.get(qid, ()) else 0)
-    return np.array(out)
-
-
-def _fit(qids: list[str], tables: dict, gold_files, gold_funcs, drop: tuple[str, ...] = DENSE_FEATURES):
-    """Pointwise logistic regression over candidate features, each query's positives and
-    negatives weighing the same (so long candidate lists do not dominate)."""
-    from sklearn.linear_model import LogisticRegression
-
-    keep = np.array([f not in drop for f in localise.FEATURES])
-    Xs, ys, ws = [], [], []
-    for q in qids:
-        table, ids = tables[q]
-        y = _labels(q, table, ids, gold_files, gold_funcs)
-        if not y.sum() or y.sum() == len(y):
-            continue
-        Xs.append(table.X[:, keep])
-        ys.append(y)
-        ws.append(np.where(y == 1, 1.0 / y.sum(), 1.0 / (len(y) - y.sum())))
-    model = LogisticRegression(C=FIT_C, max_iter=5000).fit(np.vstack(Xs), np.concatenate(ys),
-                                                           sample_weight=np.concatenate(ws))
-    coef = np.zeros(len(localise.FEATURES))
-    coef[keep] = model.coef_[0]
-    return localise.LocaliseWeights({f: round(float(c), 4) for f, c in zip(localise.FEATURES, coef)})
+#: The feature tables and the fit live in `locfit` (shared with localise_loo.py).
+_feature_tables = locfit.feature_tables
+_fit = locfit.fit
 
 
 def _cv_rankings(tables, instances, repos, gold_files, gold_funcs, drop) -> dict[str, list[str]]:
-    out = {}
-    for repo in repos:
-        train = [q for q in tables if instances[q]["repo_short"] != repo]
-        w = _fit(train, tables, gold_files, gold_funcs, drop)
-        for q in tables:
-            if instances[q]["repo_short"] == repo:
-                table, ids = tables[q]
-                out[q] = [ids[s.row] for s in localise.rank(table, w, ids, 100)]
-    return out
+    group_of = {q: instances[q]["repo_short"] for q in tables}
+    return locfit.loo_rankings(tables, group_of, gold_files, gold_funcs, drop)[0]
 
 
 #: The weights tried for each history signal (the LOO choice picks one per signal).
