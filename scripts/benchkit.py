@@ -14,6 +14,7 @@ sibling module (`python scripts/bench_x.py` puts scripts/ on sys.path).
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import resource
@@ -282,16 +283,23 @@ def rate_table(timings: dict[str, Timing], n: int, baseline: str, unit: str = "q
     rows = []
     for name, t in timings.items():
         row = [name, f"{t.median:.3f}", f"{t.best:.3f}", f"{n / t.median:,.1f} {unit}" if t.median > 0 else "inf",
-               f"{t.speedup_over(base):.2f}x"]
+               f"{fmt_ratio(t.speedup_over(base))}"]
         if with_cpu:
-            row += [f"{t.cpu_median:.1f}", f"{t.cpu_saving_over(base):.2f}x"]
+            row += [f"{t.cpu_median:.1f}", f"{fmt_ratio(t.cpu_saving_over(base))}"]
         rows.append(row)
     return render_table(RATE_HEAD + (CPU_HEAD if with_cpu else ()), rows, right=(1, 2, 3, 4, 5, 6))
 
 
+def fmt_ratio(value: float) -> str:
+    """A ratio as `1.23x`; below 0.1, three significant digits (a tiny job's 0.0042x is not 0.00x)."""
+    if value >= 0.1 or value <= 0 or not math.isfinite(value):
+        return f"{value:.2f}x"
+    return f"{value:.{2 - math.floor(math.log10(value))}f}x"
+
+
 def ratio(baseline: float, ours: float) -> str:
     """`baseline / ours` as `1.23x` (a speed-up when both are times), `-` when undefined."""
-    return f"{baseline / ours:.2f}x" if ours else "-"
+    return fmt_ratio(baseline / ours) if ours else "-"
 
 
 @dataclass(slots=True)
@@ -319,7 +327,7 @@ SUMMARY_HEAD = ("metric", "ours", "baseline", "ratio", "target", "pass/fail")
 def summary_table(rows: Sequence[Row]) -> str:
     """Fixed-width table: metric | ours | baseline | ratio | target | pass/fail."""
     return render_table(SUMMARY_HEAD, [
-        (r.metric, r.ours, r.baseline, "-" if r.ratio is None else f"{r.ratio:.2f}x",
+        (r.metric, r.ours, r.baseline, "-" if r.ratio is None else fmt_ratio(r.ratio),
          "-" if r.target is None else f">= {r.target:.2f}x", r.verdict())
         for r in rows])
 

@@ -163,6 +163,15 @@ def test_bench_far_apart(tiny_corpus):
     assert "far apart: reuse build, all stages" in summary_metrics(stdout)
 
 
+def test_benchkit_ratios_keep_three_digits_below_a_tenth(monkeypatch):
+    # A tiny job on Ray against an in-process loop is a few thousandths: once printed "0.00x".
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import benchkit
+
+    assert [benchkit.fmt_ratio(v) for v in (1.234, 0.1, 0.0042, 0.05)] == ["1.23x", "0.10x", "0.00420x", "0.0500x"]
+    assert finite_ratio(benchkit.ratio(1.0, 250.0)) == 0.004
+
+
 def test_benchkit_tables_and_rounds(monkeypatch):
     monkeypatch.syspath_prepend(str(SCRIPTS))
     import benchkit
