@@ -38,9 +38,10 @@ MAX_MENTIONS = 400
 MAX_CHARS = 100_000
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
-#: Formats whose frames print the module's own path: a frame whose file is not indexed is
-#: another package's code (`/usr/lib/python3.11/ast.py ... in parse`), so its function's name
-#: is not looked up in the repository (other formats' frames may print a build output's name).
+#: Formats whose frames print the module's own path: a frame whose file is indexed but whose
+#: line is past that file's end (and whose function the file does not define) is in another
+#: version or package's file of that name, so its function's name is not looked up elsewhere in
+#: the repository (other formats' frames may print a build output's name, `index.js:794`).
 _PATH_ONLY_FORMATS = frozenset({"cpython", "ipython", "pytest"})
 #: Path-less frames (`3: mytool::main`, `#2 0x.. in f (bin+0x..)`) name no file; their function
 #: resolves by name only when the name is this long and not an entry point every program has.

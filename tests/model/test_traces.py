@@ -168,8 +168,8 @@ STACKS = {
                "E       TypeError: type str doesn't define __round__ method\n\nsrc/shop/cart.py:7: TypeError\n"
                "/usr/lib/python3.11/decimal.py:12: TypeError\n",
                "src/shop/cart.py::round_all", "src/shop/cart.py::total"),
-    # The innermost frame is the standard library's `ast.parse`: not a repository file, and its
-    # name (also a function of the repository's) does not resolve it there.
+    # The innermost frame is the standard library's `ast.parse`: not a repository file, so it is
+    # dropped, though its name is also a function of the repository's.
     "cpython": ("Traceback (most recent call last):\n"
                 '  File "/home/dev/run.py", line 3, in <module>\n    main()\n'
                 '  File "/srv/venv/lib/python3.11/site-packages/shop/cart.py", line 3, in total\n'
