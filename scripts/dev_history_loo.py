@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = devhistory.load_cases(sw.queries, sw_root, sw_repo, folds.get, tables)
     bm25 = swebench_dev._bm25_baseline(sw.queries, sw_root)
 
-    # The multi-language set: the packaged weights (fitted on the SWE-bench repositories).
+    # The multi-language set: the packaged weights (their file's `fitted_on` says on what).
     from codenib.batch.weights import default_weights
 
     ms_data, ms_work = Path(a.mswe_data), Path(a.mswe_work)

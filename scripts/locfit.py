@@ -6,6 +6,7 @@ logistic fit, and rankings by `localise.rank` (what the bug_localisation plan sc
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -107,6 +108,7 @@ def write_weights(path: Path, weights: localise.LocaliseWeights, fitted_on: str,
     """The packaged weights file's layout (written whole, then moved into place)."""
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"fitted_on": fitted_on,
+                               "fitted": datetime.date.today().isoformat(),
                                "method": f"logistic regression, per-query balanced, L2 C={c}",
                                "weights": weights.to_dict()}, indent=2) + "\n")
     tmp.replace(path)

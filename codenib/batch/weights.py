@@ -38,6 +38,15 @@ def load_weights(path: str) -> LocaliseWeights:
     return LocaliseWeights({k: float(v) for k, v in values.items()}, source=f"file:{path}")
 
 
+def packaged_provenance() -> str:
+    """What the packaged weights were fitted on, as their file says (`fitted_on`)."""
+    try:
+        text = resources.files("codenib").joinpath("data/localise_weights.json").read_text()
+    except (FileNotFoundError, ModuleNotFoundError):
+        return "hand-set (no packaged weights file)"
+    return str(json.loads(text).get("fitted_on", "not recorded"))
+
+
 @lru_cache(maxsize=1)
 def default_weights() -> LocaliseWeights:
     """The packaged fitted weights (hand-set ones when the file is absent); read once."""

@@ -5,8 +5,8 @@ mention priors, the code graph); `features` and `rank` only score. A node's
 score is its file's score plus its own features, each a weighted, named feature, so the trace
 shows every signal's contribution. The weights are data (`codenib/data/localise_weights.json`,
 read at the edge by `codenib.batch.weights`,
-fitted on the SWE-bench dev set by `scripts/swebench_dev.py --fit`, cross-validated by
-repository) and scoring is one matrix product: deterministic and cheap.
+fitted on the 11 dev repositories by `scripts/localise_loo.py --fit-out`, measured
+leave-one-repository-out) and scoring is one matrix product: deterministic and cheap.
 """
 
 from __future__ import annotations

@@ -38,9 +38,11 @@ MAX_MENTIONS = 400
 MAX_CHARS = 100_000
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
-#: Frames read as they always were: each is a full-weight prior, as the packaged weights were
-#: fitted with. Frames of the other formats weigh by their place in their stack.
-LEGACY_FRAME_FORMATS = frozenset({None, "cpython"})
+#: Formats whose frames print the module's own path: a frame whose file is indexed but whose
+#: line is past that file's end (and whose function the file does not define) is in another
+#: version or package's file of that name, so its function's name is not looked up elsewhere in
+#: the repository (other formats' frames may print a build output's name, `index.js:794`).
+_PATH_ONLY_FORMATS = frozenset({"cpython", "ipython", "pytest"})
 #: Path-less frames (`3: mytool::main`, `#2 0x.. in f (bin+0x..)`) name no file; their function
 #: resolves by name only when the name is this long and not an entry point every program has.
 _COMMON_ENTRY = frozenset({"main", "run", "start", "call", "call_once", "new", "init"})
@@ -183,9 +185,9 @@ def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = M
     rather than a guess. Frames and `path:line` mentions point at the node whose span holds
     the line (else, for a frame, at the definition of its function's name in the file).
 
-    A frame of a newly read format maps to the repository by the longest suffix of its path
-    that is an indexed file (`trace_files.repository_files`), and weighs by its place in its stack:
-    the innermost frame that resolves has full confidence, the k-th after it 1/(k+1).
+    A frame of any format maps to the repository by the longest suffix of its path that is an
+    indexed file (`trace_files.repository_files`), and weighs by its place in its stack: the
+    innermost frame that resolves has full confidence, the k-th after it 1/(k+1).
 
     Args:
         symbols: the index's `SymbolIndex`.
@@ -197,18 +199,16 @@ def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = M
     stacks = _stack_priors(report.mentions, symbols, nodes, spans, max_definitions)
     for i, m in enumerate(report.mentions):
         base = KIND_CONFIDENCE[m.kind]
-        if m.kind == "frame" and m.format not in LEGACY_FRAME_FORMATS:
+        if m.kind == "frame":
             for p in stacks.get(i, ()):
                 _add(out, seen, p, keep_best=True)
             continue
-        if m.kind in ("frame", "path"):
+        if m.kind == "path":
             files = symbols.files_matching(m.text)
             if not files or len(files) > max_definitions:
                 continue
             for f in files:
                 row = spans.innermost(f, m.line) if m.line is not None else None
-                if row is None and m.function:
-                    row = spans.named(f, m.function, symbols)
                 _add(out, seen, Prior(f, row, base / len(files), m))
             continue
         matches = symbols.lookup(m.text)
@@ -241,7 +241,7 @@ def _add(out: list[Prior], seen: dict, p: Prior, keep_best: bool = False) -> Non
 
 def _stack_priors(mentions, symbols, nodes, spans: "_SpanLookup",
                   max_definitions: int) -> dict[int, list[Prior]]:
-    """Priors of the frames of the newly read formats, by mention position.
+    """Priors of the frames, by mention position.
 
     Frames resolve first (a frame that names no indexed file or definition is dropped); then
     each stack's resolved frames rank from the innermost out, so the innermost repository
@@ -252,7 +252,7 @@ def _stack_priors(mentions, symbols, nodes, spans: "_SpanLookup",
     hits: dict[int, list[tuple[str, int | None]]] = {}
     files_of: dict[str, list[str]] = {}
     for i, m in enumerate(mentions):
-        if m.kind != "frame" or m.format in LEGACY_FRAME_FORMATS:
+        if m.kind != "frame":
             continue
         name = last_segment(m.function, m.format) if m.function else None
         if m.located:
@@ -272,6 +272,8 @@ def _stack_priors(mentions, symbols, nodes, spans: "_SpanLookup",
                     found.append((f, row))
             if found:
                 hits[i] = found
+                continue
+            if m.format in _PATH_ONLY_FORMATS:
                 continue
         if name and len(name) >= 4 and name not in _COMMON_ENTRY:
             matches = symbols.lookup(m.function.replace("::", "."))

@@ -89,3 +89,19 @@ def test_paths_of_every_read_language_are_path_mentions_with_their_lines():
     assert paths == [("src/main.rs", 42), ("ReaderBasedJsonParser.java", 123), ("clientconn.go", 301),
                      ("include/fmt/format.h", None), ("src/plugin/isoWeek/index.js", None),
                      ("src/ui/App.tsx", None), ("jv.c", None)]
+
+
+def test_the_innermost_cpython_frame_is_the_strongest_mention_evidence(bug_index):
+    """The traceback runs through cart.py into pricing.round_cents: the innermost frame's file
+    carries more mention evidence than the outer frame's (each frame once weighed the same)."""
+    from codenib.model.localise import FEATURES, features, file_rows_of, inputs_for
+
+    rep = read_report(bug_repo.TRACEBACK_REPORT)
+    ids = bug_index.nodes.node_id
+    frames = {ids[p.row]: p.confidence for p in _priors(bug_index, bug_repo.TRACEBACK_REPORT)
+              if p.mention.kind == "frame"}
+    assert frames == {"src/shop/pricing.py::round_cents": pytest.approx(1.0),
+                      "src/shop/cart.py::Cart.total": pytest.approx(0.5)}
+    table = features(inputs_for(rep, {}, bug_index), bug_index.nodes, bug_index.graph, file_rows_of(bug_index.nodes))
+    f_mention = {ids[r]: x[FEATURES.index("f_mention")] for r, x in zip(table.rows, table.X)}
+    assert f_mention["src/shop/pricing.py"] > f_mention["src/shop/cart.py"] > 0

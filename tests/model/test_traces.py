@@ -168,6 +168,18 @@ STACKS = {
                "E       TypeError: type str doesn't define __round__ method\n\nsrc/shop/cart.py:7: TypeError\n"
                "/usr/lib/python3.11/decimal.py:12: TypeError\n",
                "src/shop/cart.py::round_all", "src/shop/cart.py::total"),
+    # The innermost frame is the standard library's `ast.parse`: not a repository file, so it is
+    # dropped, though its name is also a function of the repository's.
+    "cpython": ("Traceback (most recent call last):\n"
+                '  File "/home/dev/run.py", line 3, in <module>\n    main()\n'
+                '  File "/srv/venv/lib/python3.11/site-packages/shop/cart.py", line 3, in total\n'
+                "    return round_all(amount)\n"
+                '  File "/srv/venv/lib/python3.11/site-packages/shop/cart.py", line 7, in round_all\n'
+                "    return round(x, 2)\n"
+                '  File "/usr/lib/python3.11/ast.py", line 50, in parse\n'
+                "    return compile(source, filename, mode, flags)\n"
+                "TypeError: type str doesn't define __round__ method\n",
+                "src/shop/cart.py::round_all", "src/shop/cart.py::total"),
     "ipython": ("TypeError                                 Traceback (most recent call last)\n"
                 "File ~/venv/lib/python3.11/site-packages/shop/cart.py:3, in total(prices)\n"
                 "----> 3     return round_all(amount)\n\n"
