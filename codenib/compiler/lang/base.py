@@ -141,6 +141,32 @@ class TreeReader(ABC):
         look at the same parts overrides it (it is asked once per call site)."""
         return self.call(node, src), self.call_imports(node, src)
 
+    def call_sites(self, captures: dict, src: bytes) -> list[tuple[tuple[int, int], tuple | None, Iterable]]:
+        """((start byte, -end byte), `call`, `call_imports`) of each call site, in source order
+        (outer before inner; ties in capture order; a node captured twice once).
+
+        By default from the `@call` captures, through `call_site`; a reader may override it
+        to read call sites from finer captures (the callee itself), giving any span that
+        orders the sites as their call nodes' spans do and starts where the call does.
+        """
+        nodes = captures.get("call", ())
+        if not nodes:
+            return []
+        spans, order = order_nodes(nodes)
+        call = self.call
+        call_imports = self.call_imports if type(self).call_imports is not TreeReader.call_imports else None
+        call_site = self.call_site if type(self).call_site is not TreeReader.call_site else None
+        out = []
+        for i in order:
+            node = nodes[i]
+            if call_site is not None:
+                got, made = call_site(node, src)
+            else:
+                got = call(node, src)
+                made = call_imports(node, src) if call_imports is not None else ()
+            out.append((spans[i], got, made))
+        return out
+
     # --- machinery -----------------------------------------------------------------------
     def tools(self, rel_path: str):
         """(parser, query) for this thread and grammar, made once each (compiling the query
@@ -159,6 +185,27 @@ class TreeReader(ABC):
 
 
 # --- helpers for the language modules ------------------------------------------------------
+
+def order_nodes(nodes) -> tuple[list[tuple[int, int]], list[int]]:
+    """(start byte, -end byte) of each node, and the indexes of the nodes to keep in that order
+    (ties in capture order; a node captured twice once).
+
+    Sorting indexes by their span tuples keeps the Python work per node to two attribute
+    reads (this runs once per call site); ids are compared only where spans tie.
+    """
+    spans = [(n.start_byte, -n.end_byte) for n in nodes]
+    order = sorted(range(len(spans)), key=spans.__getitem__)
+    if len(set(spans)) == len(spans):
+        return spans, order
+    kept: list[int] = []
+    for i in order:
+        if kept and spans[kept[-1]] == spans[i]:
+            ids = {nodes[k].id for k in kept if spans[k] == spans[i]}
+            if nodes[i].id in ids:
+                continue
+        kept.append(i)
+    return spans, kept
+
 
 def node_text(node, raw: bytes) -> str:
     """The source text of a node."""
