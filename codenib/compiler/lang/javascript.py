@@ -4,12 +4,18 @@ keys; `import`/`require`/`export ... from`/`import()`, calls and `new`, `extends
 
 from __future__ import annotations
 
+import re
+from operator import itemgetter
+
 from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
 FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 #: Wrappers whose span, doc comment and signature start belong to the definition inside.
 _WRAPPERS = frozenset({"export_statement", "expression_statement", "lexical_declaration",
                        "variable_declaration", "ambient_declaration"})
+
+
+_SPAN = itemgetter(0)
 
 
 class JavaScriptReader(TreeReader):
@@ -24,8 +30,7 @@ class JavaScriptReader(TreeReader):
     (variable_declarator name: (identifier) value: [(arrow_function) (function_expression) (generator_function) (class)]) @def
     (assignment_expression left: (member_expression) right: {FUNCTION_VALUES}) @def
     (pair key: (_) value: {FUNCTION_VALUES}) @def
-    (call_expression function: [(identifier) (this) (super)] @call.name)
-    (call_expression function: (member_expression) @call.member)
+    (call_expression function: [(identifier) (this) (super) (member_expression)] @call.callee)
     (call_expression function: (import)) @call
     (new_expression) @call
     (import_statement) @import
@@ -106,22 +111,30 @@ class JavaScriptReader(TreeReader):
 
     def call_sites(self, captures, src):
         # A call whose callee is a name or a member is read from the captured callee alone
-        # (its text sliced once; one call site in three is a `require`-free name), in place
-        # of asking the call node for its fields: that was most of this reader's Python time.
-        # Other callees (computed, `import(...)`) make no call fact; `new` and `import()`
-        # take the general path. A callee starts where its call does, and of two nested calls
-        # starting together the outer one's callee holds the inner call: the callee's span
-        # orders the sites as the calls' spans do.
+        # (its text sliced once: a member's holds a `.`, a name's none), in place of asking
+        # the call node for its fields: that was most of this reader's Python time. Other
+        # callees (computed) make no call fact; `new` and `import()` take the general path.
+        # A callee starts where its call does, and of two nested calls starting together
+        # the outer one's callee holds the inner call: the callee's span orders the sites as
+        # the calls' spans do.
         sites = super().call_sites(captures, src)
-        for node in captures.get("call.name", ()):
+        append = sites.append
+        member = _MEMBER.fullmatch
+        for node in captures.get("call.callee", ()):
             start, end = node.start_byte, node.end_byte
-            name = src[start:end].decode("utf-8", "replace")
-            made = _call_imports(node.parent, node, src) if name == "require" else ()
-            sites.append(((start, -end), (name, "", "call"), made))
-        for node in captures.get("call.member", ()):
-            start, end = node.start_byte, node.end_byte
-            sites.append(((start, -end), _member_callee(node, src, start, end), ()))
-        sites.sort(key=_site_span)
+            text = src[start:end].decode("utf-8", "replace")
+            if "." not in text:
+                append(((start, -end), (text, "", "call"),
+                        _call_imports(node.parent, node, src) if text == "require" else ()))
+                continue
+            m = member(text)
+            if m is None:       # a line break or comment at the `.`: the node's fields say
+                append(((start, -end), _callee(node, src, "call"), ()))
+                continue
+            obj = m.group(1)
+            append(((start, -end), (m.group(2), " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
+                                    "call"), ()))
+        sites.sort(key=_SPAN)       # captures come in no set order (seen: not by position)
         return sites
 
     def imports(self, node, src):
@@ -186,27 +199,10 @@ def _callee(fn, src: bytes, kind: str):
     return None
 
 
-def _site_span(site):
-    return site[0]
-
-
-#: Characters that may sit between a member's object, its `.` and its property (whitespace
-#: and comments): where one touches the `.`, the text alone cannot say where the object ends.
-_GAP = frozenset(" \t\r\n\f\v/*\u00a0\ufeff\u2028\u2029")
-
-
-def _member_callee(fn, src: bytes, start: int, end: int):
-    """`_callee` of a `member_expression` from its text: the property is what follows the
-    last `.` and the object what precedes the `.` (or `?.`), when nothing but the operator
-    separates them; otherwise (a line break or comment there) from the node's fields."""
-    text = src[start:end].decode("utf-8", "replace")
-    dot = text.rfind(".")
-    prop = text[dot + 1:]
-    if dot > 0 and prop and not any(c in _GAP for c in prop):
-        obj_end = dot - 1 if text[dot - 1] == "?" else dot
-        if obj_end > 0 and text[obj_end - 1] not in _GAP and not text[obj_end - 1].isspace():
-            return prop, drop_generics(text[:obj_end]), "call"
-    return _callee(fn, src, "call")
+#: A member callee's text when nothing but its `.` (or `?.`) separates object and property:
+#: no whitespace or comment (`/`, `*`) touches the last `.`. Otherwise the text alone cannot
+#: say where the object ends, and the node's fields are asked. (object, property)
+_MEMBER = re.compile(r"(.*[^\s/*?\ufeff])\??\.([^\s/*.\ufeff]+)", re.S)
 
 
 def _call_imports(node, fn, src: bytes):
