@@ -123,10 +123,23 @@ class JavaScriptReader(TreeReader):
         for node in captures.get("call.callee", ()):
             start, end = node.start_byte, node.end_byte
             text = src[start:end].decode("utf-8", "replace")
-            if "." not in text:
+            dot = text.rfind(".")
+            if dot < 0:
                 append(((start, -end), (text, "", "call"),
                         _call_imports(node.parent, node, src) if text == "require" else ()))
                 continue
+            # `x.name` and `x?.name` where nothing but the operator separates `x` from it
+            # (most calls): the text splits at the last `.`; otherwise `_MEMBER` decides.
+            prop = text[dot + 1:]
+            if prop.isidentifier():
+                obj = text[:dot - 1] if text[dot - 1] == "?" else text[:dot]
+                if obj.isidentifier():
+                    append(((start, -end), (prop, obj, "call"), ()))
+                    continue
+                if obj and obj[-1] not in _OBJECT_END_GAP and not obj[-1].isspace():
+                    append(((start, -end), (prop, " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
+                                            "call"), ()))
+                    continue
             m = member(text)
             if m is None:       # a line break or comment at the `.`: the node's fields say
                 append(((start, -end), _callee(node, src, "call"), ()))
@@ -202,6 +215,7 @@ def _callee(fn, src: bytes, kind: str):
 #: A member callee's text when nothing but its `.` (or `?.`) separates object and property:
 #: no whitespace or comment (`/`, `*`) touches the last `.`. Otherwise the text alone cannot
 #: say where the object ends, and the node's fields are asked. (object, property)
+_OBJECT_END_GAP = frozenset("/*?\ufeff")
 _MEMBER = re.compile(r"(.*[^\s/*?\ufeff])\??\.([^\s/*.\ufeff]+)", re.S)
 
 
