@@ -120,9 +120,12 @@ class JavaScriptReader(TreeReader):
         sites = super().call_sites(captures, src)
         append = sites.append
         member = _MEMBER.fullmatch
-        for node in captures.get("call.callee", ()):
+        callees = captures.get("call.callee", ())
+        ascii_only = src.isascii()      # then byte offsets are string offsets
+        whole = src.decode("ascii") if ascii_only and callees else ""
+        for node in callees:
             start, end = node.start_byte, node.end_byte
-            text = src[start:end].decode("utf-8", "replace")
+            text = whole[start:end] if ascii_only else src[start:end].decode("utf-8", "replace")
             dot = text.rfind(".")
             if dot < 0:
                 append(((start, -end), (text, "", "call"),

@@ -265,27 +265,34 @@ def _calls(raw: bytes, defs: list[_Def], sites: list, file_id: str) -> tuple[lis
     def_spans = [(d.ts_node.start_byte, -d.ts_node.end_byte) for d in defs]
     next_def = 0
     n_defs = len(defs)
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str]] = []     # (end byte, node id) of the definitions around
+    nowhere = len(raw) + 1                # an end no call reaches: outside every definition
+    top_end, caller = nowhere, file_id    # stack[-1], kept in locals (this runs per call)
     calls: list[CallFact] = []
     imports: list[ImportFact] = []
     count = raw.count
     line, at = 1, 0
     for span, got, made in sites:
-        while next_def < n_defs and def_spans[next_def] <= span:
-            start, neg_end = def_spans[next_def]
+        if next_def < n_defs and def_spans[next_def] <= span:
+            while next_def < n_defs and def_spans[next_def] <= span:
+                start, neg_end = def_spans[next_def]
+                while stack and stack[-1][0] <= start:
+                    stack.pop()
+                stack.append((-neg_end, defs[next_def].node_id))
+                next_def += 1
+            top_end, caller = stack[-1]
+        start = span[0]
+        if top_end <= start:
             while stack and stack[-1][0] <= start:
                 stack.pop()
-            stack.append((-neg_end, defs[next_def].node_id))
-            next_def += 1
-        start = span[0]
-        while stack and stack[-1][0] <= start:
-            stack.pop()
+            top_end, caller = stack[-1] if stack else (nowhere, file_id)
         line += count(b"\n", at, start)
         at = start
         if got is not None:
-            calls.append(_CallFact(got[0], got[1], stack[-1][1] if stack else file_id, line, got[2]))
-        for spec, kind, names in made:
-            imports.append(_ImportFact(spec, line, kind, tuple(names)))
+            calls.append(_CallFact(got[0], got[1], caller, line, got[2]))
+        if made:
+            for spec, kind, names in made:
+                imports.append(_ImportFact(spec, line, kind, tuple(names)))
     return calls, imports
 
 
