@@ -141,8 +141,8 @@ class TreeReader(ABC):
         look at the same parts overrides it (it is asked once per call site)."""
         return self.call(node, src), self.call_imports(node, src)
 
-    def call_sites(self, captures: dict, src: bytes) -> list[tuple[tuple[int, int], tuple | None, Iterable]]:
-        """((start byte, -end byte), `call`, `call_imports`) of each call site, in source order
+    def call_sites(self, captures: dict, src: bytes) -> list[tuple[int, int, tuple | None, Iterable]]:
+        """(start byte, -end byte, `call`, `call_imports`) of each call site, in source order
         (outer before inner; ties in capture order; a node captured twice once).
 
         By default from the `@call` captures, through `call_site`; a reader may override it
@@ -164,7 +164,7 @@ class TreeReader(ABC):
             else:
                 got = call(node, src)
                 made = call_imports(node, src) if call_imports is not None else ()
-            out.append((spans[i], got, made))
+            out.append((*spans[i], got, made))
         return out
 
     # --- machinery -----------------------------------------------------------------------

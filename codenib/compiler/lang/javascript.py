@@ -15,7 +15,7 @@ _WRAPPERS = frozenset({"export_statement", "expression_statement", "lexical_decl
                        "variable_declaration", "ambient_declaration"})
 
 
-_SPAN = itemgetter(0)
+_SPAN = itemgetter(0, 1)
 
 
 class JavaScriptReader(TreeReader):
@@ -128,7 +128,7 @@ class JavaScriptReader(TreeReader):
             text = whole[start:end] if ascii_only else src[start:end].decode("utf-8", "replace")
             dot = text.rfind(".")
             if dot < 0:
-                append(((start, -end), (text, "", "call"),
+                append((start, -end, (text, "", "call"),
                         _call_imports(node.parent, node, src) if text == "require" else ()))
                 continue
             # `x.name` and `x?.name` where nothing but the operator separates `x` from it
@@ -137,18 +137,18 @@ class JavaScriptReader(TreeReader):
             if prop.isidentifier():
                 obj = text[:dot - 1] if text[dot - 1] == "?" else text[:dot]
                 if obj.isidentifier():
-                    append(((start, -end), (prop, obj, "call"), ()))
+                    append((start, -end, (prop, obj, "call"), ()))
                     continue
                 if obj and obj[-1] not in _OBJECT_END_GAP and not obj[-1].isspace():
-                    append(((start, -end), (prop, " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
+                    append((start, -end, (prop, " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
                                             "call"), ()))
                     continue
             m = member(text)
             if m is None:       # a line break or comment at the `.`: the node's fields say
-                append(((start, -end), _callee(node, src, "call"), ()))
+                append((start, -end, _callee(node, src, "call"), ()))
                 continue
             obj = m.group(1)
-            append(((start, -end), (m.group(2), " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
+            append((start, -end, (m.group(2), " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
                                     "call"), ()))
         sites.sort(key=_SPAN)       # captures come in no set order (seen: not by position)
         return sites

@@ -272,16 +272,17 @@ def _calls(raw: bytes, defs: list[_Def], sites: list, file_id: str) -> tuple[lis
     imports: list[ImportFact] = []
     count = raw.count
     line, at = 1, 0
-    for span, got, made in sites:
-        if next_def < n_defs and def_spans[next_def] <= span:
-            while next_def < n_defs and def_spans[next_def] <= span:
+    # A definition's (start, -end) sorts before a site's (start, -end, ...) at the same span.
+    for site in sites:
+        if next_def < n_defs and def_spans[next_def] <= site:
+            while next_def < n_defs and def_spans[next_def] <= site:
                 start, neg_end = def_spans[next_def]
                 while stack and stack[-1][0] <= start:
                     stack.pop()
                 stack.append((-neg_end, defs[next_def].node_id))
                 next_def += 1
             top_end, caller = stack[-1]
-        start = span[0]
+        start, _, got, made = site
         if top_end <= start:
             while stack and stack[-1][0] <= start:
                 stack.pop()
