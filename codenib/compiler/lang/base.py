@@ -147,24 +147,29 @@ class TreeReader(ABC):
 
         By default from the `@call` captures, through `call_site`; a reader may override it
         to read call sites from finer captures (the callee itself), giving any span that
-        orders the sites as their call nodes' spans do and starts where the call does.
+        starts where the call does and orders the sites as their call nodes' spans do.
         """
         nodes = captures.get("call", ())
         if not nodes:
             return []
         spans, order = order_nodes(nodes)
-        call = self.call
-        call_imports = self.call_imports if type(self).call_imports is not TreeReader.call_imports else None
-        call_site = self.call_site if type(self).call_site is not TreeReader.call_site else None
-        out = []
-        for i in order:
-            node = nodes[i]
-            if call_site is not None:
-                got, made = call_site(node, src)
-            else:
-                got = call(node, src)
-                made = call_imports(node, src) if call_imports is not None else ()
-            out.append((*spans[i], got, made))
+        append = (out := []).append
+        if type(self).call_site is not TreeReader.call_site:
+            call_site = self.call_site
+            for i in order:
+                start, neg_end = spans[i]
+                got, made = call_site(nodes[i], src)
+                append((start, neg_end, got, made))
+        elif type(self).call_imports is not TreeReader.call_imports:
+            call, call_imports = self.call, self.call_imports
+            for i in order:
+                start, neg_end = spans[i]
+                append((start, neg_end, call(nodes[i], src), call_imports(nodes[i], src)))
+        else:       # most languages: no call makes an import
+            call = self.call
+            for i in order:
+                start, neg_end = spans[i]
+                append((start, neg_end, call(nodes[i], src), ()))
         return out
 
     # --- machinery -----------------------------------------------------------------------
