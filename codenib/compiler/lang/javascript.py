@@ -131,6 +131,9 @@ class JavaScriptReader(TreeReader):
                 append((start, -end, (text, "", "call"),
                         _call_imports(node.parent, node, src) if text == "require" else ()))
                 continue
+            if node.has_error:      # recovered syntax (`a..b`): the text is no guide
+                append((start, -end, _callee(node, src, "call"), ()))
+                continue
             # `x.name` and `x?.name` where nothing but the operator separates `x` from it
             # (most calls): the text splits at the last `.`; otherwise `_MEMBER` decides.
             prop = text[dot + 1:]
