@@ -3,7 +3,8 @@ the `ForeignParse` a file's read gives, and text helpers for the language module
 
 A language module subclasses `TreeReader` with a query that captures `@def` (definitions
 and containers), `@call` and `@import` nodes, and says what each captured node is
-(`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work).
+(`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work;
+`call_sites` where finer captures than `@call` give the call sites more cheaply).
 Everything else is shared, in `codenib.compiler.lang.walk`: the nesting of definitions, node
 ids, spans, signatures, doc comments, node texts and parse errors.
 """
