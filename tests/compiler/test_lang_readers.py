@@ -338,3 +338,16 @@ def test_a_javascript_callee_read_from_its_text_names_what_its_nodes_name(source
 def test_a_non_null_receiver_is_an_error_in_javascript_and_kept_in_typescript(rel, receiver):
     facts = read_foreign(rel, b"a!.b()").facts
     assert [(c.callee, c.receiver) for c in facts.calls] == [("b", receiver)]
+
+
+@pytest.mark.parametrize("source, calls", [
+    ("new A()", [("A", "", "new", 1)]),
+    ("new /*c*/ A()", [("A", "", "new", 1)]),
+    ("new\nA\n()", [("A", "", "new", 1)]),     # the line of `new`, not of the name
+    ("x = new A(new B(1))", [("A", "", "new", 1), ("B", "", "new", 1)]),
+    ("new A.B()", [("B", "A", "new", 1)]),
+    ("new (f())()", [("f", "", "call", 1)]),
+])
+def test_a_javascript_new_names_its_constructor_at_the_line_of_new(source, calls):
+    facts = read_foreign("src/a.js", source.encode()).facts
+    assert [(c.callee, c.receiver, c.kind, c.line) for c in facts.calls] == calls

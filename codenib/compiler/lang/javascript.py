@@ -32,7 +32,8 @@ class JavaScriptReader(TreeReader):
     (pair key: (_) value: {FUNCTION_VALUES}) @def
     (call_expression function: [(identifier) (this) (super) (member_expression)] @call.callee)
     (call_expression function: (import)) @call
-    (new_expression) @call
+    (new_expression constructor: (identifier)) @call.new
+    (new_expression constructor: [(member_expression) (this) (super)]) @call
     (import_statement) @import
     (export_statement source: (_)) @import
     """
@@ -153,6 +154,12 @@ class JavaScriptReader(TreeReader):
             obj = m.group(1)
             append((start, -end, (m.group(2), " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
                                     "call"), ()))
+        for node in captures.get("call.new", ()):
+            # `new Name(...)`: the name follows `new` and whitespace; else the node says.
+            start, end = node.start_byte, node.end_byte
+            m = None if node.has_error else _NEW.match(src, start, end)
+            append((start, -end, (m.group(1).decode("utf-8", "replace"), "", "new") if m is not None
+                    else self.call(node, src), ()))
         sites.sort(key=_SPAN)       # captures come in no set order (seen: not by position)
         return sites
 
@@ -222,6 +229,9 @@ def _callee(fn, src: bytes, kind: str):
 #: no whitespace or comment (`/`, `*`) touches the last `.`. Otherwise the text alone cannot
 #: say where the object ends, and the node's fields are asked. (object, property)
 _OBJECT_END_GAP = frozenset("/*?\ufeff")
+#: `new Name(` or `new Name` at the end, ASCII name (a `/*` or `<` after `new` or the name:
+#: the node's fields decide).
+_NEW = re.compile(rb"new[ \t\r\n]+([A-Za-z_$][A-Za-z0-9_$]*)(?:\(|\Z)")
 _MEMBER = re.compile(r"(.*[^\s/*?\ufeff])\??\.([^\s/*.\ufeff]+)", re.S)
 
 
