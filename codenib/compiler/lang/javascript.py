@@ -30,10 +30,8 @@ class JavaScriptReader(TreeReader):
     (variable_declarator name: (identifier) value: [(arrow_function) (function_expression) (generator_function) (class)]) @def
     (assignment_expression left: (member_expression) right: {FUNCTION_VALUES}) @def
     (pair key: (_) value: {FUNCTION_VALUES}) @def
-    (call_expression function: [(identifier) (this) (super) (member_expression)] @call.callee)
-    (call_expression function: (import)) @call
-    (new_expression constructor: (identifier)) @call.new
-    (new_expression constructor: [(member_expression) (this) (super)]) @call
+    (call_expression function: [(identifier) (this) (super) (member_expression) (import)] @call.callee)
+    (new_expression constructor: [(identifier) (member_expression) (this) (super)]) @call.new
     (import_statement) @import
     (export_statement source: (_)) @import
     """
@@ -111,13 +109,13 @@ class JavaScriptReader(TreeReader):
         return _callee(fn, src, "call"), _call_imports(node, fn, src)
 
     def call_sites(self, captures, src):
-        # A call whose callee is a name or a member is read from the captured callee alone
-        # (its text sliced once: a member's holds a `.`, a name's none), in place of asking
-        # the call node for its fields: that was most of this reader's Python time. Other
-        # callees (computed) make no call fact; `new` and `import()` take the general path.
+        # A call whose callee is a name, a member or `import` is read from the captured
+        # callee alone (its text sliced once: a member's holds a `.`, a name's none), in
+        # place of asking the call node for its fields: that was most of this reader's
+        # Python time; calls of other callees (computed) make no fact and are not captured.
         # A callee starts where its call does, and of two nested calls starting together
         # the outer one's callee holds the inner call: the callee's span orders the sites as
-        # the calls' spans do.
+        # the calls' spans do. `new` is captured whole (its span starts at `new`).
         sites = super().call_sites(captures, src)
         append = sites.append
         member = _MEMBER.fullmatch
@@ -129,8 +127,11 @@ class JavaScriptReader(TreeReader):
             text = whole[start:end] if ascii_only else src[start:end].decode("utf-8", "replace")
             dot = text.rfind(".")
             if dot < 0:
-                append((start, -end, (text, "", "call"),
-                        _call_imports(node.parent, node, src) if text == "require" else ()))
+                if text == "import" and node.type == "import":      # `import('x')`
+                    append((start, -end, None, _call_imports(node.parent, node, src)))
+                else:
+                    append((start, -end, (text, "", "call"),
+                            _call_imports(node.parent, node, src) if text == "require" else ()))
                 continue
             if node.has_error:      # recovered syntax (`a..b`): the text is no guide
                 append((start, -end, _callee(node, src, "call"), ()))
