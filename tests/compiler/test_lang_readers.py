@@ -311,3 +311,43 @@ def test_a_macro_before_a_cpp_namespace_leaves_the_namespace_a_namespace():
     assert [(n.qualname, n.kind) for n in parsed.nodes[1:]] == [("detail.assert_fail", "function")]
     c_text = b"#define GUARD(x) x\nGUARD(1)\nif (ready) {\n  go();\n}\n\nint go(void) {\n  return 1;\n}\n"
     assert [n.qualname for n in read_foreign("src/a.c", c_text).nodes[1:]] == ["go"]
+
+
+@pytest.mark.parametrize("source, calls", [
+    ("x?.y()", [("y", "x")]),
+    ("a .b()", [("b", "a")]),
+    ("u\n  // why\n  .v()", [("v", "u")]),
+    ("a\n  ?.b()", [("b", "a")]),
+    ("p/*c*/.q()", [("q", "p")]),
+    ("(m<n).k()", [("k", "(m")]),
+    ("this.#h.g()", [("g", "this.#h")]),
+    ("w.$z()", [("$z", "w")]),
+    ("s.t(1).r()", [("r", "s.t(1)"), ("t", "s")]),
+    ("/re/.test(s)", [("test", "/re/")]),
+    ("a..b()", [("b", "a")]),          # recovered syntax: the object node, not the text
+])
+def test_a_javascript_callee_read_from_its_text_names_what_its_nodes_name(source, calls):
+    # The JavaScript reader splits a member callee's text at its last `.`; comments, line
+    # breaks and recovered errors around the `.` must give what the object node gives.
+    for rel in ("src/a.js", "src/a.ts"):
+        facts = read_foreign(rel, source.encode()).facts
+        assert [(c.callee, c.receiver) for c in facts.calls] == calls, rel
+
+
+@pytest.mark.parametrize("rel, receiver", [("src/a.js", "a"), ("src/a.ts", "a!")])
+def test_a_non_null_receiver_is_an_error_in_javascript_and_kept_in_typescript(rel, receiver):
+    facts = read_foreign(rel, b"a!.b()").facts
+    assert [(c.callee, c.receiver) for c in facts.calls] == [("b", receiver)]
+
+
+@pytest.mark.parametrize("source, calls", [
+    ("new A()", [("A", "", "new", 1)]),
+    ("new /*c*/ A()", [("A", "", "new", 1)]),
+    ("new\nA\n()", [("A", "", "new", 1)]),     # the line of `new`, not of the name
+    ("x = new A(new B(1))", [("A", "", "new", 1), ("B", "", "new", 1)]),
+    ("new A.B()", [("B", "A", "new", 1)]),
+    ("new (f())()", [("f", "", "call", 1)]),
+])
+def test_a_javascript_new_names_its_constructor_at_the_line_of_new(source, calls):
+    facts = read_foreign("src/a.js", source.encode()).facts
+    assert [(c.callee, c.receiver, c.kind, c.line) for c in facts.calls] == calls

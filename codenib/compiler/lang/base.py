@@ -3,7 +3,8 @@ the `ForeignParse` a file's read gives, and text helpers for the language module
 
 A language module subclasses `TreeReader` with a query that captures `@def` (definitions
 and containers), `@call` and `@import` nodes, and says what each captured node is
-(`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work).
+(`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work;
+`call_sites` where finer captures than `@call` give the call sites more cheaply).
 Everything else is shared, in `codenib.compiler.lang.walk`: the nesting of definitions, node
 ids, spans, signatures, doc comments, node texts and parse errors.
 """
@@ -141,6 +142,37 @@ class TreeReader(ABC):
         look at the same parts overrides it (it is asked once per call site)."""
         return self.call(node, src), self.call_imports(node, src)
 
+    def call_sites(self, captures: dict, src: bytes) -> list[tuple[int, int, tuple | None, Iterable]]:
+        """(start byte, -end byte, `call`, `call_imports`) of each call site, in source order
+        (outer before inner; ties in capture order; a node captured twice once).
+
+        By default from the `@call` captures, through `call_site`; a reader may override it
+        to read call sites from finer captures (the callee itself), giving any span that
+        starts where the call does and orders the sites as their call nodes' spans do.
+        """
+        nodes = captures.get("call", ())
+        if not nodes:
+            return []
+        spans, order = order_nodes(nodes)
+        append = (out := []).append
+        if type(self).call_site is not TreeReader.call_site:
+            call_site = self.call_site
+            for i in order:
+                start, neg_end = spans[i]
+                got, made = call_site(nodes[i], src)
+                append((start, neg_end, got, made))
+        elif type(self).call_imports is not TreeReader.call_imports:
+            call, call_imports = self.call, self.call_imports
+            for i in order:
+                start, neg_end = spans[i]
+                append((start, neg_end, call(nodes[i], src), call_imports(nodes[i], src)))
+        else:       # most languages: no call makes an import
+            call = self.call
+            for i in order:
+                start, neg_end = spans[i]
+                append((start, neg_end, call(nodes[i], src), ()))
+        return out
+
     # --- machinery -----------------------------------------------------------------------
     def tools(self, rel_path: str):
         """(parser, query) for this thread and grammar, made once each (compiling the query
@@ -159,6 +191,27 @@ class TreeReader(ABC):
 
 
 # --- helpers for the language modules ------------------------------------------------------
+
+def order_nodes(nodes) -> tuple[list[tuple[int, int]], list[int]]:
+    """(start byte, -end byte) of each node, and the indexes of the nodes to keep in that order
+    (ties in capture order; a node captured twice once).
+
+    Sorting indexes by their span tuples keeps the Python work per node to two attribute
+    reads (this runs once per call site); ids are compared only where spans tie.
+    """
+    spans = [(n.start_byte, -n.end_byte) for n in nodes]
+    order = sorted(range(len(spans)), key=spans.__getitem__)
+    if len(set(spans)) == len(spans):
+        return spans, order
+    kept: list[int] = []
+    for i in order:
+        if kept and spans[kept[-1]] == spans[i]:
+            ids = {nodes[k].id for k in kept if spans[k] == spans[i]}
+            if nodes[i].id in ids:
+                continue
+        kept.append(i)
+    return spans, kept
+
 
 def node_text(node, raw: bytes) -> str:
     """The source text of a node."""

@@ -4,12 +4,18 @@ keys; `import`/`require`/`export ... from`/`import()`, calls and `new`, `extends
 
 from __future__ import annotations
 
+import re
+from operator import itemgetter
+
 from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 
 FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 #: Wrappers whose span, doc comment and signature start belong to the definition inside.
 _WRAPPERS = frozenset({"export_statement", "expression_statement", "lexical_declaration",
                        "variable_declaration", "ambient_declaration"})
+
+
+_SPAN = itemgetter(0, 1)
 
 
 class JavaScriptReader(TreeReader):
@@ -24,8 +30,8 @@ class JavaScriptReader(TreeReader):
     (variable_declarator name: (identifier) value: [(arrow_function) (function_expression) (generator_function) (class)]) @def
     (assignment_expression left: (member_expression) right: {FUNCTION_VALUES}) @def
     (pair key: (_) value: {FUNCTION_VALUES}) @def
-    (call_expression) @call
-    (new_expression) @call
+    (call_expression function: [(identifier) (this) (super) (member_expression) (import)] @call.callee)
+    (new_expression constructor: [(identifier) (member_expression) (this) (super)]) @call.new
     (import_statement) @import
     (export_statement source: (_)) @import
     """
@@ -102,6 +108,62 @@ class JavaScriptReader(TreeReader):
             return None, ()
         return _callee(fn, src, "call"), _call_imports(node, fn, src)
 
+    def call_sites(self, captures, src):
+        # A call whose callee is a name, a member or `import` is read from the captured
+        # callee alone (its text sliced once: a member's holds a `.`, a name's none), in
+        # place of asking the call node for its fields: that was most of this reader's
+        # Python time; calls of other callees (computed) make no fact and are not captured.
+        # A callee starts where its call does, and of two nested calls starting together
+        # the outer one's callee holds the inner call: the callee's span orders the sites as
+        # the calls' spans do. `new` is captured whole (its span starts at `new`).
+        sites = super().call_sites(captures, src)
+        append = sites.append
+        member = _MEMBER.fullmatch
+        callees = captures.get("call.callee", ())
+        ascii_only = src.isascii()      # then byte offsets are string offsets
+        whole = src.decode("ascii") if ascii_only and callees else ""
+        for node in callees:
+            start, end = node.start_byte, node.end_byte
+            text = whole[start:end] if ascii_only else src[start:end].decode("utf-8", "replace")
+            dot = text.rfind(".")
+            if dot < 0:
+                if text == "import" and node.type == "import":      # `import('x')`
+                    append((start, -end, None, _call_imports(node.parent, node, src)))
+                else:
+                    append((start, -end, (text, "", "call"),
+                            _call_imports(node.parent, node, src) if text == "require" else ()))
+                continue
+            if node.has_error:      # recovered syntax (`a..b`): the text is no guide
+                append((start, -end, _callee(node, src, "call"), ()))
+                continue
+            # `x.name` and `x?.name` where nothing but the operator separates `x` from it
+            # (most calls): the text splits at the last `.`; otherwise `_MEMBER` decides.
+            prop = text[dot + 1:]
+            if prop.isidentifier():
+                obj = text[:dot - 1] if text[dot - 1] == "?" else text[:dot]
+                if obj.isidentifier():
+                    append((start, -end, (prop, obj, "call"), ()))
+                    continue
+                if obj and obj[-1] not in _OBJECT_END_GAP and not obj[-1].isspace():
+                    append((start, -end, (prop, " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
+                                            "call"), ()))
+                    continue
+            m = member(text)
+            if m is None:       # a line break or comment at the `.`: the node's fields say
+                append((start, -end, _callee(node, src, "call"), ()))
+                continue
+            obj = m.group(1)
+            append((start, -end, (m.group(2), " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
+                                    "call"), ()))
+        for node in captures.get("call.new", ()):
+            # `new Name(...)`: the name follows `new` and whitespace; else the node says.
+            start, end = node.start_byte, node.end_byte
+            m = None if node.has_error else _NEW.match(src, start, end)
+            append((start, -end, (m.group(1).decode("utf-8", "replace"), "", "new") if m is not None
+                    else self.call(node, src), ()))
+        sites.sort(key=_SPAN)       # captures come in no set order (seen: not by position)
+        return sites
+
     def imports(self, node, src):
         source = node.child_by_field_name("source")
         if source is None:
@@ -162,6 +224,16 @@ def _callee(fn, src: bytes, kind: str):
             return None
         return prop, drop_generics(node_text(obj, src)), kind
     return None
+
+
+#: A member callee's text when nothing but its `.` (or `?.`) separates object and property:
+#: no whitespace or comment (`/`, `*`) touches the last `.`. Otherwise the text alone cannot
+#: say where the object ends, and the node's fields are asked. (object, property)
+_OBJECT_END_GAP = frozenset("/*?\ufeff")
+#: `new Name(` or `new Name` at the end, ASCII name (a `/*` or `<` after `new` or the name:
+#: the node's fields decide).
+_NEW = re.compile(rb"new[ \t\r\n]+([A-Za-z_$][A-Za-z0-9_$]*)(?:\(|\Z)")
+_MEMBER = re.compile(r"(.*[^\s/*?\ufeff])\??\.([^\s/*.\ufeff]+)", re.S)
 
 
 def _call_imports(node, fn, src: bytes):

@@ -12,7 +12,8 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from codenib.compiler.lang.base import ForeignParse, Found, TreeReader, collapse, node_text, slot_constructor
+from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
+                                        slot_constructor)
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.core.types import Node, make_node_id
 
@@ -134,7 +135,7 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
             bases.append(_BaseFact(owner, first_of.get(owner, ""), base, relation, line))
     bases.sort(key=lambda b: (b.line, b.owner, b.base))
 
-    calls, call_imports = _calls(reader, raw, defs, captures.get("call", ()), file_id)
+    calls, call_imports = _calls(raw, defs, reader.call_sites(captures, raw), file_id)
     imports = [_ImportFact(spec, n.start_point.row + 1, kind, tuple(names))
                for n in _unique_sorted(captures.get("import", ()))
                for spec, kind, names in reader.imports(n, raw)]
@@ -156,29 +157,8 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
 
 def _unique_sorted(nodes) -> list:
     """Captured nodes once each (several patterns may capture one), outer before inner."""
-    spans, order = _order(nodes)
+    spans, order = order_nodes(nodes)
     return [nodes[i] for i in order]
-
-
-def _order(nodes) -> tuple[list[tuple[int, int]], list[int]]:
-    """(start byte, -end byte) of each node, and the indexes of the nodes to keep in that order
-    (ties in capture order; a node captured twice once).
-
-    Sorting indexes by their span tuples keeps the Python work per node to two attribute
-    reads (this runs once per call site); ids are compared only where spans tie.
-    """
-    spans = [(n.start_byte, -n.end_byte) for n in nodes]
-    order = sorted(range(len(spans)), key=spans.__getitem__)
-    if len(set(spans)) == len(spans):
-        return spans, order
-    kept: list[int] = []
-    for i in order:
-        if kept and spans[kept[-1]] == spans[i]:
-            ids = {nodes[k].id for k in kept if spans[k] == spans[i]}
-            if nodes[i].id in ids:
-                continue
-        kept.append(i)
-    return spans, kept
 
 
 def _first_error(root) -> str | None:
@@ -276,46 +256,44 @@ def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
     return text[:MAX_DOC_CHARS]
 
 
-def _calls(reader: TreeReader, raw: bytes, defs: list[_Def], call_nodes, file_id: str
-           ) -> tuple[list[CallFact], list[ImportFact]]:
-    """Each call with the innermost definition around it (a sweep over both, by position:
-    at one span a definition comes first).
+def _calls(raw: bytes, defs: list[_Def], sites: list, file_id: str) -> tuple[list[CallFact], list[ImportFact]]:
+    """Each call site (`TreeReader.call_sites`) with the innermost definition around it (a
+    sweep over both, by position: at one span a definition comes first).
 
     Lines come from counting newlines between consecutive calls (a node's row costs more).
     """
-    spans, order = _order(call_nodes)
     def_spans = [(d.ts_node.start_byte, -d.ts_node.end_byte) for d in defs]
     next_def = 0
-    stack: list[tuple[int, str]] = []
+    n_defs = len(defs)
+    stack: list[tuple[int, str]] = []     # (end byte, node id) of the definitions around
+    nowhere = len(raw) + 1                # an end no call reaches: outside every definition
+    top_end, caller = nowhere, file_id    # stack[-1], kept in locals (this runs per call)
     calls: list[CallFact] = []
     imports: list[ImportFact] = []
-    call = reader.call
-    call_imports = reader.call_imports if type(reader).call_imports is not TreeReader.call_imports else None
-    call_site = reader.call_site if type(reader).call_site is not TreeReader.call_site else None
+    count = raw.count
     line, at = 1, 0
-    for i in order:
-        span = spans[i]
-        while next_def < len(defs) and def_spans[next_def] <= span:
-            start, neg_end = def_spans[next_def]
+    # A definition's (start, -end) sorts before a site's (start, -end, ...) at the same span.
+    for site in sites:
+        if next_def < n_defs and def_spans[next_def] <= site:
+            while next_def < n_defs and def_spans[next_def] <= site:
+                start, neg_end = def_spans[next_def]
+                while stack and stack[-1][0] <= start:
+                    stack.pop()
+                stack.append((-neg_end, defs[next_def].node_id))
+                next_def += 1
+            top_end, caller = stack[-1]
+        start, _, got, made = site
+        if top_end <= start:
             while stack and stack[-1][0] <= start:
                 stack.pop()
-            stack.append((-neg_end, defs[next_def].node_id))
-            next_def += 1
-        start = span[0]
-        while stack and stack[-1][0] <= start:
-            stack.pop()
-        line += raw.count(b"\n", at, start)
+            top_end, caller = stack[-1] if stack else (nowhere, file_id)
+        line += count(b"\n", at, start)
         at = start
-        node = call_nodes[i]
-        if call_site is not None:
-            got, made = call_site(node, raw)
-        else:
-            got = call(node, raw)
-            made = call_imports(node, raw) if call_imports is not None else ()
         if got is not None:
-            calls.append(_CallFact(got[0], got[1], stack[-1][1] if stack else file_id, line, got[2]))
-        for spec, kind, names in made:
-            imports.append(_ImportFact(spec, line, kind, tuple(names)))
+            calls.append(_CallFact(got[0], got[1], caller, line, got[2]))
+        if made:
+            for spec, kind, names in made:
+                imports.append(_ImportFact(spec, line, kind, tuple(names)))
     return calls, imports
 
 
