@@ -286,3 +286,59 @@ def test_bench_encode(fixture_index_dir, tmp_path):
         rows = table(stdout.split(f"### {kind}:")[1].split("###")[0], "side")
         assert [r[0] for r in rows] == ["sentence-transformers", "codenib torch"]
         assert all(finite_ratio(c) for r in rows for c in r[2:5])
+
+
+LANGUAGE_FILES = {
+    "src/app.tsx": "export function App(props: {name: string}) {\n  return <div className=\"x\">{props.name}</div>;\n}\n",
+    "src/util.ts": "export class Box<T> {\n  constructor(public value: T) {}\n  get(): T { return this.value; }\n}\n",
+    "include/shape.h": "namespace geo {\nclass Shape {\n public:\n  virtual double area() const = 0;\n};\n}\n",
+    "src/main.go": "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n",
+}
+
+
+def _language_set(root: Path) -> tuple[Path, Path]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data, checkouts = root / "data", root / "checkouts"
+    data.mkdir()
+    for rel, text in LANGUAGE_FILES.items():
+        path = checkouts / "acme__mixed-1" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    pq.write_table(pa.Table.from_pylist([{"qid": "acme__mixed-1", "query": "q", "index": "acme__mixed-1"}]),
+                   data / "queries.parquet")
+    pq.write_table(pa.Table.from_pylist([{"qid": "acme__mixed-1", "repo": "acme/mixed", "language": "go",
+                                          "base_commit": "0" * 40}]), data / "instances.parquet")
+    return data, checkouts
+
+
+def test_bench_languages(tmp_path):
+    pytest.importorskip("tree_sitter")
+    data, checkouts = _language_set(tmp_path)
+    stdout = run_script("bench_languages.py", "--data", str(data), "--checkouts", str(checkouts), "--repeat", "3")
+    assert header_cells(stdout, "language") == ["language", "snapshot", "files", "MB", "nodes", "bare files/s",
+                                                "codenib files/s", "nodes/s", "CPU ratio", "wall ratio"]
+    rows = {r[0]: r for r in table(stdout, "language")}
+    # The C++ header counts as C++ (by its bytes, as CodeNib reads it), not as C.
+    assert set(rows) == {"cpp", "go", "typescript"}
+    assert rows["typescript"][2] == "2"
+    for row in rows.values():
+        finite_ratio(row[8]), finite_ratio(row[9])
+    assert "load average before:" in stdout and "target >= 0.5x" in stdout
+
+
+def test_bench_languages_parses_with_the_grammar_codenib_uses(monkeypatch):
+    # The bare side parsed `.tsx` with the TypeScript grammar (JSX then reads as errors) and a
+    # C++ `.h` with C's: not the same work as CodeNib's pass over the same bytes.
+    pytest.importorskip("tree_sitter")
+    from codenib.compiler.lang import reader_for
+
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location("bench_script_languages", SCRIPTS / "bench_languages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    items = [(rel, LANGUAGE_FILES[rel].encode()) for rel in ("src/app.tsx", "include/shape.h")]
+    for (rel, raw), (parser, planned) in zip(items, module._bare_plan(items, reader_for)):
+        assert planned == raw
+        assert not parser.parse(raw).root_node.has_error, rel
