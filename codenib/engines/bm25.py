@@ -1,4 +1,4 @@
-"""BM25 engine: importing bm25s safely, and CodeNib's batch top-k kernel (`_bm25_kernel`)."""
+"""BM25 engine: importing bm25s safely, and CodeNib's batch top-k kernel (`bm25_kernel`)."""
 
 from __future__ import annotations
 
@@ -27,16 +27,16 @@ def import_bm25s() -> ModuleType:
 
 
 def topk_kernel(parallel: bool) -> Callable:
-    """CodeNib's batch top-k kernel (`_bm25_kernel`), imported on first use: numba is heavy.
+    """CodeNib's batch top-k kernel (`bm25_kernel`), imported on first use: numba is heavy.
 
     It scores exactly as bm25s does, keeps the top k by (score desc, row asc) without extra
     candidates or a re-sort, and is compiled with numba's on-disk cache.
     """
     with _KERNEL_LOCK:
         if parallel not in _KERNELS:
-            from codenib.engines import _bm25_kernel
+            from codenib.engines import bm25_kernel
 
-            _KERNELS[parallel] = _bm25_kernel.topk_parallel if parallel else _bm25_kernel.topk_serial
+            _KERNELS[parallel] = bm25_kernel.topk_parallel if parallel else bm25_kernel.topk_serial
         return _KERNELS[parallel]
 
 
