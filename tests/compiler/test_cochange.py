@@ -14,6 +14,7 @@ from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.index.history import History
+from tests.git_history import git_commit
 
 DAY = 86_400
 T = 1_000 * DAY          # the head commit's time; half-life 365 days
@@ -24,16 +25,6 @@ B1 = "def h():\n    return 3\n"
 B2 = B1.replace("3", "30")
 C1 = "def k():\n    return 4\n"
 D1 = "def m():\n    return 5\n"
-
-
-def _commit(repo: pygit2.Repository, files: dict[str, str], message: str, t: int, parents: list) -> pygit2.Oid:
-    root = Path(repo.workdir)
-    for rel, text in files.items():
-        (root / rel).write_text(text)
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.org", t, 0)
-    return repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents)
 
 
 def _build(root: Path, out: Path, reuse: Path | None = None) -> History:
@@ -49,10 +40,10 @@ def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cochange")
     root = tmp / "repo"
     repo = pygit2.init_repository(str(root), initial_head="main")
-    c1 = _commit(repo, {"a.py": A1, "b.py": B1, "c.py": C1}, "initial import", T - 730 * DAY, [])
-    c2 = _commit(repo, {"a.py": A2, "b.py": B2}, "f and h agree on tens", T - 365 * DAY, [c1])
+    c1 = git_commit(repo, {"a.py": A1, "b.py": B1, "c.py": C1}, "initial import", T - 730 * DAY, [])
+    c2 = git_commit(repo, {"a.py": A2, "b.py": B2}, "f and h agree on tens", T - 365 * DAY, [c1])
     at_c2 = _build(root, tmp / "c2")
-    _commit(repo, {"a.py": A3, "d.py": D1}, "g in tens, add m", T, [c2])
+    git_commit(repo, {"a.py": A3, "d.py": D1}, "g in tens, add m", T, [c2])
     return {"c2": at_c2, "full": _build(root, tmp / "full"), "reused": _build(root, tmp / "reused", tmp / "c2")}
 
 

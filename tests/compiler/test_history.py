@@ -18,28 +18,11 @@ from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec, read_history, resolve
 from codenib.core.errors import BadInputError, IndexFormatError
+from tests.git_history import git_commit
 
 A1 = "def f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nclass K:\n    def m(self):\n        pass\n"
 A2 = A1.replace("return 1", "return 10")
 A3 = "def f():\n    return 10\n\n\nclass K:\n    def m(self):\n        return 0\n"
-
-
-def _commit(repo: pygit2.Repository, files: dict[str, str | None], message: str, t: int,
-            parents: list, ref: str | None = "HEAD") -> pygit2.Oid:
-    """Write `files` (None deletes) into the work tree and commit them at time `t`."""
-    root = Path(repo.workdir)
-    for rel, text in files.items():
-        path = root / rel
-        if text is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    repo.index.add_all()
-    repo.index.write()
-    tree = repo.index.write_tree()
-    sig = pygit2.Signature("t", "t@example.org", t, 0)
-    return repo.create_commit(ref, sig, sig, message, tree, parents)
 
 
 @pytest.fixture()
@@ -49,12 +32,12 @@ def git_repo(tmp_path):
     The work tree (what is indexed) holds c3's files; c4 and the branch come after them."""
     root = tmp_path / "repo"
     repo = pygit2.init_repository(str(root), initial_head="main")
-    c1 = _commit(repo, {"a.py": A1}, "initial", 1_000, [])
-    c2 = _commit(repo, {"a.py": A2}, "Fix crash in f (issue #3)", 2_000, [c1])
-    c3 = _commit(repo, {"a.py": A3, "README.txt": "hello\n"}, "refactor m, drop g", 3_000, [c2])
-    other = _commit(repo, {"a.py": A2, "README.txt": None, "b.py": "def h():\n    return 3\n"},
-                    "other branch adds h", 2_500, [c2], ref="refs/heads/other")
-    c4 = _commit(repo, {"a.py": A3, "README.txt": "hello\n"}, "Merge other", 4_000, [c3, other])
+    c1 = git_commit(repo, {"a.py": A1}, "initial", 1_000, [])
+    c2 = git_commit(repo, {"a.py": A2}, "Fix crash in f (issue #3)", 2_000, [c1])
+    c3 = git_commit(repo, {"a.py": A3, "README.txt": "hello\n"}, "refactor m, drop g", 3_000, [c2])
+    other = git_commit(repo, {"a.py": A2, "README.txt": None, "b.py": "def h():\n    return 3\n"},
+                       "other branch adds h", 2_500, [c2], ref="refs/heads/other")
+    c4 = git_commit(repo, {"a.py": A3, "README.txt": "hello\n"}, "Merge other", 4_000, [c3, other])
     (root / "b.py").unlink()    # the work tree indexed: c3's files
     return {"root": root, "repo": repo, "c1": str(c1), "c2": str(c2), "c3": str(c3),
             "other": str(other), "c4": str(c4)}
@@ -115,8 +98,8 @@ def test_a_file_name_that_is_not_utf8_is_recorded_by_its_readable_name(tmp_path)
     repo = pygit2.init_repository(str(root), initial_head="main")
     with open(bytes(root) + b"/caf\xe9.py", "wb") as fh:
         fh.write(b"def f():\n    return 1\n")
-    c1 = _commit(repo, {"a.py": A1}, "add a and a Latin-1 named file", 1_000, [])
-    _commit(repo, {"a.py": A2}, "change f", 2_000, [c1])
+    c1 = git_commit(repo, {"a.py": A1}, "add a and a Latin-1 named file", 1_000, [])
+    git_commit(repo, {"a.py": A2}, "change f", 2_000, [c1])
     _build(root, tmp_path / "idx", HistorySpec())
     _, changes = _tables(tmp_path / "idx")
     latin = [c for c in changes if c["file"].startswith("caf")]
@@ -218,7 +201,7 @@ def test_incremental_history_equals_full(tmp_path_factory, steps, data):
             files["n/o.py"] = f"x = {i}\n"
         elif (root / "repo" / "n/o.py").exists():
             files["n/o.py"] = None      # deleted now and then
-        oid = _commit(repo, files, message, 1_000 + i * 10, parents)
+        oid = git_commit(repo, files, message, 1_000 + i * 10, parents)
         parents = [oid]
         heads.append(str(oid))
     split = data.draw(st.integers(0, len(heads) - 1))

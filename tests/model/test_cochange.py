@@ -17,6 +17,9 @@ from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.model import cochange, history_evidence
 from codenib.model.planner import plan_options
+from tests.git_history import git_commit
+
+
 LEGEND = ('def draw_legend(labels, title):\n    """Draw the legend labels under a title."""\n'
           "    return [title] + labels\n")
 # Both match the report weakly: colors.py ranks above spacing.py by its words alone.
@@ -27,29 +30,18 @@ REPORT = ("Legend labels overlap a long chart title\n\nWhen the chart title is l
           "overlap the title text. Expected: the legend labels sit below the title.")
 
 
-def _commit(repo, files: dict[str, str], message: str, t: int, parents: list):
-    root = Path(repo.workdir)
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.org", t, 0)
-    return repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents)
-
-
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
     """app/legend.py and app/spacing.py changed together twice (messages unlike the report)."""
     tmp = tmp_path_factory.mktemp("cochange_plan")
     root = tmp / "repo"
     repo = pygit2.init_repository(str(root), initial_head="main")
-    c1 = _commit(repo, {"app/legend.py": LEGEND, "app/spacing.py": SPACING, "app/colors.py": COLORS},
-                 "Initial import", 1_000_000, [])
-    c2 = _commit(repo, {"app/legend.py": LEGEND + "\n", "app/spacing.py": SPACING.replace("1", "2")},
-                 "Tweak offsets", 2_000_000, [c1])
-    _commit(repo, {"app/legend.py": LEGEND + "\n\n", "app/spacing.py": SPACING.replace("1", "3")},
-            "Tweak offsets again", 3_000_000, [c2])
+    c1 = git_commit(repo, {"app/legend.py": LEGEND, "app/spacing.py": SPACING, "app/colors.py": COLORS},
+                    "Initial import", 1_000_000, [])
+    c2 = git_commit(repo, {"app/legend.py": LEGEND + "\n", "app/spacing.py": SPACING.replace("1", "2")},
+                    "Tweak offsets", 2_000_000, [c1])
+    git_commit(repo, {"app/legend.py": LEGEND + "\n\n", "app/spacing.py": SPACING.replace("1", "3")},
+               "Tweak offsets again", 3_000_000, [c2])
     build_index(root, tmp / "idx", BuildOptions(dense=False, progress=False, use_cache=False, jobs=1,
                                                 history=HistorySpec()))
     return tmp / "idx"

@@ -18,6 +18,9 @@ from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.model import history_evidence
 from codenib.model.planner import plan_options
+from tests.git_history import git_commit
+
+
 LEGEND = '''"""Keys."""
 
 
@@ -49,27 +52,17 @@ REPORT = ("Legend labels overlap a long chart title again\n\n"
           "before and came back in the last release. Expected: the legend labels sit below the title.")
 
 
-def _commit(repo: pygit2.Repository, files: dict[str, str], message: str, t: int, parents: list) -> pygit2.Oid:
-    root = Path(repo.workdir)
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.org", t, 0)
-    return repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents)
-
-
 @pytest.fixture(scope="module")
 def indexes(tmp_path_factory):
     """The same work tree indexed with and without --history."""
     tmp = tmp_path_factory.mktemp("hist")
     root = tmp / "repo"
     repo = pygit2.init_repository(str(root), initial_head="main")
-    c1 = _commit(repo, {"app/__init__.py": "", "app/legend.py": LEGEND, "app/layout.py": LAYOUT.replace(
-        "height + gap", "height")}, "Initial import", 1_000_000, [])
-    c2 = _commit(repo, {"app/layout.py": LAYOUT}, "Fix legend labels overlapping a long chart title", 2_000_000, [c1])
-    _commit(repo, {"app/colors.py": COLORS}, "Add colour parsing for hex codes", 3_000_000, [c2])
+    c1 = git_commit(repo, {"app/__init__.py": "", "app/legend.py": LEGEND, "app/layout.py": LAYOUT.replace(
+           "height + gap", "height")}, "Initial import", 1_000_000, [])
+    c2 = git_commit(repo, {"app/layout.py": LAYOUT}, "Fix legend labels overlapping a long chart title",
+                    2_000_000, [c1])
+    git_commit(repo, {"app/colors.py": COLORS}, "Add colour parsing for hex codes", 3_000_000, [c2])
     out = {}
     for name, history in (("with", HistorySpec()), ("without", None)):
         build_index(root, tmp / name, BuildOptions(dense=False, progress=False, use_cache=False, jobs=1,

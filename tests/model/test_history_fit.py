@@ -27,6 +27,9 @@ from codenib.compiler.history import HistorySpec
 from codenib.index.loaded import load_index
 from codenib.model import history_evidence, history_fit
 from codenib.model.planner import plan_options
+from tests.git_history import git_commit
+
+
 TOPICS = ("quasar", "nebula", "pulsar", "comet", "meteor", "galaxy")
 N_COMMITS = 48
 PRIOR_HISTORY = dict(history_evidence.WEIGHTS)["similar_changes"]
@@ -40,30 +43,19 @@ def _module(k: int, n: int) -> str:
     return f'"""Handler {k}."""\n\n\ndef handler_{k}(value):\n    """Return the value adjusted."""\n    return value + {n}\n'
 
 
-def _commit(repo: pygit2.Repository, files: dict[str, str], message: str, t: int, parents: list) -> pygit2.Oid:
-    root = Path(repo.workdir)
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.org", t, 0)
-    return repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents)
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     """An initial import, then `N_COMMITS` commits, topic j % 6 changing module j % 6; two of
     them also carry the word "xylophone" (the leakage probe: m0 first, m1 later)."""
     root = tmp_path_factory.mktemp("fit") / "repo"
     git = pygit2.init_repository(str(root), initial_head="main")
-    head = _commit(git, {"pkg/__init__.py": "", **{f"pkg/m{k}.py": _module(k, 0) for k in range(6)}},
-                   "Initial import", 1_000_000, [])
+    head = git_commit(git, {"pkg/__init__.py": "", **{f"pkg/m{k}.py": _module(k, 0) for k in range(6)}},
+                      "Initial import", 1_000_000, [])
     for j in range(N_COMMITS):
         k = j % 6
         extra = " xylophone" if j in (12, 37) else ""
-        head = _commit(git, {f"pkg/m{k}.py": _module(k, j + 1)}, f"{TOPICS[k]}: adjust the value{extra}",
-                       1_000_000 + 1_000 * (j + 1), [head])
+        head = git_commit(git, {f"pkg/m{k}.py": _module(k, j + 1)}, f"{TOPICS[k]}: adjust the value{extra}",
+                          1_000_000 + 1_000 * (j + 1), [head])
     return root
 
 

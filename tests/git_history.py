@@ -1,0 +1,24 @@
+"""Build small real git histories for the history tests (pygit2, no git binary)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pygit2
+
+
+def git_commit(repo: pygit2.Repository, files: dict[str, str | None], message: str, t: int,
+               parents: list, ref: str | None = "HEAD") -> pygit2.Oid:
+    """Write `files` (None deletes) into the work tree and commit them at time `t`."""
+    root = Path(repo.workdir)
+    for rel, text in files.items():
+        path = root / rel
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    repo.index.add_all()
+    repo.index.write()
+    sig = pygit2.Signature("t", "t@example.org", t, 0)
+    return repo.create_commit(ref, sig, sig, message, repo.index.write_tree(), parents)
