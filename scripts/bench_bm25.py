@@ -24,7 +24,7 @@ import numpy as np
 
 from benchkit import Row, describe, finish, log, out, qps, timed_rounds
 from indexkit import (print_header, DEFAULT_K, DEFAULT_REPEATS, add_common_args, draw_queries, exact_order, prepare_index,
-                      read_nodes, resolve_corpus, topk_agreement, work_dir)
+                      read_nodes, resolve_corpus, topk_agreement, workspace)
 
 #: Enough queries that one BM25 batch takes about a second (stable timing on 2 cores).
 DEFAULT_QUERIES = 5_000
@@ -160,14 +160,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import shutil
-
     from codenib.compiler.build_options import BuildOptions
 
     args = parse_args(argv)
     corpus = resolve_corpus(args.corpus)
-    work, temp = work_dir(args)
-    try:
+    with workspace(args) as work:
         print_header("BM25 benchmark", corpus, work)
         built = prepare_index(corpus, work, args.index, BuildOptions(dense=False), note=" (no dense stage)")
         nodes = read_nodes(built.index_dir)
@@ -176,9 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                             built.seconds.get("sparse"), args)
         return finish(rows, f"{corpus.name}, {built.n_nodes:,} nodes, k={args.k}; ratio = speed-up "
                       "(ours/baseline throughput, baseline/ours time)", args.strict, end_note=True)
-    finally:
-        if temp:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from benchkit import Row, finish, log, out, peak_rss_mb, run_isolated, timed
 from editkit import DEFAULT_MODIFY_FRACTION, copy_files, modify_files
 from indexkit import (print_header, DEFAULT_DENSE_SAMPLE, add_common_args, add_encoder_args, build_dense_sample,
-                      build_in_child, prepare_index, read_nodes, resolve_batch_size, resolve_corpus, to_node, work_dir)
+                      build_in_child, prepare_index, read_nodes, resolve_batch_size, resolve_corpus, to_node, workspace)
 
 #: Without --full, the second-commit test builds a file sample of about this many nodes.
 DEFAULT_REUSE_NODES = 1_000
@@ -161,15 +161,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import shutil
-
     from codenib.compiler.build_options import BuildOptions
 
     args = parse_args(argv)
     corpus = resolve_corpus(args.corpus)
-    work, temp = work_dir(args)
     memory: list[tuple[str, float]] = []
-    try:
+    with workspace(args) as work:
         print_header("build benchmark", corpus, work)
         options = BuildOptions(dense=args.full, device=args.device, batch_size=args.batch_size)
         built = prepare_index(corpus, work, args.index, options, args.tracemalloc,
@@ -203,9 +200,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(Row("peak RSS (benchmark process)", f"{memory[-1][1]:,.0f} MB"))
         return finish(rows, f"{corpus.name}, {n_nodes:,} nodes; ratio = speed-up (first build time / "
                       "second-commit build time)", args.strict, end_note=True)
-    finally:
-        if temp:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from benchkit import Row, Timing, describe, finish, log, out, peak_rss_mb, qps, 
 from indexkit import (print_header, DEFAULT_DENSE_SAMPLE, DEFAULT_K, DEFAULT_REPEATS, DenseFields, add_common_args,
                       add_encoder_args, build_dense_sample, contract_ordered, draw_queries, exact_order,
                       prepare_index, read_nodes, resolve_batch_size, resolve_corpus, synthetic_corpus,
-                      topk_agreement, work_dir)
+                      topk_agreement, workspace)
 
 #: Queries drawn from the corpus; the first --dense-queries of them are encoded.
 DEFAULT_QUERIES = 5_000
@@ -196,14 +196,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import shutil
-
     from codenib.compiler.build_options import BuildOptions
 
     args = parse_args(argv)
     corpus = resolve_corpus(args.corpus)
-    work, temp = work_dir(args)
-    try:
+    with workspace(args) as work:
         print_header("dense benchmark", corpus, work)
         options = BuildOptions(dense=args.full, device=args.device, batch_size=args.batch_size)
         built = prepare_index(corpus, work, args.index, options,
@@ -223,9 +220,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(Row("peak RSS (benchmark process)", f"{peak_rss_mb():,.0f} MB"))
         return finish(rows, f"{corpus.name}, {built.n_nodes:,} nodes, k={args.k}; ratio = speed-up "
                       "(ours/baseline throughput, baseline/ours time)", args.strict, end_note=True)
-    finally:
-        if temp:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

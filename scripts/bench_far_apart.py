@@ -14,7 +14,6 @@ indexes are equal; it ends with one table: metric | ours | baseline | ratio | ta
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +23,7 @@ import numpy as np
 
 from benchkit import Row, finish, log, out, render_table, run_isolated
 from editkit import changed_files, copy_files, rewrite_files
-from indexkit import print_header, STAGES, add_common_args, build_in_child, resolve_corpus, same_index, work_dir
+from indexkit import print_header, STAGES, add_common_args, build_in_child, resolve_corpus, same_index, workspace
 
 #: The second snapshot rewrites this share of the files (SWE-bench snapshots of sympy a few
 #: releases apart differ in about half).
@@ -103,14 +102,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     corpus = resolve_corpus(args.corpus)
-    work, temp = work_dir(args)
-    try:
+    with workspace(args) as work:
         print_header("far-apart reuse benchmark", corpus, work)
         rows = bench_far_apart(work, args)
         return finish(rows, "ratio = speed-up (fresh build time / reuse build time)", args.strict)
-    finally:
-        if temp:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

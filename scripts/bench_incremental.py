@@ -29,7 +29,7 @@ import numpy as np
 from benchkit import Row, finish, log, out, render_table, run_isolated
 from editkit import DEFAULT_MODIFY_FRACTION, changed_files, copy_files, modify_files
 from indexkit import (print_header, STAGES, add_common_args, add_encoder_args, build_in_child, resolve_batch_size,
-                      resolve_corpus, same_index, work_dir)
+                      resolve_corpus, same_index, workspace)
 
 #: Snapshots unless --snapshots says otherwise.
 DEFAULT_SNAPSHOTS = 6
@@ -221,15 +221,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    work, temp = work_dir(args)
-    try:
+    with workspace(args) as work:
         print_header("incremental build benchmark", None, work)
         rows = bench_snapshots(work, args)
         return finish(rows, "ratio = speed-up (full build time / incremental build time; our parse "
                       "throughput / raw ast.parse)", args.strict)
-    finally:
-        if temp:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ compare two indexes or two top-k result lists. Edits to a copy of a corpus are `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ast
 import importlib.util
 import json
@@ -15,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -80,14 +81,20 @@ def print_header(title: str, corpus: Path | None, work: Path) -> None:
         out(note)
 
 
-def work_dir(args: argparse.Namespace) -> tuple[Path, bool]:
-    """The work folder (--workdir, or a new temporary one) and whether to remove it at the end."""
+@contextlib.contextmanager
+def workspace(args: argparse.Namespace) -> Iterator[Path]:
+    """The work folder: --workdir (kept), or a new temporary one removed when the benchmark ends."""
+    import shutil
     import tempfile
 
     temp = args.workdir is None
     work = Path(tempfile.mkdtemp(prefix="codenib-bench-")) if temp else args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    return work, temp
+    try:
+        yield work
+    finally:
+        if temp:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)
