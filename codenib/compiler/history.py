@@ -290,30 +290,32 @@ def _spans(repo, oid, path: str, language: str, cache: OrderedDict) -> tuple[lis
         cache.move_to_end(key)
         return hit
     raw = repo[oid].data
-    nodes = _definitions(path, raw, language)
+    spans = _definitions(path, raw, language)
     n_lines = raw.count(b"\n") + 2
     owner = np.full(n_lines + 1, -1, dtype=np.int32)
     names: list[str] = []
     prefix = len(path) + 2
     # Outer definitions first, so that inner ones overwrite their lines.
-    for node in sorted(nodes, key=lambda n: (n.start_line, -n.end_line)):
-        owner[node.start_line:node.end_line + 1] = len(names)
-        names.append(node.node_id[prefix:])
+    for node_id, start, end in sorted(spans, key=lambda s: (s[1], -s[2])):
+        owner[start:end + 1] = len(names)
+        names.append(node_id[prefix:])
     cache[key] = (names, owner)
     if len(cache) > BLOB_CACHE:
         cache.popitem(last=False)
     return names, owner
 
 
-def _definitions(path: str, raw: bytes, language: str) -> list:
-    """The non-file nodes the index's own reader finds in `raw` (none when it cannot parse)."""
+def _definitions(path: str, raw: bytes, language: str) -> list[tuple[str, int, int]]:
+    """(node id, start line, end line) of each non-file node the index's own reader finds in
+    `raw` (none when it cannot parse), read in the readers' spans-only mode: the same walk
+    and ids, without node texts, signatures, docs, calls or imports."""
     if language == "python":
-        from codenib.compiler.parse import parse_source
+        from codenib.compiler.parse import definition_spans
 
-        return parse_source(path, raw).nodes[1:]
-    from codenib.compiler.lang import read_foreign
+        return definition_spans(path, raw)
+    from codenib.compiler.lang import read_foreign_spans
 
-    return read_foreign(path, raw).nodes[1:]
+    return read_foreign_spans(path, raw)
 
 
 def _language(path: str) -> str | None:
