@@ -56,6 +56,11 @@ HISTORY_VERSION = 1
 FIX_PATTERN = re.compile(
     r"\b(?:fix(?:e[sd]|ing)?|bug(?:fix)?s?|errors?|crash(?:es|ed)?|regressions?)\b"
     r"|\b(?:issue|close[sd]?|fixe[sd]|resolve[sd]?)\s*#\d+", re.IGNORECASE)
+#: Commits per chunk of work (at most `MAX_CHUNKS`): small enough that a later snapshot's few
+#: hundred new commits keep two workers busy; a chunk boundary costs at most a re-parse of
+#: the blobs both sides touch.
+COMMITS_PER_CHUNK = 50
+MAX_CHUNKS = 16
 #: Parsed blobs a worker keeps (a blob is needed again when the file next changes).
 BLOB_CACHE = 4096
 
@@ -170,7 +175,7 @@ def read_history(source: HistorySource, node_ids: set[str], previous: Path | Non
     if old is not None:
         walker.hide(pygit2.Oid(hex=old[2]))
     ids = [str(c.id) for c in walker]
-    n_chunks = max(1, min(len(ids) // 200, 16))
+    n_chunks = min(-(-len(ids) // COMMITS_PER_CHUNK), MAX_CHUNKS)
     chunks = [(source.gitdir, ids[i * len(ids) // n_chunks:(i + 1) * len(ids) // n_chunks])
               for i in range(n_chunks)] if ids else []
     commit_rows: list[tuple] = []
