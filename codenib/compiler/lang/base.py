@@ -12,6 +12,7 @@ ids, spans, signatures, doc comments, node texts and parse errors.
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -175,18 +176,19 @@ class TreeReader(ABC):
 
     # --- machinery -----------------------------------------------------------------------
     def tools(self, rel_path: str):
-        """(parser, query) for this thread and grammar, made once each (compiling the query
-        costs far more than parsing a file)."""
-        import tree_sitter as ts
-
+        """(parser, query, query cursor) for this thread and grammar, made once each
+        (compiling the query costs far more than parsing a file; a cursor is reused)."""
         key = self.grammar_key(rel_path)
         cache = getattr(self._local, "tools", None)
         if cache is None:
             cache = self._local.tools = {}
         tools = cache.get(key)
         if tools is None:
+            import tree_sitter as ts
+
             language = ts.Language(self.grammar_for(key))
-            tools = cache[key] = (ts.Parser(language), ts.Query(language, self.query_source))
+            query = ts.Query(language, self.query_source)
+            tools = cache[key] = (ts.Parser(language), query, ts.QueryCursor(query))
         return tools
 
 
@@ -211,6 +213,52 @@ def order_nodes(nodes) -> tuple[list[tuple[int, int]], list[int]]:
                 continue
         kept.append(i)
     return spans, kept
+
+
+#: The characters that may end a member callee's object when nothing but the operator
+#: separates it from the member (not whitespace, nor the `/` of a comment before the operator).
+_GAP_END = frozenset(" \t\r\n\f\v/\ufeff")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def member_sites(nodes, src: bytes, separators: tuple[str, ...], fallback, kind: str = "call") -> list:
+    """(start byte, -end byte, (member, object, kind), ()) of each member callee node
+    (`a.b`, `a->b`), read from its text: the object is the text before the last separator
+    and the member the ASCII name after it, when nothing else touches the separator (the
+    object as `drop_generics` gives it). A callee the text cannot settle (a comment or line
+    break at the separator, a recovered syntax error) is answered by `fallback(node, src)`.
+    """
+    out = []
+    append = out.append
+    ascii_only = src.isascii()      # then byte offsets are string offsets
+    whole = src.decode("ascii") if ascii_only and nodes else ""
+    ident = _IDENT.match
+    for node in nodes:
+        start, end = node.start_byte, node.end_byte
+        text = whole[start:end] if ascii_only else src[start:end].decode("utf-8", "replace")
+        at, width = -1, 0
+        for sep in separators:
+            found = text.rfind(sep)
+            if found > at:
+                at, width = found, len(sep)
+        if at > 0 and ident(text, at + width) is not None and text[at - 1] not in _GAP_END \
+                and not node.has_error:
+            obj = text[:at]
+            append((start, -end, (text[at + width:], " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
+                                  kind), ()))
+        else:
+            append((start, -end, fallback(node, src), ()))
+    return out
+
+
+def identifier_sites(nodes, src: bytes, kind: str = "call") -> list:
+    """(start byte, -end byte, (text, "", kind), ()) of each callee that is a plain name."""
+    ascii_only = src.isascii()
+    if ascii_only and nodes:
+        whole = src.decode("ascii")
+        return [(start, -end, (whole[start:end], "", kind), ())
+                for node in nodes for start, end in ((node.start_byte, node.end_byte),)]
+    return [(node.start_byte, -node.end_byte, (node_text(node, src), "", kind), ()) for node in nodes]
 
 
 def node_text(node, raw: bytes) -> str:

@@ -34,11 +34,9 @@ _Node = slot_constructor(Node)
 
 def read_file(reader: TreeReader, rel_path: str, raw: bytes) -> ForeignParse:
     """Nodes and facts of one file; a syntax error never stops it (see `read_tree`)."""
-    import tree_sitter as ts
-
-    parser, query = reader.tools(rel_path)
-    tree = parser.parse(raw)
-    return read_tree(reader, rel_path, raw, tree.root_node, ts.QueryCursor(query).captures(tree.root_node))
+    parser, _, cursor = reader.tools(rel_path)
+    root = parser.parse(raw).root_node
+    return read_tree(reader, rel_path, raw, root, cursor.captures(root))
 
 
 # --- the shared walk ---------------------------------------------------------------------
