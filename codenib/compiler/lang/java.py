@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import re
+
 import tree_sitter_java
 
-from codenib.compiler.lang.base import TreeReader, drop_generics, field_id_text, field_ids, new_found, node_text
+from codenib.compiler.lang.base import (TreeReader, drop_generics, field_id_text, field_ids, new_found, node_text,
+                                        order_nodes)
 
 _NAME, _BODY, _OBJECT, _CONSTRUCTOR, _TYPE = field_ids(
     tree_sitter_java.language(), "name", "body", "object", "constructor", "type")
@@ -60,6 +63,40 @@ class JavaReader(TreeReader):
         receiver, _, callee = typ.rpartition(".")
         return callee, receiver, "new"
 
+    def call_sites(self, captures, src):
+        # A call that starts with `a.b.f(` (nearly all) or `new a.B(` is read from that text
+        # in place of asking the node for its fields. The `(` is this call's own only when no
+        # other call starts where it does (`a.f(x).g(y)`: the outer call starts with the
+        # inner one's text): of the calls starting together, only the innermost (the last in
+        # source order) is read so. `super` in the text (`A.super.f()`, `o.super()`) and
+        # recovered syntax errors go to the node's fields too.
+        nodes = captures.get("call", ())
+        if not nodes:
+            return []
+        spans, order = order_nodes(nodes)
+        out = []
+        append = out.append
+        chain, new, call = _CHAIN.match, _NEW.match, self.call
+        last = len(order) - 1
+        for k, i in enumerate(order):
+            start, neg_end = spans[i]
+            node = nodes[i]
+            if k < last and spans[order[k + 1]][0] == start:
+                append((start, neg_end, call(node, src), ()))
+                continue
+            m = chain(src, start, -neg_end)
+            if m is not None and b"super" not in m.group(0) and not node.has_error:
+                obj = m.group(1)
+                append((start, neg_end, (m.group(2).decode("ascii"), obj[:-1].decode("ascii"), "call"), ()))
+                continue
+            m = new(src, start, -neg_end) if m is None else None
+            if m is not None and not node.has_error:
+                receiver, _, callee = m.group(1).decode("ascii").rpartition(".")
+                append((start, neg_end, (callee, receiver, "new"), ()))
+                continue
+            append((start, neg_end, call(node, src), ()))
+        return out
+
     def imports(self, node, src):
         names = [c for c in node.named_children if c.type in ("scoped_identifier", "identifier")]
         if not names:
@@ -72,6 +109,12 @@ class JavaReader(TreeReader):
         last = spec.rsplit(".", 1)[-1]
         return [(spec + (".*" if glob else ""), "import_static" if static else "import",
                  () if glob else ((last, last),))]
+
+
+#: `a.b.f(` at a call's start: the object (with its last `.`) and the method name, ASCII.
+_CHAIN = re.compile(rb"((?:[A-Za-z_$][A-Za-z0-9_$]*\.)*)([A-Za-z_$][A-Za-z0-9_$]*)\(")
+#: `new a.B(` at a call's start: the class as written (no type arguments or annotations).
+_NEW = re.compile(rb"new[ \t\r\n]+([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*)\(")
 
 
 def _bases(node, src: bytes) -> tuple[tuple[str, str], ...]:
