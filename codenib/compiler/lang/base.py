@@ -12,7 +12,6 @@ ids, spans, signatures, doc comments, node texts and parse errors.
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -218,34 +217,38 @@ def order_nodes(nodes) -> tuple[list[tuple[int, int]], list[int]]:
 #: The characters that may end a member callee's object when nothing but the operator
 #: separates it from the member (not whitespace, nor the `/` of a comment before the operator).
 _GAP_END = frozenset(" \t\r\n\f\v/\ufeff")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def member_sites(nodes, src: bytes, separators: tuple[str, ...], fallback, kind: str = "call") -> list:
     """(start byte, -end byte, (member, object, kind), ()) of each member callee node
     (`a.b`, `a->b`), read from its text: the object is the text before the last separator
-    and the member the ASCII name after it, when nothing else touches the separator (the
-    object as `drop_generics` gives it). A callee the text cannot settle (a comment or line
-    break at the separator, a recovered syntax error) is answered by `fallback(node, src)`.
+    and the member the name after it, when nothing else touches the separator (the object
+    as `drop_generics` gives it). A callee the text cannot settle (a comment or line break
+    at the separator, a recovered syntax error) is answered by `fallback(node, src)`.
+
+    A member that is an identifier holds no whitespace or comment: it is the member's name.
     """
     out = []
     append = out.append
     ascii_only = src.isascii()      # then byte offsets are string offsets
     whole = src.decode("ascii") if ascii_only and nodes else ""
-    ident = _IDENT.match
+    sep = separators[0] if len(separators) == 1 else None
     for node in nodes:
         start, end = node.start_byte, node.end_byte
         text = whole[start:end] if ascii_only else src[start:end].decode("utf-8", "replace")
-        at, width = -1, 0
-        for sep in separators:
-            found = text.rfind(sep)
-            if found > at:
-                at, width = found, len(sep)
-        if at > 0 and ident(text, at + width) is not None and text[at - 1] not in _GAP_END \
-                and not node.has_error:
-            obj = text[:at]
-            append((start, -end, (text[at + width:], " ".join(obj.split()) if "<" not in obj else drop_generics(obj),
-                                  kind), ()))
+        if sep is not None:
+            obj, found, member = text.rpartition(sep)
+        else:
+            at, width = -1, 0
+            for one in separators:
+                where = text.rfind(one)
+                if where > at:
+                    at, width = where, len(one)
+            obj, found, member = (text[:at], True, text[at + width:]) if at >= 0 else ("", False, "")
+        if found and obj and member.isidentifier() and obj[-1] not in _GAP_END and not node.has_error:
+            if not obj.isidentifier():
+                obj = " ".join(obj.split()) if "<" not in obj else drop_generics(obj)
+            append((start, -end, (member, obj, kind), ()))
         else:
             append((start, -end, fallback(node, src), ()))
     return out
