@@ -74,26 +74,24 @@ class JavaReader(TreeReader):
         if not nodes:
             return []
         spans, order = order_nodes(nodes)
+        spans = [spans[i] for i in order]
         out = []
         append = out.append
         chain, new, call = _CHAIN.match, _NEW.match, self.call
-        last = len(order) - 1
-        for k, i in enumerate(order):
-            start, neg_end = spans[i]
-            node = nodes[i]
-            if k < last and spans[order[k + 1]][0] == start:
-                append((start, neg_end, call(node, src), ()))
-                continue
-            m = chain(src, start, -neg_end)
-            if m is not None and b"super" not in m.group(0) and not node.has_error:
-                obj = m.group(1)
-                append((start, neg_end, (m.group(2).decode("ascii"), obj[:-1].decode("ascii"), "call"), ()))
-                continue
-            m = new(src, start, -neg_end) if m is None else None
-            if m is not None and not node.has_error:
-                receiver, _, callee = m.group(1).decode("ascii").rpartition(".")
-                append((start, neg_end, (callee, receiver, "new"), ()))
-                continue
+        # The start of the next call in source order (-1 after the last).
+        for (start, neg_end), node, next_start in zip(spans, [nodes[i] for i in order],
+                                                      [span[0] for span in spans[1:]] + [-1]):
+            if next_start != start and not node.has_error:
+                m = chain(src, start, -neg_end)
+                if m is not None:
+                    obj, name = m.groups()
+                    append((start, neg_end, (name.decode("ascii"), obj.decode("ascii") if obj else "", "call"), ()))
+                    continue
+                m = new(src, start, -neg_end)
+                if m is not None:
+                    receiver, _, callee = m.group(1).decode("ascii").rpartition(".")
+                    append((start, neg_end, (callee, receiver, "new"), ()))
+                    continue
             append((start, neg_end, call(node, src), ()))
         return out
 
@@ -111,8 +109,10 @@ class JavaReader(TreeReader):
                  () if glob else ((last, last),))]
 
 
-#: `a.b.f(` at a call's start: the object (with its last `.`) and the method name, ASCII.
-_CHAIN = re.compile(rb"((?:[A-Za-z_$][A-Za-z0-9_$]*\.)*)([A-Za-z_$][A-Za-z0-9_$]*)\(")
+#: `a.b.f(` at a call's start: the object (None when there is none) and the method name,
+#: ASCII, no `super` among them (the lookaheads).
+_CHAIN = re.compile(rb"(?:((?!super[.(])[A-Za-z_$][A-Za-z0-9_$]*(?:\.(?!super[.(])[A-Za-z_$][A-Za-z0-9_$]*)*)\.)?"
+                    rb"(?!super\()([A-Za-z_$][A-Za-z0-9_$]*)\(")
 #: `new a.B(` at a call's start: the class as written (no type arguments or annotations).
 _NEW = re.compile(rb"new[ \t\r\n]+([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*)\(")
 
