@@ -418,3 +418,23 @@ def test_reading_a_file_leaves_the_cycle_collector_as_it_found_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("comment, words", [
+    ("/**\r\n * Does x.\r\n *\r\n * @param a  \r\n */", "Does x.\n\n@param a"),
+    ("/**/", "/"),
+    ("// a\n//   b  \n//! c\n/// d", "a\n  b\nc\nd"),
+    ("/* one */", "one"),
+    ("  /*\n  a\n   **/", "  a"),
+    ("/*\n *\n * Copyright\n */\n", "Copyright"),
+    ("*/ x", "*/ x"),
+    ("/*! a\n * b */", "a\nb"),
+    ("/* a\n\n * b */", "a\n\nb"),
+    ("/**\n\n*/", ""),
+])
+def test_a_comment_loses_its_markers_line_by_line(comment, words):
+    # The markers are matched over the whole comment at once: a marker must not reach
+    # across a line break (`/**` then a line: the line keeps its words).
+    from codenib.compiler.lang.walk import clean_comment
+
+    assert clean_comment(comment) == words
