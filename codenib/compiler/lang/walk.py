@@ -250,18 +250,18 @@ def _end_row(node) -> int:
     return row - 1 if node.end_point.column == 0 and row > node.start_point.row else row
 
 
-#: A comment line's opening marker and its closing one, as `re.M` patterns over a whole
-#: comment (one substitution each in place of two per line); `[^\S\n]` is a space that
-#: stays on its line.
-_COMMENT_OPEN = re.compile(r"^[^\S\n]*(?:/\*+!?|//[/!]?|\*+(?!/))[^\S\n]?", re.M)
-_COMMENT_CLOSE = re.compile(r"[^\S\n]*\*+/[^\S\n]*$", re.M)
+_COMMENT_OPEN = re.compile(r"^\s*(?:/\*+!?|//[/!]?|\*+(?!/))\s?")
+_COMMENT_CLOSE = re.compile(r"\s*\*+/\s*$")
 
 
 def clean_comment(text: str) -> str:
     """A comment's words without `//`, `///`, `//!`, `/**`, `*/` or leading `*` markers."""
-    if "*/" in text:
-        text = _COMMENT_CLOSE.sub("", text)
-    out = [line.rstrip() for line in _COMMENT_OPEN.sub("", text).split("\n")]
+    out = []
+    for line in text.split("\n"):
+        line = line.rstrip()
+        if "*/" in line:
+            line = _COMMENT_CLOSE.sub("", line)
+        out.append(_COMMENT_OPEN.sub("", line, count=1).rstrip())
     while out and not out[0]:
         out.pop(0)
     while out and not out[-1]:
