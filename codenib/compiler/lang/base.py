@@ -4,7 +4,8 @@ the `ForeignParse` a file's read gives, and text helpers for the language module
 A language module subclasses `TreeReader` with a query that captures `@def` (definitions
 and containers), `@call` and `@import` nodes, and says what each captured node is
 (`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work;
-`call_sites` where finer captures than `@call` give the call sites more cheaply).
+`call_sites` where finer captures than `@call` give the call sites more cheaply, e.g. from
+the callee's text with `identifier_sites` and `member_sites`).
 Everything else is shared, in `codenib.compiler.lang.walk`: the nesting of definitions, node
 ids, spans, signatures, doc comments, node texts and parse errors.
 """
@@ -256,12 +257,15 @@ def member_sites(nodes, src: bytes, separators: tuple[str, ...], fallback, kind:
 
 def identifier_sites(nodes, src: bytes, kind: str = "call") -> list:
     """(start byte, -end byte, (text, "", kind), ()) of each callee that is a plain name."""
-    ascii_only = src.isascii()
-    if ascii_only and nodes:
-        whole = src.decode("ascii")
-        return [(start, -end, (whole[start:end], "", kind), ())
-                for node in nodes for start, end in ((node.start_byte, node.end_byte),)]
-    return [(node.start_byte, -node.end_byte, (node_text(node, src), "", kind), ()) for node in nodes]
+    if not (nodes and src.isascii()):
+        return [(node.start_byte, -node.end_byte, (node_text(node, src), "", kind), ()) for node in nodes]
+    whole = src.decode("ascii")         # byte offsets are string offsets
+    out = []
+    append = out.append
+    for node in nodes:
+        start, end = node.start_byte, node.end_byte
+        append((start, -end, (whole[start:end], "", kind), ()))
+    return out
 
 
 def node_text(node, raw: bytes) -> str:

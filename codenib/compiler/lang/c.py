@@ -49,8 +49,9 @@ class CReader(TreeReader):
         if node.type in self.type_nodes or node.type == "class_specifier":
             name_node = node.child_by_field_name("name")
             segments = _name_segments(name_node, src) if name_node is not None else []
-            if not segments and node.parent is not None and node.parent.type == "type_definition":
-                segments = _name_segments(_declared(node.parent.child_by_field_name("declarator")), src)
+            parent = node.parent if not segments else None
+            if parent is not None and parent.type == "type_definition":
+                segments = _name_segments(_declared(parent.child_by_field_name("declarator")), src)
             if not segments:
                 return None
             return new_found("type", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
@@ -113,9 +114,9 @@ def _member_call(fn, src: bytes):
 
 def _outer(node):
     """`template <...>` and `typedef` around a definition are part of it."""
-    outer = node
-    while outer.parent is not None and outer.parent.type in ("template_declaration", "type_definition"):
-        outer = outer.parent
+    outer, parent = node, node.parent       # each `.parent` walks down from the root
+    while parent is not None and parent.type in ("template_declaration", "type_definition"):
+        outer, parent = parent, parent.parent
     return outer
 
 

@@ -3,9 +3,9 @@ generic receivers alike) and interface methods; imports, package clause, calls, 
 
 from __future__ import annotations
 
-import tree_sitter_go
-
 from operator import itemgetter
+
+import tree_sitter_go
 
 from codenib.compiler.lang.base import (TreeReader, drop_generics, field_id_text, field_ids, field_text,
                                         identifier_sites, member_sites, new_found, node_text, unquote)
@@ -69,9 +69,10 @@ class GoReader(TreeReader):
     def call_sites(self, captures, src):
         # Calls of a name or of `x.f` (nearly all) are read from the captured callee's text
         # in place of asking the call node for its fields; calls of other callees than these
-        # and `F[int]` make no fact and are not captured (a `generic_type` callee cannot parse). A callee starts where its call
-        # does and of two calls starting together the outer one's callee holds the inner
-        # call, so the callees' spans order the sites as the calls' spans do.
+        # and `F[int]` make no fact and are not captured (a `generic_type` callee does not
+        # parse). A callee starts where its call does and of two calls starting together the
+        # outer one's callee holds the inner call, so the callees' spans order the sites as
+        # the calls' spans do.
         sites = super().call_sites(captures, src)
         sites += identifier_sites(captures.get("call.name", ()), src)
         sites += member_sites(captures.get("call.member", ()), src, (".",), _member_call)

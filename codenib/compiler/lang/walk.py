@@ -52,10 +52,10 @@ _collector_was_enabled = False
 def _collector_paused():
     """Python's cycle collector held off while a file is read (while any thread reads one).
 
-    A read makes tens of thousands of short-lived objects (captured nodes, call sites,
-    facts) and no cycles: the collector's passes over them were a fifth of the readers'
-    Python time and found nothing; refcounting frees them all. It resumes, if it ran
-    before, when the last reader is done.
+    A read makes thousands of short-lived objects (captured nodes, call sites, facts) and
+    no cycles (`_Def` keeps no parent for that): the collector's passes over them found
+    nothing and took 15-25% of the Go and Java readers' Python time in a profile;
+    refcounting frees them all. It resumes, if it ran before, when the last reader is done.
     """
     global _readers_inside, _collector_was_enabled
     with _collector:
