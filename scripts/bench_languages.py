@@ -5,6 +5,7 @@ of the same bytes with the same grammar, in the same run; and the time to index 
 repository without vectors.
 
     python scripts/bench_languages.py                                # dev-set checkouts
+    python scripts/bench_languages.py --languages go,java             # only these languages
     python scripts/bench_languages.py --large /tmp/grpc-go-head      # + `codenib index --no-dense`
 
 Per language it takes the snapshot (one per repository, the newest instance of each in the
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the set whose instances name the checkouts (one snapshot per repository)")
     ap.add_argument("--repeat", type=int, default=9,
                     help="interleaved rounds, each timing both parsers (the ratio is the median of the rounds')")
+    ap.add_argument("--languages", help="comma-separated languages to time (default: every language found)")
     ap.add_argument("--large", help="a checkout to index without vectors, timed")
     a = ap.parse_args(argv)
     try:
@@ -62,6 +64,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.repeat < 1:
         print(f"bench_languages: --repeat {a.repeat}: give at least 1 round", file=sys.stderr)
+        return 2
+    from codenib.compiler.lang import READERS
+
+    wanted = set(a.languages.split(",")) if a.languages else set(READERS)
+    if not wanted <= set(READERS):
+        print(f"bench_languages: --languages {a.languages}: unknown {sorted(wanted - set(READERS))}; "
+              f"choose from {', '.join(sorted(READERS))}", file=sys.stderr)
         return 2
     snapshots = _snapshots(Path(a.data), Path(a.checkouts))
     files: dict[str, dict[str, list[tuple[str, bytes]]]] = defaultdict(dict)
@@ -78,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             files[lang][snap.name] = items
     print(_load_line("before"))
     rows, ratios = [], {}
-    for lang in sorted(files):
+    for lang in sorted(set(files) & wanted):
         snap, items = max(files[lang].items(), key=lambda kv: len(kv[1]))
         bare, ours, n_nodes = _time(items, read_foreign, reader_for, a.repeat)
         ratios[lang] = ours.cpu_saving_over(bare)

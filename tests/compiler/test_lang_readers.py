@@ -351,3 +351,90 @@ def test_a_non_null_receiver_is_an_error_in_javascript_and_kept_in_typescript(re
 def test_a_javascript_new_names_its_constructor_at_the_line_of_new(source, calls):
     facts = read_foreign("src/a.js", source.encode()).facts
     assert [(c.callee, c.receiver, c.kind, c.line) for c in facts.calls] == calls
+
+
+#: Call sites whose text is a trap for a reader that reads callees from their text (a comment
+#: or line break at the `.`, a call whose text starts with another call's, `super`, generics,
+#: callees that are no name), per language: the text-read sites must be what the call nodes'
+#: fields give (`TreeReader.call_sites` over whole-call captures, the readers' first way).
+CALL_TRAPS = {
+    "src/a.go": (b"package a\n\nfunc f() {\n\ta.b.C(x)\n\tx.(T).F()\n\tx.\n\t\tG()\n\tx /*c*/ .H()\n\tx/*c*/.I()\n"
+                 b"\tF[int](x)\n\tpkg.J[int](x)\n\tf(x)(y)\n\ta.b(x).c(y)\n\tfunc() {}()\n\t(*p).M()\n"
+                 b"\ts[i].N()\n\tm[\"k\"].O()\n\tw.\xc3\xa9t\xc3\xa9(1)\n\ta..b()\n}\n",
+                 "(call_expression) @call"),
+    "src/A.java": (b"class A {\n  void m() {\n    a.b.c(x); a.f(x).g(y); foo(); this.bar(); super.baz();\n"
+                   b"    A.super.qux(); this.<T>gen(); superman.go(); new a.B(); new C<D>(); new E(1).f();\n"
+                   b"    outer.new Inner(); a\n      .chained(); a /*c*/ .d(); x.y.z.w(q.r()); new\n    F();\n"
+                   b"    \xc3\xa9.t();\n  }\n  A() { this(1); }\n  A(int x) { super(); }\n"
+                   b"  class I { I(A o) { o.super(); } }\n  void e() { a..b(); }\n}\n", None),
+    "src/a.c": (b"void f(void) {\n  g(); a.b(); a->b(); a->b->c(); a.b->c(); (*fp)(); a /*c*/ ->b();\n"
+                b"  a->\n  b(); s.fp(1)(2); arr[0].f(); x.y.z(w.v());\n}\n\nvoid e(void) { a.(b(); }\n",
+                "(call_expression) @call"),
+    "src/a.cpp": (b"void f() {\n  ns::g(); h<int>(); a.template t<int>(); int(x); new A(); new ns::B<int>();\n"
+                  b"  a->~A(); obj.m(); p->q(); ns::C<int>::d(); this->e(); a.B::f(); (a).g();\n}\n",
+                  "(call_expression) @call\n(new_expression) @call"),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(CALL_TRAPS))
+def test_call_sites_read_from_text_are_what_the_call_nodes_fields_give(rel):
+    from codenib.compiler.lang.base import TreeReader
+    from codenib.compiler.lang.walk import read_file
+
+    raw, call_patterns = CALL_TRAPS[rel]
+    reader = reader_for(rel, raw)
+
+    class Reference(type(reader)):
+        query_source = reader.query_source if call_patterns is None else "\n".join(
+            line for line in reader.query_source.splitlines() if "@call" not in line) + "\n" + call_patterns
+        call_sites = TreeReader.call_sites
+
+    got, want = read_foreign(rel, raw), read_file(Reference(), rel, raw)
+    assert len(want.facts.calls) >= 10
+    assert got.facts.calls == want.facts.calls
+    assert repr(got) == repr(want)
+
+
+def test_reading_a_file_leaves_the_cycle_collector_as_it_found_it():
+    # The readers hold the collector off while a file is read (any thread): it must run
+    # again afterwards, and stay off when it was off (and an error must not leave it off).
+    import gc
+    import threading
+
+    raw = CALL_TRAPS["src/a.go"][0]
+    assert gc.isenabled()
+    threads = [threading.Thread(target=lambda: [read_foreign("src/a.go", raw) for _ in range(20)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert gc.isenabled()
+    with pytest.raises(TypeError):
+        read_foreign("src/a.go", "not bytes")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read_foreign("src/a.go", raw)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("comment, words", [
+    ("/**\r\n * Does x.\r\n *\r\n * @param a  \r\n */", "Does x.\n\n@param a"),
+    ("/**/", "/"),
+    ("// a\n//   b  \n//! c\n/// d", "a\n  b\nc\nd"),
+    ("/* one */", "one"),
+    ("  /*\n  a\n   **/", "  a"),
+    ("/*\n *\n * Copyright\n */\n", "Copyright"),
+    ("*/ x", "*/ x"),
+    ("/*! a\n * b */", "a\nb"),
+    ("/* a\n\n * b */", "a\n\nb"),
+    ("/**\n\n*/", ""),
+])
+def test_a_comment_loses_its_markers_line_by_line(comment, words):
+    # The markers are matched over the whole comment at once: a marker must not reach
+    # across a line break (`/**` then a line: the line keeps its words).
+    from codenib.compiler.lang.walk import clean_comment
+
+    assert clean_comment(comment) == words

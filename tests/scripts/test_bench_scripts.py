@@ -328,6 +328,18 @@ def test_bench_languages(tmp_path):
     assert "load average before:" in stdout and "target >= 0.5x" in stdout
 
 
+def test_bench_languages_times_only_the_languages_asked_for(tmp_path):
+    pytest.importorskip("tree_sitter")
+    data, checkouts = _language_set(tmp_path)
+    stdout = run_script("bench_languages.py", "--data", str(data), "--checkouts", str(checkouts), "--repeat", "1",
+                        "--languages", "go,cpp")
+    assert {r[0] for r in table(stdout, "language")} == {"cpp", "go"}
+    done = subprocess.run([sys.executable, str(SCRIPTS / "bench_languages.py"), "--data", str(data),
+                           "--checkouts", str(checkouts), "--languages", "go,cobol"],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    assert done.returncode == 2 and "cobol" in done.stderr
+
+
 def test_bench_languages_parses_with_the_grammar_codenib_uses(monkeypatch):
     # The bare side parsed `.tsx` with the TypeScript grammar (JSX then reads as errors) and a
     # C++ `.h` with C's: not the same work as CodeNib's pass over the same bytes.

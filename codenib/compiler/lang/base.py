@@ -4,7 +4,8 @@ the `ForeignParse` a file's read gives, and text helpers for the language module
 A language module subclasses `TreeReader` with a query that captures `@def` (definitions
 and containers), `@call` and `@import` nodes, and says what each captured node is
 (`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work;
-`call_sites` where finer captures than `@call` give the call sites more cheaply).
+`call_sites` where finer captures than `@call` give the call sites more cheaply, e.g. from
+the callee's text with `identifier_sites` and `member_sites`).
 Everything else is shared, in `codenib.compiler.lang.walk`: the nesting of definitions, node
 ids, spans, signatures, doc comments, node texts and parse errors.
 """
@@ -178,17 +179,18 @@ class TreeReader(ABC):
 
     # --- machinery -----------------------------------------------------------------------
     def tools(self, rel_path: str, definitions_only: bool = False):
-        """(parser, query) for this thread and grammar, made once each (compiling the query
-        costs far more than parsing a file). `definitions_only`: the query with every pattern
-        that captures no `@def` disabled (the same `@def` captures, no call or import ones)."""
-        import tree_sitter as ts
-
+        """(parser, query, query cursor) for this thread and grammar, made once each
+        (compiling the query costs far more than parsing a file; a cursor is reused).
+        `definitions_only`: the query with every pattern that captures no `@def` disabled
+        (the same `@def` captures, no call or import ones)."""
         key = self.grammar_key(rel_path)
         cache = getattr(self._local, "tools", None)
         if cache is None:
             cache = self._local.tools = {}
         tools = cache.get((key, definitions_only))
         if tools is None:
+            import tree_sitter as ts
+
             language = ts.Language(self.grammar_for(key))
             query = ts.Query(language, self.query_source)
             if definitions_only:
@@ -196,7 +198,7 @@ class TreeReader(ABC):
                     pattern = self.query_source.encode()[query.start_byte_for_pattern(i):query.end_byte_for_pattern(i)]
                     if not _DEF_CAPTURE.search(pattern):
                         query.disable_pattern(i)
-            tools = cache[(key, definitions_only)] = (ts.Parser(language), query)
+            tools = cache[(key, definitions_only)] = (ts.Parser(language), query, ts.QueryCursor(query))
         return tools
 
 
@@ -221,6 +223,59 @@ def order_nodes(nodes) -> tuple[list[tuple[int, int]], list[int]]:
                 continue
         kept.append(i)
     return spans, kept
+
+
+#: The characters that may end a member callee's object when nothing but the operator
+#: separates it from the member (not whitespace, nor the `/` of a comment before the operator).
+_GAP_END = frozenset(" \t\r\n\f\v/\ufeff")
+
+
+def member_sites(nodes, src: bytes, separators: tuple[str, ...], fallback, kind: str = "call") -> list:
+    """(start byte, -end byte, (member, object, kind), ()) of each member callee node
+    (`a.b`, `a->b`), read from its text: the object is the text before the last separator
+    and the member the name after it, when nothing else touches the separator (the object
+    as `drop_generics` gives it). A callee the text cannot settle (a comment or line break
+    at the separator, a recovered syntax error) is answered by `fallback(node, src)`.
+
+    A member that is an identifier holds no whitespace or comment: it is the member's name.
+    """
+    out = []
+    append = out.append
+    ascii_only = src.isascii()      # then byte offsets are string offsets
+    whole = src.decode("ascii") if ascii_only and nodes else ""
+    sep = separators[0] if len(separators) == 1 else None
+    for node in nodes:
+        start, end = node.start_byte, node.end_byte
+        text = whole[start:end] if ascii_only else src[start:end].decode("utf-8", "replace")
+        if sep is not None:
+            obj, found, member = text.rpartition(sep)
+        else:
+            at, width = -1, 0
+            for one in separators:
+                where = text.rfind(one)
+                if where > at:
+                    at, width = where, len(one)
+            obj, found, member = (text[:at], True, text[at + width:]) if at >= 0 else ("", False, "")
+        if found and obj and member.isidentifier() and obj[-1] not in _GAP_END and not node.has_error:
+            if not obj.isidentifier():
+                obj = " ".join(obj.split()) if "<" not in obj else drop_generics(obj)
+            append((start, -end, (member, obj, kind), ()))
+        else:
+            append((start, -end, fallback(node, src), ()))
+    return out
+
+
+def identifier_sites(nodes, src: bytes, kind: str = "call") -> list:
+    """(start byte, -end byte, (text, "", kind), ()) of each callee that is a plain name."""
+    if not (nodes and src.isascii()):
+        return [(node.start_byte, -node.end_byte, (node_text(node, src), "", kind), ()) for node in nodes]
+    whole = src.decode("ascii")         # byte offsets are string offsets
+    out = []
+    append = out.append
+    for node in nodes:
+        start, end = node.start_byte, node.end_byte
+        append((start, -end, (whole[start:end], "", kind), ()))
+    return out
 
 
 def node_text(node, raw: bytes) -> str:

@@ -3,7 +3,10 @@ anonymous one); `#include "..."` and `<...>`, calls."""
 
 from __future__ import annotations
 
-from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
+from operator import itemgetter
+
+from codenib.compiler.lang.base import (TreeReader, drop_generics, field_text, identifier_sites, member_sites,
+                                        new_found, node_text, unquote)
 
 #: Words that never name a function: a definition "named" one is a macro misparse.
 KEYWORDS = frozenset("if else for while do switch case return sizeof goto namespace using template "
@@ -21,7 +24,8 @@ class CReader(TreeReader):
     (struct_specifier body: (_)) @def
     (union_specifier body: (_)) @def
     (enum_specifier body: (_)) @def
-    (call_expression) @call
+    (call_expression function: (identifier) @call.name)
+    (call_expression function: (field_expression) @call.member)
     (preproc_include) @import
     """
 
@@ -45,8 +49,9 @@ class CReader(TreeReader):
         if node.type in self.type_nodes or node.type == "class_specifier":
             name_node = node.child_by_field_name("name")
             segments = _name_segments(name_node, src) if name_node is not None else []
-            if not segments and node.parent is not None and node.parent.type == "type_definition":
-                segments = _name_segments(_declared(node.parent.child_by_field_name("declarator")), src)
+            parent = node.parent if not segments else None
+            if parent is not None and parent.type == "type_definition":
+                segments = _name_segments(_declared(parent.child_by_field_name("declarator")), src)
             if not segments:
                 return None
             return new_found("type", segments[-1], qualifier=tuple(segments[:-1]), outer=outer,
@@ -78,6 +83,19 @@ class CReader(TreeReader):
             return (segments[-1], "::".join(segments[:-1]), "call") if segments else None
         return None
 
+    def call_sites(self, captures, src):
+        # Calls of a name or of `a.f` / `a->f` (nearly all) are read from the captured
+        # callee's text in place of asking the call node for its fields; calls of other
+        # callees (`(*fp)(x)`) make no fact and are not captured (C++ captures its `A::f`
+        # and `f<T>` calls whole). A callee starts where its call does and of two calls
+        # starting together the outer one's callee holds the inner call, so the callees'
+        # spans order the sites as the calls' spans do.
+        sites = super().call_sites(captures, src)
+        sites += identifier_sites(captures.get("call.name", ()), src)
+        sites += member_sites(captures.get("call.member", ()), src, (".", "->"), _member_call)
+        sites.sort(key=_SPAN)
+        return sites
+
     def imports(self, node, src):
         path = node.child_by_field_name("path")
         if path is None:
@@ -86,11 +104,19 @@ class CReader(TreeReader):
         return [(unquote(node_text(path, src)), kind, ())]
 
 
+_SPAN = itemgetter(0, 1)
+
+
+def _member_call(fn, src: bytes):
+    """`call` of a field callee whose text does not settle it."""
+    return field_text(fn, "field", src), drop_generics(field_text(fn, "argument", src)), "call"
+
+
 def _outer(node):
     """`template <...>` and `typedef` around a definition are part of it."""
-    outer = node
-    while outer.parent is not None and outer.parent.type in ("template_declaration", "type_definition"):
-        outer = outer.parent
+    outer, parent = node, node.parent       # each `.parent` walks down from the root
+    while parent is not None and parent.type in ("template_declaration", "type_definition"):
+        outer, parent = parent, parent.parent
     return outer
 
 

@@ -14,6 +14,7 @@ class CppReader(CReader):
     query_source = CReader.query_source + """
     (class_specifier body: (_)) @def
     (namespace_definition) @def
+    (call_expression function: [(qualified_identifier) (template_function)]) @call
     (new_expression) @call
     """
 

@@ -3,10 +3,12 @@ generic receivers alike) and interface methods; imports, package clause, calls, 
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import tree_sitter_go
 
-from codenib.compiler.lang.base import (TreeReader, drop_generics, field_id_text, field_ids, field_text, new_found,
-                                        node_text, unquote)
+from codenib.compiler.lang.base import (TreeReader, drop_generics, field_id_text, field_ids, field_text,
+                                        identifier_sites, member_sites, new_found, node_text, unquote)
 
 _NAME, _BODY, _TYPE, _FUNCTION, _FIELD, _OPERAND = field_ids(
     tree_sitter_go.language(), "name", "body", "type", "function", "field", "operand")
@@ -20,7 +22,9 @@ class GoReader(TreeReader):
     (method_declaration) @def
     (type_spec) @def
     (method_elem) @def
-    (call_expression) @call
+    (call_expression function: (identifier) @call.name)
+    (call_expression function: (selector_expression) @call.member)
+    (call_expression function: (index_expression)) @call
     (import_spec) @import
     (package_clause) @import
     """
@@ -62,6 +66,19 @@ class GoReader(TreeReader):
             return field_id_text(fn, _FIELD, src), drop_generics(field_id_text(fn, _OPERAND, src)), "call"
         return None
 
+    def call_sites(self, captures, src):
+        # Calls of a name or of `x.f` (nearly all) are read from the captured callee's text
+        # in place of asking the call node for its fields; calls of other callees than these
+        # and `F[int]` make no fact and are not captured (a `generic_type` callee does not
+        # parse). A callee starts where its call does and of two calls starting together the
+        # outer one's callee holds the inner call, so the callees' spans order the sites as
+        # the calls' spans do.
+        sites = super().call_sites(captures, src)
+        sites += identifier_sites(captures.get("call.name", ()), src)
+        sites += member_sites(captures.get("call.member", ()), src, (".",), _member_call)
+        sites.sort(key=_SPAN)
+        return sites
+
     def imports(self, node, src):
         if node.type == "package_clause":
             for child in node.named_children:
@@ -70,6 +87,14 @@ class GoReader(TreeReader):
         path = unquote(field_text(node, "path", src))
         alias = field_text(node, "name", src)
         return [(path, "import", (("*", alias),) if alias else ())]
+
+
+_SPAN = itemgetter(0, 1)
+
+
+def _member_call(fn, src: bytes):
+    """`call` of a selector callee whose text does not settle it."""
+    return field_id_text(fn, _FIELD, src), drop_generics(field_id_text(fn, _OPERAND, src)), "call"
 
 
 def _receiver_type(node, src: bytes) -> str:

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import re
+
 import tree_sitter_java
 
-from codenib.compiler.lang.base import TreeReader, drop_generics, field_id_text, field_ids, new_found, node_text
+from codenib.compiler.lang.base import (TreeReader, drop_generics, field_id_text, field_ids, new_found, node_text,
+                                        order_nodes)
 
 _NAME, _BODY, _OBJECT, _CONSTRUCTOR, _TYPE = field_ids(
     tree_sitter_java.language(), "name", "body", "object", "constructor", "type")
@@ -60,6 +63,38 @@ class JavaReader(TreeReader):
         receiver, _, callee = typ.rpartition(".")
         return callee, receiver, "new"
 
+    def call_sites(self, captures, src):
+        # A call that starts with `a.b.f(` (nearly all) or `new a.B(` is read from that text
+        # in place of asking the node for its fields. The `(` is this call's own only when no
+        # other call starts where it does (`a.f(x).g(y)`: the outer call starts with the
+        # inner one's text): of the calls starting together, only the innermost (the last in
+        # source order) is read so. `super` in the text (`A.super.f()`, `o.super()`) and
+        # recovered syntax errors go to the node's fields too.
+        nodes = captures.get("call", ())
+        if not nodes:
+            return []
+        spans, order = order_nodes(nodes)
+        spans = [spans[i] for i in order]
+        out = []
+        append = out.append
+        chain, new, call = _CHAIN.match, _NEW.match, self.call
+        # The start of the next call in source order (-1 after the last).
+        for (start, neg_end), node, next_start in zip(spans, [nodes[i] for i in order],
+                                                      [span[0] for span in spans[1:]] + [-1]):
+            if next_start != start and not node.has_error:
+                m = chain(src, start, -neg_end)
+                if m is not None:
+                    obj, name = m.groups()
+                    append((start, neg_end, (name.decode("ascii"), obj.decode("ascii") if obj else "", "call"), ()))
+                    continue
+                m = new(src, start, -neg_end)
+                if m is not None:
+                    receiver, _, callee = m.group(1).decode("ascii").rpartition(".")
+                    append((start, neg_end, (callee, receiver, "new"), ()))
+                    continue
+            append((start, neg_end, call(node, src), ()))
+        return out
+
     def imports(self, node, src):
         names = [c for c in node.named_children if c.type in ("scoped_identifier", "identifier")]
         if not names:
@@ -72,6 +107,14 @@ class JavaReader(TreeReader):
         last = spec.rsplit(".", 1)[-1]
         return [(spec + (".*" if glob else ""), "import_static" if static else "import",
                  () if glob else ((last, last),))]
+
+
+#: `a.b.f(` at a call's start: the object (None when there is none) and the method name,
+#: ASCII, no `super` among them (the lookaheads).
+_CHAIN = re.compile(rb"(?:((?!super[.(])[A-Za-z_$][A-Za-z0-9_$]*(?:\.(?!super[.(])[A-Za-z_$][A-Za-z0-9_$]*)*)\.)?"
+                    rb"(?!super\()([A-Za-z_$][A-Za-z0-9_$]*)\(")
+#: `new a.B(` at a call's start: the class as written (no type arguments or annotations).
+_NEW = re.compile(rb"new[ \t\r\n]+([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*)\(")
 
 
 def _bases(node, src: bytes) -> tuple[tuple[str, str], ...]:
