@@ -201,6 +201,15 @@ class PlanExecutor:
                     sparse_hits[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "sparse", self.ctx)
             for j, i in enumerate(mention_want, start=len(slots)):
                 mention_rows[i] = rows[j][:MENTION_CANDIDATES]
+        # Whole-file BM25 runs in this process: a few thousand documents at most per index.
+        file_want = [i for i in runs if plans[i].file_search is not None]
+        if file_want and self.index.file_sparse is not None:
+            t0 = time.perf_counter()
+            files = self.index.file_sparse
+            rows, scores = files.search([plans[i].file_search.text for i in file_want], files.sparse.num_docs)
+            for j, i in enumerate(file_want):
+                runs[i][plans[i].file_search.name] = (rows[j], scores[j])
+                engine_ms[i] += (time.perf_counter() - t0) * 1000 / len(file_want)
         if dense_res is not None:
             rows, scores = dense_res
             for j, i in enumerate(dense_want):
