@@ -29,7 +29,7 @@ def test_a_long_report_is_localised_files_first(bug_index):
     ids = [c.node_id for c in r.candidates]
     assert ids.index("src/shop/pricing.py::round_cents") < 5
     detail = r.trace["detail"]
-    assert detail["runs"] == ["bm25", "prose", "title"]       # no dense run on a sparse-only index
+    assert detail["runs"] == ["bm25", "file_bm25", "file_prose", "prose", "title"]       # no dense run on a sparse-only index
     assert detail["mentions"]["frame"] == 3
     assert {p["node_id"] for p in detail["priors"] if p["kind"] == "frame"} >= {"src/shop/pricing.py::round_cents"}
     top = detail["contributions"][0]
