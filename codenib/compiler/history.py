@@ -56,6 +56,11 @@ HISTORY_VERSION = 1
 FIX_PATTERN = re.compile(
     r"\b(?:fix(?:e[sd]|ing)?|bug(?:fix)?s?|errors?|crash(?:es|ed)?|regressions?)\b"
     r"|\b(?:issue|close[sd]?|fixe[sd]|resolve[sd]?)\s*#\d+", re.IGNORECASE)
+#: Commits per chunk of work (at most `MAX_CHUNKS`): small enough that a later snapshot's few
+#: hundred new commits keep two workers busy; a chunk boundary costs at most a re-parse of
+#: the blobs both sides touch.
+COMMITS_PER_CHUNK = 50
+MAX_CHUNKS = 16
 #: Parsed blobs a worker keeps (a blob is needed again when the file next changes).
 BLOB_CACHE = 4096
 
@@ -170,7 +175,7 @@ def read_history(source: HistorySource, node_ids: set[str], previous: Path | Non
     if old is not None:
         walker.hide(pygit2.Oid(hex=old[2]))
     ids = [str(c.id) for c in walker]
-    n_chunks = max(1, min(len(ids) // 200, 16))
+    n_chunks = min(-(-len(ids) // COMMITS_PER_CHUNK), MAX_CHUNKS)
     chunks = [(source.gitdir, ids[i * len(ids) // n_chunks:(i + 1) * len(ids) // n_chunks])
               for i in range(n_chunks)] if ids else []
     commit_rows: list[tuple] = []
@@ -290,30 +295,32 @@ def _spans(repo, oid, path: str, language: str, cache: OrderedDict) -> tuple[lis
         cache.move_to_end(key)
         return hit
     raw = repo[oid].data
-    nodes = _definitions(path, raw, language)
+    spans = _definitions(path, raw, language)
     n_lines = raw.count(b"\n") + 2
     owner = np.full(n_lines + 1, -1, dtype=np.int32)
     names: list[str] = []
     prefix = len(path) + 2
     # Outer definitions first, so that inner ones overwrite their lines.
-    for node in sorted(nodes, key=lambda n: (n.start_line, -n.end_line)):
-        owner[node.start_line:node.end_line + 1] = len(names)
-        names.append(node.node_id[prefix:])
+    for node_id, start, end in sorted(spans, key=lambda s: (s[1], -s[2])):
+        owner[start:end + 1] = len(names)
+        names.append(node_id[prefix:])
     cache[key] = (names, owner)
     if len(cache) > BLOB_CACHE:
         cache.popitem(last=False)
     return names, owner
 
 
-def _definitions(path: str, raw: bytes, language: str) -> list:
-    """The non-file nodes the index's own reader finds in `raw` (none when it cannot parse)."""
+def _definitions(path: str, raw: bytes, language: str) -> list[tuple[str, int, int]]:
+    """(node id, start line, end line) of each non-file node the index's own reader finds in
+    `raw` (none when it cannot parse), read in the readers' spans-only mode: the same walk
+    and ids, without node texts, signatures, docs, calls or imports."""
     if language == "python":
-        from codenib.compiler.parse import parse_source
+        from codenib.compiler.parse import definition_spans
 
-        return parse_source(path, raw).nodes[1:]
-    from codenib.compiler.lang import read_foreign
+        return definition_spans(path, raw)
+    from codenib.compiler.lang import read_foreign_spans
 
-    return read_foreign(path, raw).nodes[1:]
+    return read_foreign_spans(path, raw)
 
 
 def _language(path: str) -> str | None:

@@ -98,6 +98,16 @@ def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
     return parsed
 
 
+def definition_spans(rel_path: str, raw: bytes) -> list[tuple[str, int, int]]:
+    """(node id, start line, end line) of each definition node `parse_source` makes of `raw`,
+    in its order, without building the nodes (what `--history` needs of past versions)."""
+    text, error = _decode(raw)
+    tree, error = _parse(rel_path, text, error)
+    if tree is None:
+        return []
+    return [(d.node_id, *_span(d.tree)) for d in _definitions(rel_path, tree)]
+
+
 def parse_file(source: SourceFile) -> ParsedFile:
     """Read and parse a file found by `walk_repository`."""
     try:
@@ -197,8 +207,7 @@ def _block_fields(kind: type) -> tuple[str, ...]:
 
 def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
     tree = d.tree
-    start = min([tree.lineno] + [dec.lineno for dec in tree.decorator_list])
-    end = tree.end_lineno or tree.lineno
+    start, end = _span(tree)
     segment = "\n".join(lines[start - 1:end])
     signature = _signature(tree)
     docstring = ast.get_docstring(tree, clean=True) or ""
@@ -221,6 +230,11 @@ def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
         content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
         decorators=tuple(_unparse(dec) for dec in tree.decorator_list),
     )
+
+
+def _span(tree: ast.AST) -> tuple[int, int]:
+    """A definition's first line (its first decorator's) and last line."""
+    return min([tree.lineno] + [dec.lineno for dec in tree.decorator_list]), tree.end_lineno or tree.lineno
 
 
 def _signature(tree: ast.AST) -> str:

@@ -229,3 +229,33 @@ def test_incremental_history_equals_full(tmp_path_factory, steps, data):
 def test_unknown_rev_is_bad_input(git_repo):
     with pytest.raises(BadInputError, match="not known"):
         resolve(HistorySpec(None, "nope"), git_repo["root"])
+
+
+def test_a_few_hundred_commits_are_cut_into_chunks_that_read_the_same(tmp_path, monkeypatch):
+    """A later snapshot's ~100 new commits keep two workers busy (more than one chunk), and
+    however the commits are cut the tables are the same (Python, C and Go files)."""
+    from codenib.compiler import history as hist
+
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    parents: list = []
+    for i in range(110):
+        files = {"m.py": "".join(f"def f{j}():\n    return {i if j == i % 4 else 0}\n\n" for j in range(4)),
+                 "src/c.c": "".join(f"int g{j}(void) {{\n  return {i if j == i % 3 else 0};\n}}\n" for j in range(3))}
+        if i % 5 == 0:
+            files["p/q.go"] = f"package p\n\nfunc H() int {{\n\treturn {i}\n}}\n"
+        parents = [git_commit(repo, files, f"change {i}" + (" fix #1" if i % 7 == 0 else ""), 1_000 + i, parents)]
+    source = resolve(HistorySpec(root / ".git", "HEAD"), root)
+    seen: list[int] = []
+
+    def chunked(fn, chunks):
+        seen.append(len(chunks))
+        return [fn(c) for c in chunks]
+
+    cut = read_history(source, {"m.py::f1"}, None, chunked, lambda msg: None)
+    monkeypatch.setattr(hist, "COMMITS_PER_CHUNK", 10_000)
+    whole = read_history(source, {"m.py::f1"}, None, chunked, lambda msg: None)
+    assert seen == [3, 1]
+    assert cut.commits.equals(whole.commits) and cut.changes.equals(whole.changes)
+    ids = set(cut.changes.column("node_id").to_pylist())
+    assert {"m.py::f0", "m.py::f3", "src/c.c::g0", "src/c.c::g2", "p/q.go::H"} <= ids

@@ -13,7 +13,7 @@ import importlib
 
 from codenib.compiler.lang.base import ForeignParse, TreeReader
 from codenib.compiler.lang.facts import FACTS_VERSION, ForeignFacts
-from codenib.compiler.lang.walk import read_file
+from codenib.compiler.lang.walk import read_file, read_spans
 from codenib.engines.languages import language_of
 
 #: Language name -> the module that defines its `READER`.
@@ -63,6 +63,15 @@ def read_foreign(rel_path: str, raw: bytes) -> ForeignParse:
     return read_file(reader, rel_path, raw)
 
 
+def read_foreign_spans(rel_path: str, raw: bytes) -> list[tuple[str, int, int]]:
+    """(node id, start line, end line) of each definition node `read_foreign` makes of `raw`,
+    in its order, read without texts or facts (raises KeyError as `read_foreign`)."""
+    reader = reader_for(rel_path, raw)
+    if reader is None:
+        raise KeyError(f"no reader for {rel_path}")
+    return read_spans(reader, rel_path, raw)
+
+
 def read_unreadable(rel_path: str, error: str) -> ForeignParse:
     """The file node of a non-Python file that could not be read."""
     parsed = read_foreign(rel_path, b"")
@@ -71,4 +80,4 @@ def read_unreadable(rel_path: str, error: str) -> ForeignParse:
 
 
 __all__ = ["READERS", "ForeignFacts", "ForeignParse", "TreeReader", "is_foreign", "read_foreign",
-           "read_unreadable", "reader_for", "reader_versions"]
+           "read_foreign_spans", "read_unreadable", "reader_for", "reader_versions"]

@@ -12,6 +12,7 @@ ids, spans, signatures, doc comments, node texts and parse errors.
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from typing import Iterable
 from codenib.compiler.lang.facts import ForeignFacts
 from codenib.core.types import Node
 
+#: A `@def` capture in a query pattern's source (not `@definition`, not `@def.x`).
+_DEF_CAPTURE = re.compile(rb"@def(?![\w.])")
 #: Roles a language gives a captured node (`Found.role`).
 ROLES = ("type", "function", "namespace", "impl")
 
@@ -174,19 +177,26 @@ class TreeReader(ABC):
         return out
 
     # --- machinery -----------------------------------------------------------------------
-    def tools(self, rel_path: str):
+    def tools(self, rel_path: str, definitions_only: bool = False):
         """(parser, query) for this thread and grammar, made once each (compiling the query
-        costs far more than parsing a file)."""
+        costs far more than parsing a file). `definitions_only`: the query with every pattern
+        that captures no `@def` disabled (the same `@def` captures, no call or import ones)."""
         import tree_sitter as ts
 
         key = self.grammar_key(rel_path)
         cache = getattr(self._local, "tools", None)
         if cache is None:
             cache = self._local.tools = {}
-        tools = cache.get(key)
+        tools = cache.get((key, definitions_only))
         if tools is None:
             language = ts.Language(self.grammar_for(key))
-            tools = cache[key] = (ts.Parser(language), ts.Query(language, self.query_source))
+            query = ts.Query(language, self.query_source)
+            if definitions_only:
+                for i in range(query.pattern_count):
+                    pattern = self.query_source.encode()[query.start_byte_for_pattern(i):query.end_byte_for_pattern(i)]
+                    if not _DEF_CAPTURE.search(pattern):
+                        query.disable_pattern(i)
+            tools = cache[(key, definitions_only)] = (ts.Parser(language), query)
         return tools
 
 

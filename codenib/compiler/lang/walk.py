@@ -41,6 +41,18 @@ def read_file(reader: TreeReader, rel_path: str, raw: bytes) -> ForeignParse:
     return read_tree(reader, rel_path, raw, tree.root_node, ts.QueryCursor(query).captures(tree.root_node))
 
 
+def read_spans(reader: TreeReader, rel_path: str, raw: bytes) -> list[tuple[str, int, int]]:
+    """(node id, start line, end line) of each definition node `read_file` makes of `raw`, in
+    its order: the same sweep, with only the `@def` patterns matched and no texts, calls,
+    imports or facts (what `--history` needs of every past version of a file)."""
+    import tree_sitter as ts
+
+    parser, query = reader.tools(rel_path, definitions_only=True)
+    root = parser.parse(raw).root_node
+    sweep = _sweep(reader, raw, rel_path, ts.QueryCursor(query).captures(root), spans_only=True)
+    return [(d.node_id, d.start, d.end) for d in sweep.defs]
+
+
 # --- the shared walk ---------------------------------------------------------------------
 
 @dataclass(slots=True)
@@ -85,47 +97,8 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     error = _first_error(root)
     file_id = make_node_id(rel_path)
 
-    defs: list[_Def] = []
-    folds: list[_Def] = []      # top-level namespaces the file outline shows as a signature
-    bases: list[BaseFact] = []
-    impl_bases: list[tuple[str, tuple, int]] = []
-    seen: dict[str, int] = {}
-    stack: list[_Scope] = []
-    for node in _unique_sorted(captures.get("def", ())):
-        found = reader.define(node, raw)
-        if found is None:
-            continue
-        start = node.start_byte
-        while stack and stack[-1].end <= start:
-            stack.pop()
-        top = stack[-1] if stack else None
-        path = top.path if top else ()
-        holder = top.definition if top else None
-        if found.role in ("namespace", "impl"):
-            segs = tuple(s for s in found.name.split(".") if s)
-            if found.role == "namespace" and holder is None and reader.folded(node, raw):
-                folds.append(_definition(reader, raw, lines, rel_path, node, found, "", "", "namespace", None))
-            stack.append(_Scope(node.end_byte, path + segs, found.role, holder))
-            if found.role == "impl" and found.bases:
-                impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
-            continue
-        segs = path + tuple(found.qualifier) + (found.name,)
-        plain = ".".join(segs)
-        seen[plain] = seen.get(plain, 0) + 1
-        qual = plain if seen[plain] == 1 else f"{plain}#{seen[plain]}"
-        if found.role == "type":
-            kind = "class"
-        elif found.qualifier or (top is not None and top.role in ("type", "impl")):
-            kind = "method"
-        else:
-            kind = "function"
-        d = _definition(reader, raw, lines, rel_path, node, found, qual, plain, kind, holder)
-        defs.append(d)
-        if holder is not None:
-            holder.children.append(d)
-        stack.append(_Scope(node.end_byte, segs, found.role, d))
-        for base, relation in found.bases:
-            bases.append(_BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
+    sweep = _sweep(reader, raw, rel_path, captures, spans_only=False)
+    defs, folds, bases, impl_bases = sweep.defs, sweep.folds, sweep.bases, sweep.impl_bases
 
     first_of = {}
     for d in defs:
@@ -155,6 +128,63 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     return ForeignParse(rel_path, nodes, facts, error)
 
 
+@dataclass(slots=True)
+class _Sweep:
+    defs: list[_Def]
+    folds: list[_Def]               # top-level namespaces the file outline shows as a signature
+    bases: list[BaseFact]
+    impl_bases: list[tuple[str, tuple, int]]
+
+
+def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_only: bool) -> _Sweep:
+    """The definitions of the `@def` captures, outer before inner, with their qualified names
+    (`#N` for repeats) and spans; `spans_only` leaves out what only nodes and facts need
+    (docs, signatures, decorators' text, folded namespaces, bases)."""
+    defs: list[_Def] = []
+    folds: list[_Def] = []      # top-level namespaces the file outline shows as a signature
+    bases: list[BaseFact] = []
+    impl_bases: list[tuple[str, tuple, int]] = []
+    seen: dict[str, int] = {}
+    stack: list[_Scope] = []
+    for node in _unique_sorted(captures.get("def", ())):
+        found = reader.define(node, raw)
+        if found is None:
+            continue
+        start = node.start_byte
+        while stack and stack[-1].end <= start:
+            stack.pop()
+        top = stack[-1] if stack else None
+        path = top.path if top else ()
+        holder = top.definition if top else None
+        if found.role in ("namespace", "impl"):
+            segs = tuple(s for s in found.name.split(".") if s)
+            if not spans_only and found.role == "namespace" and holder is None and reader.folded(node, raw):
+                folds.append(_definition(reader, raw, rel_path, node, found, "", "", "namespace", None, False))
+            stack.append(_Scope(node.end_byte, path + segs, found.role, holder))
+            if not spans_only and found.role == "impl" and found.bases:
+                impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
+            continue
+        segs = path + tuple(found.qualifier) + (found.name,)
+        plain = ".".join(segs)
+        seen[plain] = seen.get(plain, 0) + 1
+        qual = plain if seen[plain] == 1 else f"{plain}#{seen[plain]}"
+        if found.role == "type":
+            kind = "class"
+        elif found.qualifier or (top is not None and top.role in ("type", "impl")):
+            kind = "method"
+        else:
+            kind = "function"
+        d = _definition(reader, raw, rel_path, node, found, qual, plain, kind, holder, spans_only)
+        defs.append(d)
+        if holder is not None:
+            holder.children.append(d)
+        stack.append(_Scope(node.end_byte, segs, found.role, d))
+        for base, relation in () if spans_only else found.bases:
+            bases.append(_BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
+
+    return _Sweep(defs, folds, bases, impl_bases)
+
+
 def _unique_sorted(nodes) -> list:
     """Captured nodes once each (several patterns may capture one), outer before inner."""
     spans, order = order_nodes(nodes)
@@ -177,8 +207,8 @@ def _first_error(root) -> str | None:
             return f"syntax error near line {node.start_point.row + 1}"
 
 
-def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str, node, found: Found,
-                qual: str, plain: str, kind: str, holder: _Def | None) -> _Def:
+def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Found,
+                qual: str, plain: str, kind: str, holder: _Def | None, spans_only: bool) -> _Def:
     outer = found.outer if found.outer is not None else node
     start_row = outer.start_point.row
     end_row = _end_row(outer)
@@ -192,7 +222,8 @@ def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str,
             and _end_row(prev) >= row - 1:
         before = prev.prev_sibling
         if is_attribute:
-            decorators.append(collapse(node_text(prev, raw)))
+            if not spans_only:
+                decorators.append(collapse(node_text(prev, raw)))
             start_row = prev.start_point.row
         elif before is not None and _end_row(before) == prev.start_point.row:
             break       # `x = 1; // note` documents the line it ends, not what follows
@@ -200,6 +231,9 @@ def _definition(reader: TreeReader, raw: bytes, lines: list[str], rel_path: str,
             comments.append(prev)
         row = prev.start_point.row
         prev = before
+    if spans_only:
+        return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder,
+                    start_row + 1, end_row + 1, start_row + 1, "", (), "")
     decorators.reverse()
     comments.reverse()
     doc = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in comments))[:MAX_DOC_CHARS] if comments else ""
