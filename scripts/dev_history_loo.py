@@ -4,10 +4,10 @@ SWE-bench dev and the 8 of the multi-language dev set, indexed without vectors w
 `--history` (the indexes `swebench_dev.py --no-dense --history` and `mswe_dev.py --no-dense
 --history` build, built here when missing).
 
-Each repository's reports are ranked with localisation weights fitted without it (SWE-bench
-repositories: on the other two, as `swebench_dev.py` does; the others: the packaged weights,
-fitted on the three SWE-bench repositories), and each ablation row's history weights are
-chosen on the other ten repositories (`devhistory.py`). Prints per repository, the mean and
+Each repository's reports are ranked with localisation weights fitted on the other ten
+repositories (`locfit`, as `localise_loo.py` does: the packaged weights are fitted on all 11,
+so they would be in-sample here), and each ablation row's history weights are chosen on the
+other ten repositories (`devhistory.py`). Prints per repository, the mean and
 the worst repository of file Acc@5 and function Acc@10 next to each set's BM25 baseline, and
 the history index time per repository.
 
@@ -27,8 +27,11 @@ sys.path.insert(0, str(HERE))
 
 import devhistory  # noqa: E402
 import devsets  # noqa: E402
+import locfit  # noqa: E402
 import mswe_dev  # noqa: E402
 import swebench_dev  # noqa: E402
+
+from codenib.eval import metrics  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,14 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                       history=mirror_of)
     sw_repo = {q: swebench_dev._repo(r) for q, r in sw.instances.items()}
     sw_repos = sorted(set(sw_repo.values()))
-    tables = swebench_dev._feature_tables(sw.queries, sw_root, dense=False)
-    folds = {r: swebench_dev._fit([q for q in tables if sw_repo[q] != r], tables, sw.gold_files, sw.gold_funcs)
-             for r in sw_repos}
-    cases = devhistory.load_cases(sw.queries, sw_root, sw_repo, folds.get, tables)
     bm25 = swebench_dev._bm25_baseline(sw.queries, sw_root)
-
-    # The multi-language set: the packaged weights (their file's `fitted_on` says on what).
-    from codenib.batch.weights import default_weights
 
     ms_data, ms_work = Path(a.mswe_data), Path(a.mswe_work)
     ms = devsets.read_set(ms_data, mswe_dev.KEY)
@@ -76,13 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     ms_root = ms_work / "idx-sparse-history"
     devsets.index_all(ms.instances, ms_checkouts, ms_root, dense=False, repo_of=mswe_dev._repo, history=mirror_of)
     ms_repo = {q: mswe_dev._repo(r) for q, r in ms.instances.items()}
-    packaged = default_weights()
-    cases.update(devhistory.load_cases(ms.queries, ms_root, ms_repo, lambda repo: packaged))
     bm25.update(mswe_dev._bm25_baseline(ms, ms_checkouts, ms_work))
 
+    # Localisation weights of each repository: fitted on the other ten (both sets).
     gold_files = {**sw.gold_files, **ms.gold_files}
     gold_funcs = {**sw.gold_funcs, **ms.gold_funcs}
     key_of = {q: mswe_dev.KEY for q in ms.instances}
+    repo_of = {**sw_repo, **ms_repo}
+    tables = {**locfit.feature_tables(sw.queries, sw_root, dense=False),
+              **locfit.feature_tables(ms.queries, ms_root, dense=False)}
+    folds = {r: locfit.fit([q for q in tables if repo_of[q] != r], tables, gold_files, gold_funcs,
+                           key_of=lambda q: key_of.get(q, metrics.plain_node_id))
+             for r in sorted(set(repo_of.values()))}
+    cases = devhistory.load_cases(sw.queries, sw_root, sw_repo, folds.get, tables)
+    cases.update(devhistory.load_cases(ms.queries, ms_root, ms_repo, folds.get, tables))
     repos = sw_repos + sorted(set(ms_repo.values()))
     print(f"\n{len(cases)} reports of {len(repos)} repositories (SWE-bench dev: {len(sw.queries)}, "
           f"multi-language dev: {len(ms.queries)}), indexes without vectors, with history")

@@ -227,6 +227,9 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             cached_terms = {n.node_id: c for entry in cached.values() for n, c in zip(entry.nodes, entry.terms)}
             terms, tokenized, new_counts = term_counts(nodes, origin, previous, options, workers, cached_terms)
             sparse.build_sparse_from_terms(terms, staging / artifact.SPARSE_DIR)
+            sparse.write_bm25(sparse.file_terms(terms, *(nodes.column(c).to_pylist() for c in
+                                                        ("kind", "file", "start_line", "end_line"))),
+                              staging / artifact.FILE_SPARSE_DIR)
             seconds["sparse"] = time.perf_counter() - t0
             workers.close()     # their memory goes back before the dense stage loads a model
 

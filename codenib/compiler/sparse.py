@@ -166,6 +166,37 @@ def bm25_scores(terms: DocTerms) -> dict:
     return {"data": scores[order], "indices": rows[order], "indptr": indptr, "num_docs": n_docs}
 
 
+def file_terms(terms: DocTerms, kinds: Sequence[str], files: Sequence[str], starts: Sequence[int],
+               ends: Sequence[int]) -> DocTerms:
+    """Whole-file documents: one per file node, in node order, counting the file node's terms
+    and those of the file's outermost definitions (whose texts do not overlap: an inner
+    definition's text is its parent's, folded or not).
+
+    Derived from the node counts alone, so an incremental build gives the same documents."""
+    doc_of = np.full(len(kinds), -1, dtype=np.int64)
+    file_doc: dict[str, int] = {}
+    for r, (kind, f) in enumerate(zip(kinds, files)):
+        if kind == "file":
+            doc_of[r] = file_doc[f] = len(file_doc)
+    last_end: dict[str, int] = {}
+    for r in sorted((r for r, k in enumerate(kinds) if k != "file"),
+                    key=lambda r: (files[r], starts[r], -ends[r], r)):
+        f = files[r]
+        if f in file_doc and starts[r] > last_end.get(f, 0):
+            doc_of[r] = file_doc[f]
+            last_end[f] = ends[r]
+    entries = np.diff(terms.ptr)
+    docs = np.repeat(doc_of, entries)
+    keep = docs >= 0
+    n_vocab = max(len(terms.vocab), 1)
+    keys, inverse = np.unique(docs[keep] * n_vocab + terms.ids[keep], return_inverse=True)
+    counts = np.bincount(inverse, weights=terms.counts[keep], minlength=len(keys)).astype(np.int32)
+    doc_ids = keys // n_vocab
+    ptr = np.zeros(len(file_doc) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc_ids, minlength=len(file_doc)), out=ptr[1:])
+    return DocTerms(terms.vocab, ptr, (keys % n_vocab).astype(np.int32), counts)
+
+
 def build_sparse(texts: Sequence[str], config: TokenizerConfig, folder: Path) -> DocTerms:
     """Tokenize `texts` (row i = nodes row i) and save a bm25s index under `folder`."""
     return build_sparse_from_terms(assemble_terms(count_terms(texts, config)), folder)

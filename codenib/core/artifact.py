@@ -29,6 +29,8 @@ FORMAT_NAME = "codenib-index"
 NODES_FILE = "nodes.parquet"
 EDGES_FILE = "edges.parquet"
 SPARSE_DIR = "sparse"
+#: BM25 over whole files (one document per file node: the file and its outermost definitions).
+FILE_SPARSE_DIR = "sparse_files"
 DENSE_DIR = "dense"
 HISTORY_DIR = "history"
 VECTORS_FILE = "dense/vectors.npy"
@@ -37,7 +39,7 @@ SELF_CHECKSUM = "self_sha256"
 #: What the loader reads: these files, and every file under these folders. Each must be listed
 #: in the manifest (bm25s and faiss pick their files by name, so an unlisted one would be read).
 LOADED_FILES = (NODES_FILE, EDGES_FILE)
-LOADED_DIRS = (SPARSE_DIR, DENSE_DIR, HISTORY_DIR)
+LOADED_DIRS = (SPARSE_DIR, FILE_SPARSE_DIR, DENSE_DIR, HISTORY_DIR)
 
 
 def sha256_file(path: Path) -> str:

@@ -89,6 +89,15 @@ class LoadedIndex:
             return self._history
 
     @property
+    def file_sparse(self) -> "FileSparse | None":
+        """BM25 over whole files (`sparse_files/`; None for an index built before it);
+        loaded on first use."""
+        with self._lock:
+            if not hasattr(self, "_file_sparse"):
+                self._file_sparse = FileSparse.load(self.path, self.manifest, self.nodes)
+            return self._file_sparse
+
+    @property
     def name(self) -> str:
         return self.manifest.get("source_root_name") or self.path.name
 
@@ -143,6 +152,33 @@ class LoadedIndex:
                 table = pq.read_table(self.path / artifact.NODES_FILE, columns=["text"])
                 self._texts = table.column("text").to_pylist()
             return self._texts
+
+
+class FileSparse:
+    """Whole-file BM25: document i is the i-th file node (`rows[i]`, its node row)."""
+
+    def __init__(self, sparse: SparseIndex, rows: np.ndarray):
+        self.sparse = sparse
+        self.rows = rows
+
+    @classmethod
+    def load(cls, path: Path, manifest: dict, nodes: NodeTable) -> "FileSparse | None":
+        folder = path / artifact.FILE_SPARSE_DIR
+        if not folder.is_dir():
+            return None
+        sparse = SparseIndex.load(folder, TokenizerConfig.from_dict(manifest.get("tokenizer", {})), warmup=False)
+        rows = np.array([r for r, kind in enumerate(nodes.kind) if kind == "file"], dtype=np.int64)
+        if sparse.num_docs != len(rows):
+            raise IndexFormatError(f"the whole-file BM25 index holds {sparse.num_docs} documents, nodes.parquet "
+                                   f"{len(rows)} files", path=str(folder),
+                                   fix=f"rebuild with `codenib index REPO --out {path}`")
+        return cls(sparse, rows)
+
+    def search(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k files of each query as node rows of file nodes (-1 / 0 pad), with scores."""
+        docs, scores = self.sparse.search(queries, k)
+        rows = np.where(docs >= 0, self.rows[np.clip(docs, 0, max(len(self.rows) - 1, 0))], -1)
+        return rows, scores
 
 
 def load_symbols(path: str | Path) -> SymbolIndex:

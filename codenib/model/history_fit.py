@@ -110,7 +110,7 @@ def example(index, history, i: int, file_rows: dict[str, int] | None = None) -> 
     file_rows = file_rows if file_rows is not None else file_rows_of(nodes)
     text = clean_query_text(history.messages[i]).text
     report = read_report(text)
-    runs = search_runs(text, report, index.sparse.search)
+    runs = search_runs(text, report, index.sparse.search, file_sparse=index.file_sparse)
     table: FeatureTable = features(inputs_for(report, runs, index), nodes, index.graph, file_rows)
     cid = history.ids[i]
     # Leakage: only the commit's proper ancestors may be evidence.

@@ -24,6 +24,10 @@ from codenib.ops.filter import is_test_definition, is_test_path
 #: Runs a report is searched with: node-level BM25 of the whole text, of its title and of its
 #: prose (code blocks and logs removed), and dense.
 RUNS = ("bm25", "title", "prose", "dense")
+#: Node run -> the whole-file BM25 run of the same text (`sparse_files/`): a file node's own
+#: BM25 evidence is its file's content, as in file-level bug localisation (BugLocator's rVSM),
+#: not its outline. Indexes built before `sparse_files/` keep the outline's scores.
+FILE_RUNS = {"bm25": "file_bm25", "prose": "file_prose"}
 #: File features: broadcast to every node of the file.
 FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_mention",
                  "f_graph", "f_test", "f_nonlib")
@@ -162,12 +166,16 @@ def file_rows_of(nodes) -> dict[str, int]:
     return {f: r for r, (f, kind) in enumerate(zip(nodes.file, nodes.kind)) if kind == "file"}
 
 
-def search_runs(text: str, report: BugReport, sparse_search, dense_search=None) -> dict[str, tuple]:
+def search_runs(text: str, report: BugReport, sparse_search, dense_search=None, file_sparse=None) -> dict[str, tuple]:
     """A report's runs from in-process engines (`sparse_search(texts, k)`, `dense_search(texts, k)`,
-    each returning (rows, scores) arrays with one row per text)."""
+    each returning (rows, scores) arrays with one row per text; `file_sparse`: the index's
+    whole-file BM25, or None)."""
     texts = sparse_texts(text, report)
     rows, scores = sparse_search(list(texts.values()), max(SPARSE_DEPTH.values()))
     runs = {name: (rows[i][:SPARSE_DEPTH[name]], scores[i][:SPARSE_DEPTH[name]]) for i, name in enumerate(texts)}
+    if file_sparse is not None:
+        f_rows, f_scores = file_sparse.search([texts[run] for run in FILE_RUNS], file_sparse.sparse.num_docs)
+        runs.update({name: (f_rows[i], f_scores[i]) for i, name in enumerate(FILE_RUNS.values())})
     if dense_search is not None:
         d_rows, d_scores = dense_search([dense_text(report)], DENSE_DEPTH)
         runs["dense"] = (d_rows[0], d_scores[0])
@@ -177,7 +185,7 @@ def search_runs(text: str, report: BugReport, sparse_search, dense_search=None) 
 def feature_table(text: str, index, sparse_search, dense_search=None) -> FeatureTable:
     """A report's candidate features on a loaded index, searched in this process (for fitting)."""
     report = read_report(text)
-    runs = search_runs(text, report, sparse_search, dense_search)
+    runs = search_runs(text, report, sparse_search, dense_search, index.file_sparse)
     return features(inputs_for(report, runs, index), index.nodes, index.graph, file_rows_of(index.nodes))
 
 
@@ -195,6 +203,8 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     n_nodes = len(nodes.node_id)
     node_runs = {name: _normalised(inputs.runs.get(name), n_nodes, minmax=(name == "dense"))
                  for name in RUNS}
+    whole_files = {f"n_{run}": _normalised(inputs.runs[name], n_nodes)
+                   for run, name in FILE_RUNS.items() if name in inputs.runs}
     mention: dict[int, float] = {}
     file_mention: dict[str, float] = {}
     for p in inputs.priors:
@@ -255,6 +265,9 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         X[i, col["n_title"]] = node_runs["title"].get(r, 0.0)
         X[i, col["n_prose"]] = node_runs["prose"].get(r, 0.0)
         X[i, col["n_dense"]] = node_runs["dense"].get(r, 0.0)
+        if nodes.kind[r] == "file":
+            for feat, scores in whole_files.items():
+                X[i, col[feat]] = scores.get(r, 0.0)
         X[i, col["n_mention"]] = min(1.0, mention.get(r, 0.0))
         X[i, col["n_graph"]] = near.get(r, 0.0)
         kind = nodes.kind[r]

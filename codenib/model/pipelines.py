@@ -201,6 +201,17 @@ class PlanExecutor:
                     sparse_hits[i] = to_queried_nodes(rows[j][:k_fetch[i]], scores[j][:k_fetch[i]], "sparse", self.ctx)
             for j, i in enumerate(mention_want, start=len(slots)):
                 mention_rows[i] = rows[j][:MENTION_CANDIDATES]
+        # Whole-file BM25 runs in this process: a few thousand documents at most per index.
+        file_slots = [(i, s) for i in runs for s in plans[i].file_searches]
+        if file_slots and self.index.file_sparse is not None:
+            t0 = time.perf_counter()
+            files = self.index.file_sparse
+            rows, scores = files.search([s.text for _, s in file_slots], files.sparse.num_docs)
+            for j, (i, s) in enumerate(file_slots):
+                runs[i][s.name] = (rows[j], scores[j])
+            share = (time.perf_counter() - t0) * 1000 / len({i for i, _ in file_slots})
+            for i in {i for i, _ in file_slots}:
+                engine_ms[i] += share
         if dense_res is not None:
             rows, scores = dense_res
             for j, i in enumerate(dense_want):

@@ -322,6 +322,7 @@ class BugLocalisation(RetrievalPlan):
         return dataclasses.replace(
             plan, report=report, sparse_searches=tuple(Search(name, text, localise.SPARSE_DEPTH[name])
                                                        for name, text in texts.items()),
+            file_searches=tuple(Search(name, texts[run]) for run, name in localise.FILE_RUNS.items()),
             history_text=texts["bm25"] if plan.history else "")
 
     def assemble(self, q, parts):

@@ -77,6 +77,7 @@ class RetrievalPathPlan:
     prefer_library: bool = False           # demote test code below library code
     sparse_searches: tuple[Search, ...] = ()   # BM25 searches; the first is the sparse branch
     dense_search: Search | None = None         # the dense branch's search
+    file_searches: tuple[Search, ...] = ()     # BM25 searches over whole files (bug_localisation)
     fusion: tuple[tuple[str, float], ...] = ()  # (run, weight) fused by RRF, in order (hybrid)
     mention_search: bool = False               # BM25 of the targets' names (name-matched callers)
     report: BugReport | None = None            # the parsed bug report (bug_localisation)
@@ -85,7 +86,7 @@ class RetrievalPathPlan:
     cochange: float = 0.0                      # weight of the co_changed walk from the best results (0: none)
 
     #: Fields the executor reads that the trace does not record.
-    EXECUTION = ("sparse_searches", "dense_search", "fusion", "mention_search", "report", "history_text")
+    EXECUTION = ("sparse_searches", "dense_search", "file_searches", "fusion", "mention_search", "report", "history_text")
 
     def to_dict(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.EXECUTION}

@@ -91,3 +91,21 @@ def test_terms_that_do_not_fit_are_refused(tmp_path):
     np.save(tmp_path / "terms_ids.npy", np.zeros(5, dtype=np.int32))
     with pytest.raises(ValueError, match="inconsistent"):
         DocTerms.load(tmp_path)
+
+
+def test_whole_file_documents_count_the_file_and_its_outermost_definitions_once():
+    from codenib.compiler.sparse import file_terms
+
+    # a.py: file, class C (2-9) holding method m (3-4, inside C: not counted again), f (11-12);
+    # b.py: file and g. Rows are deliberately out of file order.
+    texts = ["a outline", "b outline", "class c body m", "m body", "f body", "g body"]
+    kinds = ["file", "file", "class", "function", "function", "function"]
+    files = ["a.py", "b.py", "a.py", "a.py", "a.py", "b.py"]
+    starts, ends = [1, 1, 2, 3, 11, 1], [12, 5, 9, 4, 12, 5]
+    terms = assemble_terms(count_terms(texts, CFG))
+    docs = file_terms(terms, kinds, files, starts, ends)
+    assert docs.num_docs == 2                       # one per file node, in node order
+    counts = count_terms(texts, CFG)
+    assert docs.counts_of(0) == counts[0] + counts[2] + counts[4]     # not m's row 3
+    assert docs.counts_of(0)["bodi" if "bodi" in docs.vocab else "body"] == 2
+    assert docs.counts_of(1) == counts[1] + counts[5]

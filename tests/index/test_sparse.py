@@ -111,3 +111,41 @@ def test_top_k_is_the_full_sort_by_score_then_row(tied, terms, k):
             got = [x for x in r.tolist() if x >= 0]
             assert got == order
             np.testing.assert_array_equal(s[: len(got)], full[order])
+
+
+def test_whole_file_bm25_ranks_file_nodes_by_their_whole_content(sparse_only_index):
+    files = sparse_only_index.file_sparse
+    nodes = sparse_only_index.nodes
+    assert files is not None
+    assert [nodes.kind[r] for r in files.rows] == ["file"] * len(files.rows)
+    # Each file's own definitions' names find it first: its whole text holds them, whatever
+    # its outline keeps.
+    checked = 0
+    for path in sorted({nodes.file[r] for r in files.rows}):
+        names = sorted({nodes.name[r] for r in range(len(nodes)) if nodes.file[r] == path and nodes.kind[r] != "file"})
+        if len(names) < 3:
+            continue
+        rows, scores = files.search([" ".join(names)], 3)
+        assert nodes.file[int(rows[0][0])] == path
+        assert scores[0][0] > 0
+        checked += 1
+    assert checked >= 3
+
+
+def test_a_whole_file_index_that_does_not_match_the_nodes_is_refused(sparse_only_index_dir, tmp_path):
+    import shutil
+
+    from codenib.compiler.sparse import build_sparse
+    from codenib.core import artifact
+    from codenib.core.errors import IndexFormatError
+    from codenib.index.loaded import FileSparse, load_index
+
+    copy = tmp_path / "idx"
+    shutil.copytree(sparse_only_index_dir, copy)
+    shutil.rmtree(copy / artifact.FILE_SPARSE_DIR)
+    build_sparse(["one document", "two documents"], TokenizerConfig(), copy / artifact.FILE_SPARSE_DIR)
+    index = load_index(sparse_only_index_dir)
+    with pytest.raises(IndexFormatError, match="whole-file BM25 index holds 2 documents"):
+        FileSparse.load(copy, index.manifest, index.nodes)
+    shutil.rmtree(copy / artifact.FILE_SPARSE_DIR)
+    assert FileSparse.load(copy, index.manifest, index.nodes) is None    # an index from before it

@@ -23,13 +23,15 @@ def _files(result):
 def test_a_long_report_is_localised_files_first(bug_index):
     r = _run(bug_index, bug_repo.TRACEBACK_REPORT + LONG_TAIL)
     assert r.error is None and r.plan == "bug_localisation"
-    # The traceback ends in pricing.round_cents; the library ranks above its test.
-    assert _files(r)[0] == "src/shop/pricing.py"
+    # The traceback ends in pricing.round_cents; the library ranks above its test. The two
+    # library files are both frames and both named by the report ("cart", "total"): with the
+    # whole-file runs the fitted weights put them within 0.01 of each other, so either may lead.
+    assert set(_files(r)[:2]) == {"src/shop/pricing.py", "src/shop/cart.py"}
     assert _files(r).index("tests/test_cart.py") > _files(r).index("src/shop/cart.py")
     ids = [c.node_id for c in r.candidates]
     assert ids.index("src/shop/pricing.py::round_cents") < 5
     detail = r.trace["detail"]
-    assert detail["runs"] == ["bm25", "prose", "title"]       # no dense run on a sparse-only index
+    assert detail["runs"] == ["bm25", "file_bm25", "file_prose", "prose", "title"]       # no dense run on a sparse-only index
     assert detail["mentions"]["frame"] == 3
     assert {p["node_id"] for p in detail["priors"] if p["kind"] == "frame"} >= {"src/shop/pricing.py::round_cents"}
     top = detail["contributions"][0]

@@ -179,3 +179,24 @@ def test_a_mentioned_definition_is_at_graph_distance_zero_from_itself():
     assert n_graph["lib/a.py::f"] == pytest.approx(0.9)     # its one neighbour: 0.9 / sqrt(1)
     f_graph = {NODES.node_id[r]: table.X[i, FEATURES.index("f_graph")] for i, r in enumerate(table.rows.tolist())}
     assert f_graph["lib/b.py"] == pytest.approx(0.9)
+
+
+def test_a_file_nodes_bm25_evidence_is_its_whole_files_score_when_the_index_has_it():
+    # Node BM25: the outline of lib/a.py (row 0) 2, h 4; whole files: a.py 2, b.py 6.
+    runs = {"bm25": (np.array([6, 0]), np.array([4.0, 2.0])),
+            "file_bm25": (np.array([5, 0]), np.array([6.0, 2.0]))}
+    col = FEATURES.index("n_bm25")
+    table = features(LocaliseInputs(runs), NODES, None, FILE_ROWS)
+    at = {int(r): i for i, r in enumerate(table.rows)}
+    assert table.X[at[0], col] == pytest.approx(1 / 3)   # 2 / 6, not the outline's 2 / 4
+    assert table.X[at[5], col] == pytest.approx(1.0)
+    assert table.X[at[6], col] == pytest.approx(1.0)     # definitions keep their own score
+    # Without the whole-file run (an older index) the outline's score stays.
+    old = features(LocaliseInputs({"bm25": runs["bm25"]}), NODES, None, FILE_ROWS)
+    assert old.X[{int(r): i for i, r in enumerate(old.rows)}[0], col] == pytest.approx(0.5)
+    assert old.X[{int(r): i for i, r in enumerate(old.rows)}[5], col] == 0.0
+    # The prose run likewise: b.py's outline matched nothing, its whole file does.
+    prose = {"prose": (np.array([0]), np.array([1.0])), "file_prose": (np.array([5]), np.array([2.0]))}
+    both = features(LocaliseInputs(prose), NODES, None, FILE_ROWS)
+    at = {int(r): i for i, r in enumerate(both.rows)}
+    assert both.X[at[0], FEATURES.index("n_prose")] == 0.0

@@ -97,5 +97,5 @@ def test_long_report_uses_its_paths_and_keywords(fixture_index):
     # auto sends a long report to files-first localisation, which reads the frames too.
     auto = Retrieval(fixture_index).run([report], k=10)[0]
     assert auto.plan == "bug_localisation"
-    assert auto.trace["detail"]["runs"] == ["bm25", "prose", "title"]   # no dense run (see BugLocalisation)
+    assert auto.trace["detail"]["runs"] == ["bm25", "file_bm25", "file_prose", "prose", "title"]   # no dense run (see BugLocalisation)
     assert "pkg/util.py::Store.put" in [c.node_id for c in auto.candidates[:3]]
