@@ -77,7 +77,7 @@ class RetrievalPathPlan:
     prefer_library: bool = False           # demote test code below library code
     sparse_searches: tuple[Search, ...] = ()   # BM25 searches; the first is the sparse branch
     dense_search: Search | None = None         # the dense branch's search
-    file_searches: tuple[Search, ...] = ()     # BM25 searches over whole files (bug_localisation)
+    file_searches: tuple[Search, ...] = ()     # BM25 over whole files, every file ranked (bug_localisation)
     fusion: tuple[tuple[str, float], ...] = ()  # (run, weight) fused by RRF, in order (hybrid)
     mention_search: bool = False               # BM25 of the targets' names (name-matched callers)
     report: BugReport | None = None            # the parsed bug report (bug_localisation)
