@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests import fixture_repo
+
 FILES: dict[str, str] = {
     "src/shop/__init__.py": '"""Shop."""\nfrom .cart import Cart\n',
     "src/shop/cart.py": '''"""Shopping carts."""
@@ -91,8 +93,5 @@ AMBIGUOUS_REPORT = "`validate` returns True for bad input\n\nThe validate method
 
 
 def write_repo(root: Path) -> Path:
-    for rel, text in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
+    """Write the bug-report repository under `root` and return it."""
+    return fixture_repo.write_repo(root, FILES)

@@ -9,6 +9,7 @@ from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
 from codenib.model.report import read_report, resolve_mentions
+from tests.fixture_repo import write_repo
 
 REPO = {
     "src/generators/theme.ts": ("export function themeFixesFor(url: string): string[] {\n"
@@ -22,11 +23,7 @@ REPO = {
 
 @pytest.fixture(scope="module")
 def ts_index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tsrepo")
-    for rel, text in REPO.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+    root = write_repo(tmp_path_factory.mktemp("tsrepo"), REPO)
     out = tmp_path_factory.mktemp("tsidx") / "idx"
     build_index(root, out, BuildOptions(dense=False, progress=False, use_cache=False))
     return load_index(out)

@@ -20,6 +20,7 @@ from codenib.model.localise import LocaliseWeights
 from codenib.model.report import read_report, resolve_mentions
 from codenib.model.trace_files import clean_path, repository_files
 from codenib.model.traces import parse_frames
+from tests.fixture_repo import write_repo
 from tests.model.trace_fixtures import TRACES
 
 
@@ -191,11 +192,7 @@ STACKS = {
 
 @pytest.fixture(scope="module")
 def lang_index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("langrepo")
-    for rel, text in REPO.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+    root = write_repo(tmp_path_factory.mktemp("langrepo"), REPO)
     out = tmp_path_factory.mktemp("langidx") / "idx"
     build_index(root, out, BuildOptions(dense=False, progress=False, use_cache=False))
     return load_index(out)
