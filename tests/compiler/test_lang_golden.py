@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -87,6 +88,9 @@ def test_slot_constructor_builds_the_same_frozen_objects():
     fast = make("a.go::f", "function", "a.go", "f", "f", 1, 2, text="x")
     assert fast == Node("a.go::f", "function", "a.go", "f", "f", 1, 2, text="x")
     assert fast.decorators == () and fast.language == "python"      # defaults and factories
+    # Made as a twin of the same slots, it leaves as a Node: pickled, hashed and compared as one.
+    assert type(fast) is Node and pickle.loads(pickle.dumps(fast)) == fast
+    assert hash(fast) == hash(Node("a.go::f", "function", "a.go", "f", "f", 1, 2, text="x"))
     assert slot_constructor(CallFact)("f", "", "a.go", 3, "call") == CallFact("f", "", "a.go", 3, "call")
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.kind = "class"

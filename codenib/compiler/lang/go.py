@@ -10,8 +10,8 @@ import tree_sitter_go
 from codenib.compiler.lang.base import (TreeReader, drop_generics, field_id_text, field_ids, field_text,
                                         identifier_sites, member_sites, new_found, node_text, unquote)
 
-_NAME, _BODY, _TYPE, _FUNCTION, _FIELD, _OPERAND = field_ids(
-    tree_sitter_go.language(), "name", "body", "type", "function", "field", "operand")
+_NAME, _BODY, _TYPE, _FUNCTION, _FIELD, _OPERAND, _RECEIVER = field_ids(
+    tree_sitter_go.language(), "name", "body", "type", "function", "field", "operand", "receiver")
 
 
 class GoReader(TreeReader):
@@ -99,19 +99,21 @@ def _member_call(fn, src: bytes):
 
 def _receiver_type(node, src: bytes) -> str:
     """`(r *Client[T])` -> `Client`."""
-    receiver = node.child_by_field_name("receiver")
+    receiver = node.child_by_field_id(_RECEIVER)
     if receiver is None:
         return ""
-    for param in receiver.named_children:
-        typ = param.child_by_field_name("type")
+    for i in range(receiver.named_child_count):     # the first (nearly always the only) one
+        typ = receiver.named_child(i).child_by_field_id(_TYPE)
         if typ is not None:
             return _base_name(typ, src)
     return ""
 
 
 def _base_name(typ, src: bytes) -> str:
-    text = drop_generics(node_text(typ, src).replace("[", "<").replace("]", ">"))
-    return text.lstrip("*& ").strip()
+    text = node_text(typ, src)
+    if "[" in text:
+        text = text.replace("[", "<").replace("]", ">")
+    return drop_generics(text).lstrip("*& ").strip()
 
 
 def _type_body(typ):
@@ -130,8 +132,8 @@ def _embedded(typ, src: bytes) -> tuple[tuple[str, str], ...]:
     if typ.type == "struct_type":
         for lst in typ.named_children:
             for f in lst.named_children:
-                if f.type == "field_declaration" and f.child_by_field_name("name") is None:
-                    t = f.child_by_field_name("type")
+                if f.type == "field_declaration" and f.child_by_field_id(_NAME) is None:
+                    t = f.child_by_field_id(_TYPE)
                     if t is not None:
                         out.append((_base_name(t, src), "embeds"))
     elif typ.type == "interface_type":

@@ -74,22 +74,32 @@ class JavaReader(TreeReader):
         if not nodes:
             return []
         spans, order = order_nodes(nodes)
-        spans = [spans[i] for i in order]
         out = []
         append = out.append
-        chain, new, call = _CHAIN.match, _NEW.match, self.call
-        # The start of the next call in source order (-1 after the last).
-        for (start, neg_end), node, next_start in zip(spans, [nodes[i] for i in order],
-                                                      [span[0] for span in spans[1:]] + [-1]):
-            if next_start != start and not node.has_error:
-                m = chain(src, start, -neg_end)
+        # An ASCII file (nearly all) is matched as a str, its byte offsets being string
+        # offsets: the groups come out as text, with no decoding per call.
+        if src.isascii():
+            text, chain, new = src.decode("ascii"), _CHAIN_TEXT.match, _NEW_TEXT.match
+        else:
+            text, chain, new = src, _CHAIN.match, _NEW.match
+        call = self.call
+        last = len(order) - 1       # a call is the innermost of those starting together when
+        # it is the last or the next one in source order starts elsewhere
+        for k, i in enumerate(order):
+            start, neg_end = spans[i]
+            node = nodes[i]
+            if (k == last or spans[order[k + 1]][0] != start) and not node.has_error:
+                m = chain(text, start, -neg_end)
                 if m is not None:
                     obj, name = m.groups()
-                    append((start, neg_end, (name.decode("ascii"), obj.decode("ascii") if obj else "", "call"), ()))
+                    if text is src:
+                        name, obj = name.decode("ascii"), obj.decode("ascii") if obj else ""
+                    append((start, neg_end, (name, obj or "", "call"), ()))
                     continue
-                m = new(src, start, -neg_end)
+                m = new(text, start, -neg_end)
                 if m is not None:
-                    receiver, _, callee = m.group(1).decode("ascii").rpartition(".")
+                    typ = m.group(1)
+                    receiver, _, callee = (typ.decode("ascii") if text is src else typ).rpartition(".")
                     append((start, neg_end, (callee, receiver, "new"), ()))
                     continue
             append((start, neg_end, call(node, src), ()))
@@ -115,6 +125,9 @@ _CHAIN = re.compile(rb"(?:((?!super[.(])[A-Za-z_$][A-Za-z0-9_$]*(?:\.(?!super[.(
                     rb"(?!super\()([A-Za-z_$][A-Za-z0-9_$]*)\(")
 #: `new a.B(` at a call's start: the class as written (no type arguments or annotations).
 _NEW = re.compile(rb"new[ \t\r\n]+([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*)\(")
+#: The two as str patterns, for ASCII files.
+_CHAIN_TEXT = re.compile(_CHAIN.pattern.decode("ascii"))
+_NEW_TEXT = re.compile(_NEW.pattern.decode("ascii"))
 
 
 def _bases(node, src: bytes) -> tuple[tuple[str, str], ...]:

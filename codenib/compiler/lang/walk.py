@@ -248,8 +248,11 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
     row = start_row
     attribute_types, comment_types = reader.attribute_types, reader.comment_types
     prev = outer.prev_sibling
-    while prev is not None and ((is_attribute := prev.type in attribute_types) or prev.type in comment_types) \
-            and _end_row(prev) >= row - 1:
+    while prev is not None:
+        kind_of_prev = prev.type        # read once: each read builds a new str
+        is_attribute = kind_of_prev in attribute_types
+        if not (is_attribute or kind_of_prev in comment_types) or _end_row(prev) < row - 1:
+            break
         before = prev.prev_sibling
         if is_attribute:
             if not spans_only:
@@ -279,8 +282,9 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
 
 def _end_row(node) -> int:
     """The last row a node covers (a line comment may end at column 0 of the next row)."""
-    row = node.end_point.row
-    return row - 1 if node.end_point.column == 0 and row > node.start_point.row else row
+    end = node.end_point
+    row = end.row
+    return row - 1 if end.column == 0 and row > node.start_point.row else row
 
 
 _COMMENT_OPEN = re.compile(r"^\s*(?:/\*+!?|//[/!]?|\*+(?!/))\s?")
