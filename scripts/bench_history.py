@@ -63,7 +63,7 @@ def _timed(jobs: int, work):
     """Run `work(map_chunks)` with its own worker pool (closed, so its CPU time is counted)."""
     with Stopwatch() as sw, Workers(jobs) as workers:
         def map_chunks(fn, chunks):
-            return workers.map(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
+            return workers.map_runs(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
 
         result = work(map_chunks)
     return result, {"wall_seconds": round(sw.wall, 2), "cpu_seconds": round(sw.cpu, 2)}
