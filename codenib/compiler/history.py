@@ -222,7 +222,9 @@ def manifest_entry(tables: HistoryTables) -> dict:
 # --- reading commits (in worker processes) --------------------------------------------------
 
 #: This process's parsed blobs and the read they belong to: kept from one chunk of a read to
-#: the next (a worker takes consecutive chunks, whose commits change the same files).
+#: the next (a worker takes consecutive chunks, whose commits change the same files). At most
+#: `BLOB_CACHE` entries (a name list and a line array each); a worker process drops them when
+#: the next read starts or the pool closes, the reading process at the end of the read.
 _CACHE: dict = {"read": None, "blobs": OrderedDict()}
 
 
