@@ -239,6 +239,16 @@ def _blob_cache(read: str | None) -> OrderedDict:
 def _read_chunk(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[tuple]]:
     """Commit rows and change rows of the commits `ids` of the repository at `gitdir`
     (`read` names the read, whose parsed blobs this process keeps between chunks)."""
+    from codenib.compiler.build_parse import gc_paused
+
+    # Without the cycle collector, as the index's own parsing: `ast.parse` makes millions of
+    # short-lived nodes, which refcounting frees, and the collector's passes over them took
+    # a third of a Python history read's CPU (sphinx, 2,391 commits: 18.5 s -> 12.3 s).
+    with gc_paused():
+        return _read_commits(args)
+
+
+def _read_commits(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[tuple]]:
     import pygit2
 
     gitdir, ids, read = args
