@@ -38,7 +38,7 @@ def _files_only_history(gitdir: str, bases: list[str]) -> tuple[pa.Table, pa.Tab
         walker.push(pygit2.Oid(hex=base))
     ids = [str(c.id) for c in walker]
     hist._language = lambda path: None      # files only: the probe ranks files
-    commits, changes = hist._read_chunk((gitdir, ids))
+    commits, changes = hist._read_chunk((gitdir, ids, "probe"))
     return (pa.Table.from_pylist([dict(zip(hist.COMMITS_SCHEMA.names, r)) for r in commits],
                                  schema=hist.COMMITS_SCHEMA),
             pa.Table.from_pylist([dict(zip(hist.CHANGES_SCHEMA.names, r + (False,))) for r in changes],

@@ -110,7 +110,7 @@ def _read_history(source, nodes, options: BuildOptions, workers: Workers, log: L
     def map_chunks(fn, chunks):
         if workers.size <= 1 or len(chunks) <= 1:
             return [fn(c) for c in chunks]
-        return workers.map(fn, chunks, "history", "chunk", options.progress)
+        return workers.map_runs(fn, chunks, "history", "chunk", options.progress)
 
     return hist.read_history(source, set(nodes.column("node_id").to_pylist()),
                              Path(options.reuse) if options.reuse is not None else None, map_chunks, log)

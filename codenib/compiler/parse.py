@@ -171,32 +171,36 @@ def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | No
 def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
     """Every class and function of the tree, outer before inner, in order of appearance."""
     definitions: list[Definition] = []
-    seen: dict[str, int] = {}
-
-    def visit(block: list, parent: Definition | None) -> None:
-        # Definitions are statements: only statement blocks (and the handlers and match
-        # cases that hold them) are walked, in the order of their fields in the tree.
-        for child in block:
-            if isinstance(child, _DEF_TYPES):
-                plain_parent = plain_qualname(parent.qualname) if parent else ""
-                qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
-                seen[qual] = seen.get(qual, 0) + 1
-                unique = qual if seen[qual] == 1 else f"{qual}#{seen[qual]}"
-                if isinstance(child, ast.ClassDef):
-                    kind = "class"
-                elif parent is not None and parent.kind == "class":
-                    kind = "method"
-                else:
-                    kind = "function"
-                d = Definition(make_node_id(rel_path, unique), unique, kind, child, parent)
-                definitions.append(d)
-                visit(child.body, d)
-                continue
-            for name in _block_fields(type(child)):
-                visit(getattr(child, name), parent)
-
-    visit(tree.body, None)
+    _visit(tree.body, None, rel_path, definitions, {})
     return definitions
+
+
+def _visit(block: list, parent: Definition | None, rel_path: str, definitions: list[Definition],
+           seen: dict[str, int]) -> None:
+    """Append the definitions of a statement block to `definitions` (`seen`: how many of each
+    qualified name so far). A module-level function, not a closure: a closure that calls
+    itself is a reference cycle holding `definitions`, so every tree it walked stayed alive
+    until the cycle collector ran (`--history` parses thousands of blobs with it paused)."""
+    # Definitions are statements: only statement blocks (and the handlers and match
+    # cases that hold them) are walked, in the order of their fields in the tree.
+    for child in block:
+        if isinstance(child, _DEF_TYPES):
+            plain_parent = plain_qualname(parent.qualname) if parent else ""
+            qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
+            seen[qual] = seen.get(qual, 0) + 1
+            unique = qual if seen[qual] == 1 else f"{qual}#{seen[qual]}"
+            if isinstance(child, ast.ClassDef):
+                kind = "class"
+            elif parent is not None and parent.kind == "class":
+                kind = "method"
+            else:
+                kind = "function"
+            d = Definition(make_node_id(rel_path, unique), unique, kind, child, parent)
+            definitions.append(d)
+            _visit(child.body, d, rel_path, definitions, seen)
+            continue
+        for name in _block_fields(type(child)):
+            _visit(getattr(child, name), parent, rel_path, definitions, seen)
 
 
 @functools.lru_cache(maxsize=None)

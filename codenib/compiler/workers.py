@@ -59,6 +59,61 @@ class Workers:
         """`fn` over each chunk in the workers; results in chunk order."""
         from codenib.core.progress import Progress
 
+        pool = self._started()
+        futures = [pool.submit(fn, chunk) for chunk in chunks]
+        results = []
+        with Progress(desc, len(futures), unit + "s", enabled=progress) as bar:
+            for fut in futures:
+                results.append(fut.result())
+                bar.update(1)
+        return results
+
+    def map_runs(self, fn: Callable, chunks: list, desc: str, unit: str, progress: bool) -> list:
+        """`fn` over each chunk in the workers, results in chunk order, each worker taking a
+        contiguous run of chunks in order: the chunks are cut into one run per worker, and
+        a worker whose run is done takes the second half of the longest run left.
+
+        For work whose neighbouring chunks share inputs (history: the next commits change
+        the same files), what a worker process keeps from one chunk serves the next. One
+        chunk per worker is in flight, so each new chunk goes to the worker that just
+        finished (which worker runs what never changes the results)."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from codenib.core.progress import Progress
+
+        n = len(chunks)
+        if not n:
+            return []
+        pool = self._started()
+        k = min(self.size, n)
+        runs = [list(range(i * n // k, (i + 1) * n // k)) for i in range(k)]
+        results: list = [None] * n
+        in_flight: dict = {}
+
+        def submit(r: int) -> None:
+            if not runs[r]:
+                longest = max(range(len(runs)), key=lambda j: len(runs[j]))
+                if not runs[longest]:
+                    return
+                half = len(runs[longest]) // 2
+                runs[r], runs[longest] = runs[longest][half:], runs[longest][:half]
+            j = runs[r].pop(0)
+            in_flight[pool.submit(fn, chunks[j])] = (r, j)
+
+        for r in range(k):
+            submit(r)
+        with Progress(desc, n, unit + "s", enabled=progress) as bar:
+            while in_flight:
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    r, j = in_flight.pop(fut)
+                    results[j] = fut.result()
+                    bar.update(1)
+                    submit(r)
+        return results
+
+    def _started(self):
+        """The process pool, started now if it is not yet."""
         if self._pool is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -69,10 +124,4 @@ class Workers:
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
             self._pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx)
-        futures = [self._pool.submit(fn, chunk) for chunk in chunks]
-        results = []
-        with Progress(desc, len(futures), unit + "s", enabled=progress) as bar:
-            for fut in futures:
-                results.append(fut.result())
-                bar.update(1)
-        return results
+        return self._pool

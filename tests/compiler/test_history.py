@@ -4,6 +4,7 @@ index without it. The repositories are real git repositories made with pygit2.""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -259,3 +260,99 @@ def test_a_few_hundred_commits_are_cut_into_chunks_that_read_the_same(tmp_path, 
     assert cut.commits.equals(whole.commits) and cut.changes.equals(whole.changes)
     ids = set(cut.changes.column("node_id").to_pylist())
     assert {"m.py::f0", "m.py::f3", "src/c.c::g0", "src/c.c::g2", "p/q.go::H"} <= ids
+
+
+def _add_and_drop_repo(root: Path) -> Path:
+    """110 commits that alternately add and drop a function of m.py and c.c (every other
+    diff a pure deletion, whose old side is the blob the commit before wrote)."""
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    parents: list = []
+    for i in range(110):
+        n = 3 + i % 2
+        files = {"m.py": f"X = {i}\n\n" + "".join(f"def f{j}():\n    return {j}\n\n" for j in range(n)),
+                 "src/c.c": f"int x = {i};\n" + "".join(f"int g{j}(void) {{\n  return {j};\n}}\n" for j in range(n))}
+        parents = [git_commit(repo, files, f"change {i}", 1_000 + i, parents)]
+    return root
+
+
+def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
+    """Chunks read one after another in a process share its parsed blobs: the old side of
+    a chunk's first pure deletion, written by the next chunk's last commit, is parsed once
+    (each chunk parsed it again before), and the tables are those of one chunk."""
+    from codenib.compiler import history as hist
+
+    root = _add_and_drop_repo(tmp_path / "repo")
+    source = resolve(HistorySpec(root / ".git", "HEAD"), root)
+    parsed: Counter = Counter()
+    definitions = hist._definitions
+
+    def counting(path, raw, language):
+        parsed[(path, raw)] += 1
+        return definitions(path, raw, language)
+
+    monkeypatch.setattr(hist, "_definitions", counting)
+    cut = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+    twice = sorted(path for (path, _), n in parsed.items() if n > 1)
+    assert parsed and not twice, twice
+    monkeypatch.setattr(hist, "COMMITS_PER_CHUNK", 10_000)
+    whole = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+    assert cut.commits.equals(whole.commits) and cut.changes.equals(whole.changes)
+    assert hist._CACHE["blobs"] == {}, "a read keeps no parsed blobs in the process after it"
+
+
+def test_worker_runs_read_the_same_tables(tmp_path):
+    """Two worker processes taking runs of chunks (`Workers.map_runs`) give the tables of a
+    read in this process."""
+    from codenib.compiler.workers import Workers
+
+    root = _add_and_drop_repo(tmp_path / "repo")
+    source = resolve(HistorySpec(root / ".git", "HEAD"), root)
+    here = read_history(source, {"m.py::f1"}, None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+    with Workers(2) as workers:
+        pooled = read_history(source, {"m.py::f1"}, None,
+                              lambda fn, chunks: workers.map_runs(fn, chunks, "history", "chunk", False),
+                              lambda msg: None)
+    assert here.commits.equals(pooled.commits) and here.changes.equals(pooled.changes)
+    assert here.changes.num_rows > 110
+
+
+def _chunk_and_pid(chunk):
+    import os
+    import time as _time
+
+    _time.sleep(0.002 * chunk[1])     # uneven chunks: a worker done early takes half a run left
+    return chunk[0], os.getpid()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17])
+def test_map_runs_gives_each_chunk_once_in_order(n):
+    """`map_runs`: every chunk's result once, in chunk order, however the runs are split."""
+    from codenib.compiler.workers import Workers
+
+    chunks = [(i, (n - i) % 5) for i in range(n)]
+    with Workers(2) as workers:
+        out = workers.map_runs(_chunk_and_pid, chunks, "test", "chunk", False)
+    assert [r[0] for r in out] == list(range(n))
+
+
+def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
+    """History's parses run with the cycle collector paused (its passes over the parse's
+    short-lived nodes took a third of the CPU), and it runs again after the read."""
+    import gc
+
+    from codenib.compiler import history as hist
+
+    root = _add_and_drop_repo(tmp_path / "repo")
+    source = resolve(HistorySpec(root / ".git", "HEAD"), root)
+    collecting: list[bool] = []
+    definitions = hist._definitions
+
+    def watching(path, raw, language):
+        collecting.append(gc.isenabled())
+        return definitions(path, raw, language)
+
+    monkeypatch.setattr(hist, "_definitions", watching)
+    assert gc.isenabled()
+    read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+    assert collecting and not any(collecting)
+    assert gc.isenabled()
