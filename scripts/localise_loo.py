@@ -12,6 +12,7 @@ match as each set defines it (exact node id; file and last name segment for Mult
     python scripts/localise_loo.py --swe-idx /tmp/swebench-dev/idx-sparse \\
         --mswe-idx /tmp/mswe-dev/idx-sparse --mswe-checkouts /tmp/mswe-dev/checkouts --work /tmp/loo
     ... --fit-out codenib/data/localise_weights.json    # + fit on all repositories, write them
+    ... --dense --drop f_dense    # indexes WITH vectors: the dense run's node scores in the fit
 
 The decision line applies the rule of issue 28: new weights only if the leave-one-out mean
 rises at file Acc@5 and function Acc@10 and no repository falls more than one issue below BM25
@@ -66,28 +67,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", required=True, help="caches (feature tables, the baseline) go here")
     ap.add_argument("--c", type=float, default=locfit.FIT_C, help=f"the fit's L2 C (default {locfit.FIT_C:g})")
     ap.add_argument("--fit-out", help="also fit on every repository and write the weights here")
+    ap.add_argument("--dense", action="store_true",
+                    help="the indexes hold vectors: the feature tables get the dense run (MiniLM, in process)")
+    ap.add_argument("--drop", default=",".join(locfit.DENSE_FEATURES),
+                    help="features left out of the fits (comma-separated; default: the dense ones, as packaged)")
     a = ap.parse_args(argv)
     for flag in ("swe_idx", "mswe_idx", "mswe_checkouts", "swe_data", "mswe_data"):
         if not Path(getattr(a, flag)).is_dir():
             ap.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: no such folder")
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
+    drop = tuple(f for f in a.drop.split(",") if f)
+    unknown = sorted(set(drop) - set(locfit.localise.FEATURES))
+    if unknown:
+        ap.error(f"--drop {','.join(unknown)}: no such feature (choose from {', '.join(locfit.localise.FEATURES)})")
 
     parts = [_swe_part(Path(a.swe_data), Path(a.swe_idx)),
              _mswe_part(Path(a.mswe_data), Path(a.mswe_idx), Path(a.mswe_checkouts), work)]
     print("baselines done; feature tables ...", file=sys.stderr)
     tables: locfit.Tables = {}
     for p in parts:
-        tables.update(_tables(p, work))
+        tables.update(_tables(p, work, a.dense))
     gold_files = {q: g for p in parts for q, g in p.dev.gold_files.items()}
     gold_funcs = {q: g for p in parts for q, g in p.dev.gold_funcs.items()}
     key_by_qid = {q: p.key for p in parts for q in p.dev.instances}
     repo_of = {q: r for p in parts for q, r in p.repo_of.items()}
 
-    loo, folds = locfit.loo_rankings(tables, repo_of, gold_files, gold_funcs, key_of=key_by_qid.get, c=a.c)
+    loo, folds = locfit.loo_rankings(tables, repo_of, gold_files, gold_funcs, drop, key_of=key_by_qid.get, c=a.c)
     systems = {"BM25 baseline": {q: r for p in parts for q, r in p.baseline.items()},
                "packaged": locfit.rank(tables, tables, default_weights()),
-               f"LOO (C={a.c:g})": loo}
+               f"LOO (C={a.c:g})" + (f" -{','.join(drop)}" if drop != locfit.DENSE_FEATURES else ""): loo}
 
     rows = _rows(systems, parts)
     print(f"\nlocalisation, {len(tables)} issues in {len(rows['BM25 baseline'])} repositories; in-process "
@@ -102,10 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {f:<16}" + "".join(f"{w.to_dict()[f]:>10.3f}" for w in folds.values())
               + f"{default_weights().to_dict()[f]:>10.3f}")
     if a.fit_out:
-        w = locfit.fit(list(tables), tables, gold_files, gold_funcs, key_of=key_by_qid.get, c=a.c)
+        w = locfit.fit(list(tables), tables, gold_files, gold_funcs, drop, key_of=key_by_qid.get, c=a.c)
         locfit.write_weights(Path(a.fit_out), w, (
             f"SWE-bench Lite dev and Multi-SWE-bench dev ({len(folds)} repositories, "
-            f"{len(tables)} issues), indexes without vectors"), a.c)
+            f"{len(tables)} issues), indexes {'with' if a.dense else 'without'} vectors"), a.c)
         print(f"\nweights fitted on all {len(folds)} repositories written to {a.fit_out}")
     return 0
 
@@ -127,20 +136,21 @@ def _mswe_part(data: Path, idx: Path, checkouts: Path, work: Path) -> Part:
                 mswe_dev._bm25_baseline(dev, checkouts, work), idx)
 
 
-def _tables(part: Part, work: Path) -> locfit.Tables:
+def _tables(part: Part, work: Path, dense: bool = False) -> locfit.Tables:
     """The part's feature tables, kept in `work` under a digest of the feature code, the
-    index manifests and the queries (rebuilding them reads every index)."""
-    h = hashlib.sha256()
+    index manifests and the queries (rebuilding them reads every index); `dense`: with the
+    dense run (the indexes hold vectors)."""
+    h = hashlib.sha256(b"dense" if dense else b"")
     for src in (HERE / "locfit.py", HERE.parent / "codenib" / "model" / "localise.py",
                 HERE.parent / "codenib" / "model" / "report.py"):
         h.update(src.read_bytes())
     for q in part.dev.queries:
         h.update(f"{q['qid']}\0{q['query']}\0".encode())
         h.update((part.idx / q["index"] / "manifest.json").read_bytes())
-    cache = work / f"tables-{part.name}-{h.hexdigest()[:16]}.pkl"
+    cache = work / f"tables-{part.name}{'-dense' if dense else ''}-{h.hexdigest()[:16]}.pkl"
     if cache.exists():
         return pickle.loads(cache.read_bytes())
-    tables = locfit.feature_tables(part.dev.queries, part.idx, dense=False)
+    tables = locfit.feature_tables(part.dev.queries, part.idx, dense=dense)
     tmp = cache.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps(tables))
     tmp.replace(cache)
