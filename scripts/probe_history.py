@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 import pygit2
 
 from codenib.compiler import history as hist
+from codenib.compiler import history_commits
 from codenib.index.history import History
 
 TOP_COMMITS = (10, 50, 200)
@@ -37,8 +38,8 @@ def _files_only_history(gitdir: str, bases: list[str]) -> tuple[pa.Table, pa.Tab
     for base in bases[1:]:
         walker.push(pygit2.Oid(hex=base))
     ids = [str(c.id) for c in walker]
-    hist._language = lambda path: None      # files only: the probe ranks files
-    commits, changes = hist._read_chunk((gitdir, ids, "probe"))
+    history_commits._language = lambda path: None      # files only: the probe ranks files
+    commits, changes = history_commits.read_chunk((gitdir, ids, "probe"))
     return (pa.Table.from_pylist([dict(zip(hist.COMMITS_SCHEMA.names, r)) for r in commits],
                                  schema=hist.COMMITS_SCHEMA),
             pa.Table.from_pylist([dict(zip(hist.CHANGES_SCHEMA.names, r + (False,))) for r in changes],

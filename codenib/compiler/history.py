@@ -21,7 +21,7 @@ commit nor one of another branch). Decisions, documented in the README:
   is a node of the index being built (a definition renamed or moved since keeps its old id,
   and `exists` false: rename detection on every commit would cost more than the history
   it recovers).
-- `is_fix`: the message matches `FIX_PATTERN` (fix, bug, error, crash, regression, or
+- `is_fix`: the message matches `history_commits.FIX_PATTERN` (fix, bug, error, crash, regression, or
   "issue/closes/fixes/resolves #N"). A heuristic, as in the bug-localisation literature.
 
 History only grows: a build with `--reuse OLD`, where OLD's history head is an ancestor of
@@ -32,19 +32,16 @@ tables equal a full read (commits are stored newest first, ties by id).
 from __future__ import annotations
 
 import json
-import re
 import time
-from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from codenib.compiler.walk import is_utf8
+from codenib.compiler.history_commits import clear_blob_cache, read_chunk
 from codenib.core.artifact import HISTORY_DIR
 from codenib.core.errors import BadInputError
 
@@ -52,19 +49,12 @@ COMMITS_FILE = "commits.parquet"
 CHANGES_FILE = "changes.parquet"
 #: Bumped when what is read from the same commits changes.
 HISTORY_VERSION = 1
-#: Commit messages that say a defect was repaired.
-FIX_PATTERN = re.compile(
-    r"\b(?:fix(?:e[sd]|ing)?|bug(?:fix)?s?|errors?|crash(?:es|ed)?|regressions?)\b"
-    r"|\b(?:issue|close[sd]?|fixe[sd]|resolve[sd]?)\s*#\d+", re.IGNORECASE)
 #: Commits per chunk of work (at most `MAX_CHUNKS`): small enough that a later snapshot's few
 #: hundred new commits keep two workers busy. Each worker takes a contiguous run of chunks
 #: (`Workers.map_runs`) and keeps its parsed blobs from one chunk to the next, so a chunk
 #: boundary costs no re-parse of the blobs both sides touch (it cost ~10% of the parses).
 COMMITS_PER_CHUNK = 50
 MAX_CHUNKS = 16
-#: Parsed blobs a worker keeps (a blob is needed again when the file next changes).
-BLOB_CACHE = 4096
-
 COMMITS_SCHEMA = pa.schema([("id", pa.string()), ("time", pa.int64()), ("message", pa.string()),
                             ("parents", pa.list_(pa.string())), ("is_fix", pa.bool_()),
                             ("files", pa.int32())])
@@ -184,11 +174,11 @@ def read_history(source: HistorySource, node_ids: set[str], previous: Path | Non
     commit_rows: list[tuple] = []
     change_rows: list[tuple] = []
     try:
-        for rows, changes in map_chunks(_read_chunk, chunks):
+        for rows, changes in map_chunks(read_chunk, chunks):
             commit_rows += rows
             change_rows += changes
     finally:
-        _blob_cache(None)       # chunks read in this process keep nothing after the read
+        clear_blob_cache()      # chunks read in this process keep nothing after the read
     commits = pa.Table.from_pylist([dict(zip(COMMITS_SCHEMA.names, r)) for r in commit_rows],
                                    schema=COMMITS_SCHEMA)
     changes = pa.Table.from_pylist([dict(zip(CHANGES_SCHEMA.names, r + (False,))) for r in change_rows],
@@ -217,157 +207,6 @@ def write_history(folder: Path, tables: HistoryTables) -> None:
 def manifest_entry(tables: HistoryTables) -> dict:
     """What the manifest says of the history (`seconds` aside, the same for equal tables)."""
     return dict(tables.info)
-
-
-# --- reading commits (in worker processes) --------------------------------------------------
-
-#: This process's parsed blobs and the read they belong to: kept from one chunk of a read to
-#: the next (a worker takes consecutive chunks, whose commits change the same files). At most
-#: `BLOB_CACHE` entries (a name list and a line array each); a worker process drops them when
-#: the next read starts or the pool closes, the reading process at the end of the read.
-_CACHE: dict = {"read": None, "blobs": OrderedDict()}
-
-
-def _blob_cache(read: str | None) -> OrderedDict:
-    """The parsed-blob cache of the read `read` (emptied when another read starts; None
-    empties it)."""
-    if _CACHE["read"] != read or read is None:
-        _CACHE["read"], _CACHE["blobs"] = read, OrderedDict()
-    return _CACHE["blobs"]
-
-
-def _read_chunk(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[tuple]]:
-    """Commit rows and change rows of the commits `ids` of the repository at `gitdir`
-    (`read` names the read, whose parsed blobs this process keeps between chunks)."""
-    from codenib.compiler.build_parse import gc_paused
-
-    # Without the cycle collector, as the index's own parsing: `ast.parse` makes millions of
-    # short-lived nodes, which refcounting frees, and the collector's passes over them took
-    # a third of a Python history read's CPU (sphinx, 2,391 commits: 18.5 s -> 12.3 s).
-    with gc_paused():
-        return _read_commits(args)
-
-
-def _read_commits(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[tuple]]:
-    import pygit2
-
-    gitdir, ids, read = args
-    repo = pygit2.Repository(gitdir)
-    cache = _blob_cache(read)
-    commits, changes = [], []
-    for cid in ids:
-        commit = repo[pygit2.Oid(hex=cid)]
-        parents = [str(p) for p in commit.parent_ids]
-        message = commit.message
-        rows: list[tuple] = []
-        n_files = 0
-        if len(parents) <= 1:
-            diff = (repo.diff(commit.parents[0], commit, context_lines=0) if parents
-                    else commit.tree.diff_to_tree(swap=True, context_lines=0))
-            n_files = len(diff)
-            for i, delta in enumerate(diff.deltas):
-                rows += _file_changes(repo, diff, i, delta, cache)
-        commits.append((cid, int(commit.author.time), message, parents,
-                        bool(FIX_PATTERN.search(message)), n_files))
-        changes += [(cid, *r) for r in rows]
-    return commits, changes
-
-
-def _file_changes(repo, diff, i: int, delta, cache: OrderedDict) -> list[tuple]:
-    """(file, node_id, lines) rows of one changed file."""
-    import pygit2
-
-    deleted = delta.status == pygit2.enums.DeltaStatus.DELETED
-    path = delta.old_file.path if deleted else delta.new_file.path
-    if not is_utf8(path):
-        # As the walker: an undecodable name is no node (ids are UTF-8 in Parquet); the file is
-        # recorded under its name decoded with replacement, not parsed.
-        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        return [(path, path, None)]
-    language = _language(path)
-    if language is None or _is_submodule(delta):
-        return [(path, path, None)]
-    patch = diff[i]
-    if patch is None or patch.delta.is_binary:
-        return [(path, path, None)]
-    counts: Counter = Counter()
-    total = 0
-    new_index = old_index = None
-    for hunk in patch.hunks:
-        total += hunk.old_lines + hunk.new_lines
-        if hunk.new_lines > 0:
-            if new_index is None:
-                new_index = _spans(repo, delta.new_file.id, path, language, cache)
-            _count(new_index, hunk.new_start, hunk.new_lines, counts)
-        elif hunk.old_lines > 0:
-            if old_index is None:
-                old_index = _spans(repo, delta.old_file.id, delta.old_file.path, language, cache)
-            _count(old_index, hunk.old_start, hunk.old_lines, counts)
-    rows = [(path, path, total)]
-    rows += [(path, f"{path}::{suffix}", n) for suffix, n in sorted(counts.items())]
-    return rows
-
-
-def _count(index: tuple[list[str], np.ndarray], start: int, n: int, counts: Counter) -> None:
-    """Add each line start..start+n-1 to its innermost definition's count."""
-    names, owner = index
-    seg = owner[start:start + n]
-    seg = seg[seg >= 0]
-    if seg.size:
-        for j, c in zip(*np.unique(seg, return_counts=True)):
-            counts[names[j]] += int(c)
-
-
-def _spans(repo, oid, path: str, language: str, cache: OrderedDict) -> tuple[list[str], np.ndarray]:
-    """The definitions of a blob (qualname suffixes of their ids) and, per line (1-based), the
-    innermost one's position (-1: none). Cached by (blob id, language)."""
-    key = (str(oid), language)
-    hit = cache.get(key)
-    if hit is not None:
-        cache.move_to_end(key)
-        return hit
-    raw = repo[oid].data
-    spans = _definitions(path, raw, language)
-    n_lines = raw.count(b"\n") + 2
-    owner = np.full(n_lines + 1, -1, dtype=np.int32)
-    names: list[str] = []
-    prefix = len(path) + 2
-    # Outer definitions first, so that inner ones overwrite their lines.
-    for node_id, start, end in sorted(spans, key=lambda s: (s[1], -s[2])):
-        owner[start:end + 1] = len(names)
-        names.append(node_id[prefix:])
-    cache[key] = (names, owner)
-    if len(cache) > BLOB_CACHE:
-        cache.popitem(last=False)
-    return names, owner
-
-
-def _definitions(path: str, raw: bytes, language: str) -> list[tuple[str, int, int]]:
-    """(node id, start line, end line) of each non-file node the index's own reader finds in
-    `raw` (none when it cannot parse), read in the readers' spans-only mode: the same walk
-    and ids, without node texts, signatures, docs, calls or imports."""
-    if language == "python":
-        from codenib.compiler.parse import definition_spans
-
-        return definition_spans(path, raw)
-    from codenib.compiler.lang import read_foreign_spans
-
-    return read_foreign_spans(path, raw)
-
-
-def _language(path: str) -> str | None:
-    """'python', a foreign reader's language, or None (the file is recorded, not parsed)."""
-    from codenib.compiler.lang import READERS
-    from codenib.engines.languages import language_of
-
-    if path.endswith(".py"):
-        return "python"
-    language = language_of(path)
-    return language if language in READERS else None
-
-
-def _is_submodule(delta) -> bool:
-    return delta.new_file.mode == 0o160000 or delta.old_file.mode == 0o160000
 
 
 # --- reuse and order ------------------------------------------------------------------------

@@ -280,24 +280,25 @@ def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
     a chunk's first pure deletion, written by the next chunk's last commit, is parsed once
     (each chunk parsed it again before), and the tables are those of one chunk."""
     from codenib.compiler import history as hist
+    from codenib.compiler import history_commits
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     parsed: Counter = Counter()
-    definitions = hist._definitions
+    definitions = history_commits._definitions
 
     def counting(path, raw, language):
         parsed[(path, raw)] += 1
         return definitions(path, raw, language)
 
-    monkeypatch.setattr(hist, "_definitions", counting)
+    monkeypatch.setattr(history_commits, "_definitions", counting)
     cut = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     twice = sorted(path for (path, _), n in parsed.items() if n > 1)
     assert parsed and not twice, twice
     monkeypatch.setattr(hist, "COMMITS_PER_CHUNK", 10_000)
     whole = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert cut.commits.equals(whole.commits) and cut.changes.equals(whole.changes)
-    assert hist._CACHE["blobs"] == {}, "a read keeps no parsed blobs in the process after it"
+    assert history_commits._CACHE["blobs"] == {}, "a read keeps no parsed blobs in the process after it"
 
 
 def test_worker_runs_read_the_same_tables(tmp_path):
@@ -340,18 +341,18 @@ def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
     short-lived nodes took a third of the CPU), and it runs again after the read."""
     import gc
 
-    from codenib.compiler import history as hist
+    from codenib.compiler import history_commits
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     collecting: list[bool] = []
-    definitions = hist._definitions
+    definitions = history_commits._definitions
 
     def watching(path, raw, language):
         collecting.append(gc.isenabled())
         return definitions(path, raw, language)
 
-    monkeypatch.setattr(hist, "_definitions", watching)
+    monkeypatch.setattr(history_commits, "_definitions", watching)
     assert gc.isenabled()
     read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert collecting and not any(collecting)

@@ -8,15 +8,13 @@ comments, node texts, file outlines and parse errors.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import re
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
+from codenib.compiler.gcpause import collector_paused
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.core.types import Node, make_node_id
 
@@ -38,38 +36,9 @@ _Node = slot_constructor(Node)
 def read_file(reader: TreeReader, rel_path: str, raw: bytes) -> ForeignParse:
     """Nodes and facts of one file; a syntax error never stops it (see `read_tree`)."""
     parser, _, cursor = reader.tools(rel_path)
-    with _collector_paused():
+    with collector_paused():
         root = parser.parse(raw).root_node
         return read_tree(reader, rel_path, raw, root, cursor.captures(root))
-
-
-_collector = threading.Lock()
-_readers_inside = 0
-_collector_was_enabled = False
-
-
-@contextmanager
-def _collector_paused():
-    """Python's cycle collector held off while a file is read (while any thread reads one).
-
-    A read makes thousands of short-lived objects (captured nodes, call sites, facts) and
-    no cycles (`_Def` keeps no parent for that): the collector's passes over them found
-    nothing and took 15-25% of the Go and Java readers' Python time in a profile;
-    refcounting frees them all. It resumes, if it ran before, when the last reader is done.
-    """
-    global _readers_inside, _collector_was_enabled
-    with _collector:
-        if _readers_inside == 0:
-            _collector_was_enabled = gc.isenabled()
-            gc.disable()
-        _readers_inside += 1
-    try:
-        yield
-    finally:
-        with _collector:
-            _readers_inside -= 1
-            if _readers_inside == 0 and _collector_was_enabled:
-                gc.enable()
 
 
 def read_spans(reader: TreeReader, rel_path: str, raw: bytes) -> list[tuple[str, int, int]]:
@@ -77,7 +46,7 @@ def read_spans(reader: TreeReader, rel_path: str, raw: bytes) -> list[tuple[str,
     its order: the same sweep, with only the `@def` patterns matched and no texts, calls,
     imports or facts (what `--history` needs of every past version of a file)."""
     parser, _, cursor = reader.tools(rel_path, definitions_only=True)
-    with _collector_paused():
+    with collector_paused():
         root = parser.parse(raw).root_node
         sweep = _sweep(reader, raw, rel_path, cursor.captures(root), spans_only=True)
     return [(d.node_id, d.start, d.end) for d in sweep.defs]
