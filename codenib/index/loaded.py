@@ -17,6 +17,7 @@ from codenib.core.errors import EncoderMismatchError, IndexFormatError
 from codenib.index.dense import DenseIndex
 from codenib.index.graph import CodeGraph
 from codenib.index.sparse import SparseIndex
+from codenib.index.literal import TextScan
 from codenib.index.symbols import SymbolIndex
 from codenib.core.tokens import TokenizerConfig
 from codenib.core.types import EDGES_SCHEMA
@@ -152,6 +153,14 @@ class LoadedIndex:
                 table = pq.read_table(self.path / artifact.NODES_FILE, columns=["text"])
                 self._texts = table.column("text").to_pylist()
             return self._texts
+
+    def text_scan(self) -> "TextScan":
+        """Verbatim search over every node's text (`codenib.index.literal`), built on first use."""
+        texts = self.texts()
+        with self._lock:
+            if not hasattr(self, "_text_scan"):
+                self._text_scan = TextScan.from_texts(texts)
+            return self._text_scan
 
 
 class FileSparse:

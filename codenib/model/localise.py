@@ -30,10 +30,10 @@ RUNS = ("bm25", "title", "prose", "dense")
 FILE_RUNS = {"bm25": "file_bm25", "prose": "file_prose"}
 #: File features: broadcast to every node of the file.
 FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_mention",
-                 "f_graph", "f_test", "f_nonlib")
+                 "f_graph", "f_test", "f_nonlib", "f_literal")
 #: Node features: the node's own evidence.
 NODE_FEATURES = ("n_bm25", "n_title", "n_prose", "n_dense", "n_mention", "n_graph", "n_is_file",
-                 "n_named", "n_parent_named", "n_class", "n_length")
+                 "n_named", "n_parent_named", "n_class", "n_length", "n_literal")
 FEATURES = FILE_FEATURES + NODE_FEATURES
 #: BM25 depth per run: deep enough that files with several matching nodes show.
 SPARSE_DEPTH = {"bm25": 1000, "title": 200, "prose": 1000}
@@ -46,6 +46,11 @@ DENSE_CHARS = 1500
 GRAPH_EDGES = ("calls", "references", "inherits", "imports")
 #: Neighbours kept per seed node, by edge count: hubs would flood the list otherwise.
 GRAPH_PER_SEED = 30
+#: A quoted literal counts when at most this many library files hold it verbatim (more: it is
+#: common code, not what the report is about); each holder gets 1 / that count.
+LITERAL_MAX_FILES = 5
+#: Nodes scanned per literal before it counts as too common (bounds the work of `for`, `x = 1`).
+LITERAL_MAX_ROWS = 200
 #: Paths that hold documentation, examples or benchmarks rather than the library.
 _NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extra)/")
 #: The same, by one language's own conventions (file suffix -> pattern), so that no other
@@ -114,6 +119,16 @@ class LocaliseInputs:
     priors: tuple[Prior, ...] = ()
     about_tests: bool = False
     words: frozenset[str] = frozenset()   # identifier-like words of the report, as written
+    literals: tuple["Literal", ...] = ()   # the report's quoted literals found verbatim in the code
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A string the report quotes, the nodes holding it verbatim, and its weight."""
+
+    text: str
+    rows: tuple[int, ...]
+    weight: float
 
 
 @dataclass(frozen=True)
@@ -150,7 +165,32 @@ def dense_text(report: BugReport) -> str:
 def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], index) -> LocaliseInputs:
     """Resolve a report's mentions against `index` and bundle them with its search runs."""
     priors = tuple(resolve_mentions(report, index.symbols, index.nodes))
-    return LocaliseInputs(runs, priors, about_tests(report), report.words)
+    scan = index.text_scan() if report.literals and hasattr(index, "text_scan") else None
+    literals = literal_holders(report.literals, scan, index.nodes) if scan is not None else ()
+    return LocaliseInputs(runs, priors, about_tests(report), report.words, literals)
+
+
+def literal_holders(literals: Sequence[str], scan, nodes) -> tuple[Literal, ...]:
+    """The nodes that hold what the report quotes, per literal, with its weight: a literal held
+    verbatim by 1 to `LITERAL_MAX_FILES` library files weighs 1 / that count (tests, docs and
+    examples hold the flags and messages they exercise, so they do not count against it, but
+    hold it too); others are left out.
+
+    Args:
+        scan: the index's `codenib.index.literal.TextScan`.
+        nodes: the node table (file column).
+    """
+    out = []
+    for lit in literals:
+        rows = scan.rows_containing(lit, LITERAL_MAX_ROWS)
+        if not rows:
+            continue
+        lib_files = {nodes.file[r] for r in rows
+                     if not is_test_path(nodes.file[r]) and not is_nonlib_path(nodes.file[r])}
+        if not 1 <= len(lib_files) <= LITERAL_MAX_FILES:
+            continue
+        out.append(Literal(lit, tuple(rows), 1.0 / len(lib_files)))
+    return tuple(out)
 
 
 def is_nonlib_path(path: str) -> bool:
@@ -225,6 +265,14 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
             g = groups[r] = f + _TEST_GROUP if in_tests else f
         return g
 
+    literal: dict[int, float] = {}
+    file_literal: dict[str, float] = {}
+    for lit in inputs.literals:
+        for r in lit.rows:
+            literal[r] = literal.get(r, 0.0) + lit.weight
+        for g in {group(r) for r in lit.rows}:
+            file_literal[g] = file_literal.get(g, 0.0) + lit.weight
+
     per_file: dict[str, dict[str, float]] = {}
 
     def bump(f: str, key: str, value: float) -> None:
@@ -244,6 +292,8 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         bump(f, "f_mention", min(1.0, c))
     for r, s in near.items():
         bump(group(r), "f_graph", s)
+    for f, s in file_literal.items():
+        bump(f, "f_literal", min(1.0, s))
     for f, feats in per_file.items():
         path, _, in_file_tests = f.partition(_TEST_GROUP[0])
         if (in_file_tests or is_test_path(path)) and not inputs.about_tests:
@@ -251,7 +301,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         if is_nonlib_path(path):
             feats["f_nonlib"] = 1.0
 
-    cand = set(mention) | set(near)
+    cand = set(mention) | set(near) | set(literal)
     for run in ("bm25", "title", "prose", "dense"):
         cand |= set(node_runs[run])
     cand |= {file_rows[f] for f in per_file if f in file_rows}
@@ -270,6 +320,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
                 X[i, col[feat]] = scores.get(r, 0.0)
         X[i, col["n_mention"]] = min(1.0, mention.get(r, 0.0))
         X[i, col["n_graph"]] = near.get(r, 0.0)
+        X[i, col["n_literal"]] = min(1.0, literal.get(r, 0.0))
         kind = nodes.kind[r]
         X[i, col["n_is_file"]] = 1.0 if kind == "file" else 0.0
         if kind != "file":

@@ -354,6 +354,9 @@ class BugLocalisation(RetrievalPlan):
         detail["priors"] = [{"file": p.file, "node_id": index.nodes.node_id[p.row] if p.row is not None else None,
                              "kind": p.mention.kind, "text": p.mention.text[:80],
                              "confidence": round(p.confidence, 3)} for p in inputs.priors[:10]]
+        detail["literals"] = [{"text": lit.text[:80], "weight": round(lit.weight, 3),
+                               "files": sorted({index.nodes.file[r] for r in lit.rows})[:5]}
+                              for lit in inputs.literals[:10]]
         detail["about_tests"] = inputs.about_tests
         detail["contributions"] = localise.trace_of(scored, index.nodes, 10)
         if report.truncated:

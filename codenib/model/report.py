@@ -59,6 +59,11 @@ _SOURCE_LINK = re.compile(r"https?://[^\s/]+/(?:[^\s/]+/)+?(?:-/)?(?:blob|blame|
 _DOTTED = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/\\(-]|\.\w)")
 _DOTTED_CALL = re.compile(r"(?<![\w./\\-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\(")
 _BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,120})`(?!`)")
+#: A quoted string: '...' or "..." opened after a non-word character (so the apostrophes of
+#: "don't ... it's" never pair up), on one line.
+_QUOTED = re.compile(r"(?<![\w])([\"'])([^\"'\n]{4,120})\1")
+#: Literals kept per report: each costs one scan of the index's text.
+MAX_LITERALS = 30
 _EXCEPTION = re.compile(r"(?<![\w.])([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning))(?![\w])")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SYMBOLISH = re.compile(r"[A-Za-z_][\w.]*")
@@ -94,6 +99,7 @@ class BugReport:
     words: frozenset[str]      # every identifier-like word, as written
     chars: int
     truncated: bool
+    literals: tuple[str, ...] = ()   # quoted strings worth finding verbatim in the code (`_literals`)
 
     def kinds(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -165,7 +171,8 @@ def read_report(text: str) -> BugReport:
         add(Mention(kind, m.group(0), m.start(), m.end()))
     found.sort(key=lambda m: m.start)
     words = frozenset(_WORDS.findall(text))
-    return BugReport(title, _prose(text, code_spans), tuple(found[:MAX_MENTIONS]), words, len(text), truncated)
+    return BugReport(title, _prose(text, code_spans), tuple(found[:MAX_MENTIONS]), words, len(text), truncated,
+                     _literals(text))
 
 
 def about_tests(report: BugReport) -> bool:
@@ -327,6 +334,19 @@ class _SpanLookup:
     def named(self, f: str, name: str, symbols) -> int | None:
         rows = [r for r in self._rows(f) if self.nodes.qualname[r].split(".")[-1] == name]
         return rows[0] if len(rows) == 1 else None
+
+
+def _literals(text: str) -> tuple[str, ...]:
+    """The report's quoted and backticked strings that are more than a name (a flag such as
+    `--collect-only`, a message with spaces, a pattern): names are mentions already. In text
+    order, each once."""
+    out: dict[str, None] = {}
+    for pattern, group in ((_BACKTICK, 1), (_QUOTED, 2)):
+        for m in pattern.finditer(text):
+            s = m.group(group).strip()
+            if len(s) >= 4 and not _SYMBOLISH.fullmatch(s.removesuffix("()")):
+                out.setdefault(s, None)
+    return tuple(sorted(out, key=text.find))[:MAX_LITERALS]
 
 
 def _prose(text: str, code_spans: Sequence[tuple[int, int]]) -> str:

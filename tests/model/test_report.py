@@ -105,3 +105,11 @@ def test_the_innermost_cpython_frame_is_the_strongest_mention_evidence(bug_index
     table = features(inputs_for(rep, {}, bug_index), bug_index.nodes, bug_index.graph, file_rows_of(bug_index.nodes))
     f_mention = {ids[r]: x[FEATURES.index("f_mention")] for r, x in zip(table.rows, table.X)}
     assert f_mention["src/shop/pricing.py"] > f_mention["src/shop/cart.py"] > 0
+
+
+def test_quoted_strings_that_are_more_than_a_name_are_literals_once_in_text_order():
+    text = ("pytest `--collect-only` needs a shortcut; don't say it's slow.\n"
+            "Malformed option description '[enable=]PATTERN', should look like \"opt\", \"-opt args\"\n"
+            "see `add_marker()` and `Session.perform_collect`, and '--collect-only' again, 'x y'")
+    assert read_report(text).literals == ("--collect-only", "[enable=]PATTERN", "-opt args")
+    assert read_report("nothing quoted here").literals == ()
