@@ -152,8 +152,9 @@ class Scored:
 
 
 def sparse_texts(text: str, report: BugReport) -> dict[str, str]:
-    """The node-level BM25 queries of a report: its whole text, its title, its prose."""
-    return {"bm25": text[:report.chars],
+    """The node-level BM25 queries of a report: its whole text (package listings removed), its
+    title, its prose."""
+    return {"bm25": report.body if report.body else text[:report.chars],
             "title": report.title, "prose": report.prose or report.title}
 
 

@@ -64,6 +64,12 @@ _BACKTICK = re.compile(r"(?<!`)`([^`\n]{1,120})`(?!`)")
 _QUOTED = re.compile(r"(?<![\w])([\"'])([^\"'\n]{4,120})\1")
 #: Literals kept per report: each costs one scan of the index's text.
 MAX_LITERALS = 30
+#: A line of an installed-package listing (`pip list`, `pip freeze`, `conda list`): a name and
+#: a version, perhaps a location. Hundreds of package names are no evidence about the code.
+_PACKAGE_LINE = re.compile(r"^[ \t]*(?:[A-Za-z0-9][\w.\-]*(?:\[[\w,]+\])?[ \t]{2,}v?\d[\w.+\-!]*(?:[ \t]+\S+)?"
+                           r"|[A-Za-z0-9][\w.\-]*==\d[\w.+\-]*)[ \t]*\r?$\n?", re.MULTILINE)
+#: A report holds a package listing when this many of its lines look like one.
+LISTING_LINES = 3
 _EXCEPTION = re.compile(r"(?<![\w.])([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning))(?![\w])")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SYMBOLISH = re.compile(r"[A-Za-z_][\w.]*")
@@ -100,6 +106,7 @@ class BugReport:
     chars: int
     truncated: bool
     literals: tuple[str, ...] = ()   # quoted strings worth finding verbatim in the code (`_literals`)
+    body: str = ""                   # the text read, installed-package listings removed
 
     def kinds(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -170,9 +177,10 @@ def read_report(text: str) -> BugReport:
         kind = "code" if _inside(m.start(), code_spans) else "identifier"
         add(Mention(kind, m.group(0), m.start(), m.end()))
     found.sort(key=lambda m: m.start)
-    words = frozenset(_WORDS.findall(text))
+    body = _without_listings(text)
+    words = frozenset(_WORDS.findall(body))
     return BugReport(title, _prose(text, code_spans), tuple(found[:MAX_MENTIONS]), words, len(text), truncated,
-                     _literals(text))
+                     _literals(text), body)
 
 
 def about_tests(report: BugReport) -> bool:
@@ -347,6 +355,13 @@ def _literals(text: str) -> tuple[str, ...]:
             if len(s) >= 4 and not _SYMBOLISH.fullmatch(s.removesuffix("()")):
                 out.setdefault(s, None)
     return tuple(sorted(out, key=text.find))[:MAX_LITERALS]
+
+
+def _without_listings(text: str) -> str:
+    """The text without its installed-package listings (`_PACKAGE_LINE`), when it has one."""
+    if len(_PACKAGE_LINE.findall(text)) < LISTING_LINES:
+        return text
+    return _PACKAGE_LINE.sub("", text)
 
 
 def _prose(text: str, code_spans: Sequence[tuple[int, int]]) -> str:

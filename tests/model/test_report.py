@@ -113,3 +113,15 @@ def test_quoted_strings_that_are_more_than_a_name_are_literals_once_in_text_orde
             "see `add_marker()` and `Session.perform_collect`, and '--collect-only' again, 'x y'")
     assert read_report(text).literals == ("--collect-only", "[enable=]PATTERN", "-opt args")
     assert read_report("nothing quoted here").literals == ()
+
+
+def test_an_installed_package_listing_leaves_the_text_searched_but_not_the_mentions():
+    listing = "".join(f"pkg{i}-name      1.{i}.0\r\n" for i in range(4)) + "frozen==2.0\n"
+    text = f"xfail marker ignored\n```\n$ pip list\n{listing}```\nSee `skipping.py`.\n"
+    report = read_report(text)
+    assert report.body == "xfail marker ignored\n```\n$ pip list\n```\nSee `skipping.py`.\n"
+    assert "pkg0" not in report.words and "frozen" not in report.words
+    assert [m.text for m in report.mentions if m.kind == "path"] == ["skipping.py"]
+    # Two version-like lines are no listing: the text stays whole.
+    short = "crash in 3.2\nfoo   1.0\nbar   2.0\n"
+    assert read_report(short).body == short
