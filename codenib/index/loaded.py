@@ -16,8 +16,8 @@ from codenib.engines.models import ModelSpec
 from codenib.core.errors import EncoderMismatchError, IndexFormatError
 from codenib.index.dense import DenseIndex
 from codenib.index.graph import CodeGraph
-from codenib.index.sparse import SparseIndex
 from codenib.index.literal import TextScan
+from codenib.index.sparse import SparseIndex
 from codenib.index.symbols import SymbolIndex
 from codenib.core.tokens import TokenizerConfig
 from codenib.core.types import EDGES_SCHEMA
