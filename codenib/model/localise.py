@@ -175,7 +175,9 @@ def literal_holders(literals: Sequence[str], scan, nodes) -> tuple[Literal, ...]
     """The nodes that hold what the report quotes, per literal, with its weight: a literal held
     verbatim by 1 to `LITERAL_MAX_FILES` library files weighs 1 / that count (tests, docs and
     examples hold the flags and messages they exercise, so they do not count against it, but
-    hold it too); others are left out.
+    hold it too); others are left out. A node's and a file's literal evidence is log2(1 + the
+    sum of the weights of the literals they hold): several quoted strings in one place count
+    more than one, with diminishing returns.
 
     Args:
         scan: the index's `codenib.index.literal.TextScan`.
@@ -294,7 +296,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     for r, s in near.items():
         bump(group(r), "f_graph", s)
     for f, s in file_literal.items():
-        bump(f, "f_literal", min(1.0, s))
+        bump(f, "f_literal", math.log2(1.0 + s))
     for f, feats in per_file.items():
         path, _, in_file_tests = f.partition(_TEST_GROUP[0])
         if (in_file_tests or is_test_path(path)) and not inputs.about_tests:
@@ -321,7 +323,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
                 X[i, col[feat]] = scores.get(r, 0.0)
         X[i, col["n_mention"]] = min(1.0, mention.get(r, 0.0))
         X[i, col["n_graph"]] = near.get(r, 0.0)
-        X[i, col["n_literal"]] = min(1.0, literal.get(r, 0.0))
+        X[i, col["n_literal"]] = math.log2(1.0 + literal.get(r, 0.0))
         kind = nodes.kind[r]
         X[i, col["n_is_file"]] = 1.0 if kind == "file" else 0.0
         if kind != "file":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -215,13 +217,22 @@ def test_a_literal_held_by_few_library_files_lifts_them_and_the_nodes_holding_it
     table = features(LocaliseInputs({}, literals=holders[:2]), NODES, None, FILE_ROWS)
     got = {NODES.node_id[r]: (x[FEATURES.index("f_literal")], x[FEATURES.index("n_literal")])
            for r, x in zip(table.rows.tolist(), table.X)}
-    # No run reached anything: the literals alone make candidates, with their file nodes.
-    assert got == {"lib/a.py": (1.0, 0.0), "lib/a.py::f": (1.0, 1.0), "tests/test_a.py": (1.0, 0.0),
-                   "tests/test_a.py::test_f": (1.0, 1.0), "lib/b.py": (1.0, 0.0), "lib/b.py::h": (1.0, 1.0)}
-    # Two literals in one file count once each at file level and cap at 1.
-    both = features(LocaliseInputs({}, literals=(Literal("x", (1,), 0.5), Literal("y", (2,), 0.25))), NODES, None, FILE_ROWS)
-    f_lit = {NODES.node_id[r]: x[FEATURES.index("f_literal")] for r, x in zip(both.rows.tolist(), both.X)}
-    assert f_lit["lib/a.py::g"] == pytest.approx(0.75)
+    # No run reached anything: the literals alone make candidates, with their file nodes; the
+    # test holds both literals: log2(1 + 2).
+    three = math.log2(3.0)
+    want = {"lib/a.py": (1.0, 0.0), "lib/a.py::f": (1.0, 1.0), "tests/test_a.py": (three, 0.0),
+            "tests/test_a.py::test_f": (three, three), "lib/b.py": (1.0, 0.0), "lib/b.py::h": (1.0, 1.0)}
+    assert set(got) == set(want)
+    assert all(got[k] == pytest.approx(want[k]) for k in want)
+    # Literals add up at file level, each once per file, on a log scale: log2(1 + 0.5 + 0.25).
+    # A node holding two literals of weight 1 scores log2(3).
+    both = features(LocaliseInputs({}, literals=(Literal("x", (1,), 0.5), Literal("y", (2,), 0.25),
+                                                 Literal("z", (6,), 1.0), Literal("w", (6,), 1.0))),
+                    NODES, None, FILE_ROWS)
+    got = {NODES.node_id[r]: (x[FEATURES.index("f_literal")], x[FEATURES.index("n_literal")])
+           for r, x in zip(both.rows.tolist(), both.X)}
+    assert got["lib/a.py::g"] == pytest.approx((math.log2(1.75), math.log2(1.25)))
+    assert got["lib/b.py::h"] == pytest.approx((math.log2(3.0), math.log2(3.0)))
 
 
 def test_a_literal_in_more_library_files_than_the_limit_is_left_out():
