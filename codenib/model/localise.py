@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from codenib.model.literals import Literal, literal_holders
 from codenib.model.report import BugReport, Prior, about_tests, read_report, resolve_mentions
 from codenib.ops.filter import is_test_definition, is_test_path
 
@@ -46,11 +47,6 @@ DENSE_CHARS = 1500
 GRAPH_EDGES = ("calls", "references", "inherits", "imports")
 #: Neighbours kept per seed node, by edge count: hubs would flood the list otherwise.
 GRAPH_PER_SEED = 30
-#: A quoted literal counts when at most this many library files hold it verbatim (more: it is
-#: common code, not what the report is about); each holder gets 1 / that count.
-LITERAL_MAX_FILES = 5
-#: Nodes scanned per literal before it counts as too common (bounds the work of `for`, `x = 1`).
-LITERAL_MAX_ROWS = 200
 #: Paths that hold documentation, examples or benchmarks rather than the library.
 _NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extra)/")
 #: The same, by one language's own conventions (file suffix -> pattern), so that no other
@@ -119,16 +115,9 @@ class LocaliseInputs:
     priors: tuple[Prior, ...] = ()
     about_tests: bool = False
     words: frozenset[str] = frozenset()   # identifier-like words of the report, as written
-    literals: tuple["Literal", ...] = ()   # the report's quoted literals found verbatim in the code
-
-
-@dataclass(frozen=True, slots=True)
-class Literal:
-    """A string the report quotes, the nodes holding it verbatim, and its weight."""
-
-    text: str
-    rows: tuple[int, ...]
-    weight: float
+    # the report's quoted literals found verbatim in the code; a node's and a file's evidence
+    # is log2(1 + the weights of those they hold): several count more than one, less and less
+    literals: tuple[Literal, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,33 +156,14 @@ def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarra
     """Resolve a report's mentions against `index` and bundle them with its search runs."""
     priors = tuple(resolve_mentions(report, index.symbols, index.nodes))
     scan = index.text_scan() if report.literals and hasattr(index, "text_scan") else None
-    literals = literal_holders(report.literals, scan, index.nodes) if scan is not None else ()
+    literals = (literal_holders(report.literals, scan, index.nodes.file, is_library_path)
+                if scan is not None else ())
     return LocaliseInputs(runs, priors, about_tests(report), report.words, literals)
 
 
-def literal_holders(literals: Sequence[str], scan, nodes) -> tuple[Literal, ...]:
-    """The nodes that hold what the report quotes, per literal, with its weight: a literal held
-    verbatim by 1 to `LITERAL_MAX_FILES` library files weighs 1 / that count (tests, docs and
-    examples hold the flags and messages they exercise, so they do not count against it, but
-    hold it too); others are left out. A node's and a file's literal evidence is log2(1 + the
-    sum of the weights of the literals they hold): several quoted strings in one place count
-    more than one, with diminishing returns.
-
-    Args:
-        scan: the index's `codenib.index.literal.TextScan`.
-        nodes: the node table (file column).
-    """
-    out = []
-    for lit in literals:
-        rows = scan.rows_containing(lit, LITERAL_MAX_ROWS)
-        if not rows:
-            continue
-        lib_files = {nodes.file[r] for r in rows
-                     if not is_test_path(nodes.file[r]) and not is_nonlib_path(nodes.file[r])}
-        if not 1 <= len(lib_files) <= LITERAL_MAX_FILES:
-            continue
-        out.append(Literal(lit, tuple(rows), 1.0 / len(lib_files)))
-    return tuple(out)
+def is_library_path(path: str) -> bool:
+    """Library code: neither tests nor documentation, examples, tools or build files."""
+    return not is_test_path(path) and not is_nonlib_path(path)
 
 
 def is_nonlib_path(path: str) -> bool:
