@@ -52,7 +52,7 @@ def test_the_dev_script_prints_its_table_on_a_fixture(tmp_path, capsys):
     assert rc == 0
     out = capsys.readouterr().out
     lines = {tuple(line.split()[:4]) for line in out.splitlines() if line.startswith(("BM25", "codenib"))}
-    for system in (("BM25", "baseline"), ("codenib", "auto"), ("codenib", "sparse")):
+    for system in (("BM25", "baseline"), ("codenib", "auto"), ("codenib", "packaged"), ("codenib", "sparse")):
         assert system + ("overall",) in {ln[:3] for ln in lines}
     # Both reports route to files-first localisation; every auto fold used its own weights.
     assert "bug_localisation" in out.split("auto by plan:")[1]
@@ -63,3 +63,8 @@ def test_the_dev_script_prints_its_table_on_a_fixture(tmp_path, capsys):
     file_at_5 = float(auto.split()[5])
     assert file_at_5 == 1.0   # both gold files in the top 5 of a five-file repository
     assert "- test demotion" in out
+    # The packaged weights' run finds both gold files too, and the issue's targets are read off it.
+    packaged = [ln for ln in out.splitlines() if ln.startswith("codenib packaged") and " overall " in ln][0]
+    assert float(packaged.split()[5]) == 1.0
+    targets = out.split("targets (issue 28, `codenib packaged`, indexes WITHOUT history):")[1].splitlines()
+    assert targets[1].split()[:2] == ["file@5", "1.000"] and targets[1].endswith(" met")
