@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -34,7 +35,7 @@ FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_me
                  "f_graph", "f_test", "f_nonlib", "f_literal")
 #: Node features: the node's own evidence.
 NODE_FEATURES = ("n_bm25", "n_title", "n_prose", "n_dense", "n_mention", "n_graph", "n_is_file",
-                 "n_named", "n_parent_named", "n_class", "n_length", "n_literal")
+                 "n_named", "n_parent_named", "n_class", "n_length", "n_literal", "n_name_words")
 FEATURES = FILE_FEATURES + NODE_FEATURES
 #: BM25 depth per run: deep enough that files with several matching nodes show.
 SPARSE_DEPTH = {"bm25": 1000, "title": 200, "prose": 1000}
@@ -66,6 +67,8 @@ _NONLIB_BY_SUFFIX = (
     (".mts", re.compile(r"\.d\.mts$")),
     (".cts", re.compile(r"\.d\.cts$")),
 )
+#: The words of an identifier: CamelCase humps (an acronym stays whole), lower-case runs, digits.
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 #: Group key suffix of a source file's in-file test module (scored as a test file of its own).
 _TEST_GROUP = "\0tests"
 
@@ -274,6 +277,11 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         if is_nonlib_path(path):
             feats["f_nonlib"] = 1.0
 
+    # The report's words as name words: `n_name_words` is the share of a definition's name
+    # words (class and method alike) the report uses anywhere, in any spelling; a name the
+    # report describes without writing it ("variables and attributes" for
+    # `AttributeDocumenter`) scores where `n_named` (the exact name) cannot.
+    report_words = frozenset().union(*map(_name_words, inputs.words))
     cand = set(mention) | set(near) | set(literal)
     for run in ("bm25", "title", "prose", "dense"):
         cand |= set(node_runs[run])
@@ -301,6 +309,9 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
             X[i, col["n_named"]] = 1.0 if _distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
             X[i, col["n_parent_named"]] = 1.0 if any(p in inputs.words for p in parts[:-1] if _distinctive(p)) else 0.0
             X[i, col["n_class"]] = 1.0 if kind == "class" else 0.0
+            own = _name_words(nodes.qualname[r])
+            if own:
+                X[i, col["n_name_words"]] = len(own & report_words) / len(own)
             X[i, col["n_length"]] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
     return FeatureTable(rows, X)
 
@@ -325,6 +336,22 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1 << 16)
+def _name_words(name: str) -> frozenset[str]:
+    """The words of a name (snake_case and CamelCase split, lower case, a plural `s`
+    dropped), three letters or more: `AttributeDocumenter.add_directive_header` -> attribute,
+    documenter, add, directive, header. Cached: a repository's names recur in every report."""
+    out = set()
+    for piece in re.split(r"[^A-Za-z0-9]+", name):
+        for word in _NAME_WORD.findall(piece):
+            word = word.lower()
+            if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+                word = word[:-1]
+            if len(word) >= 3:
+                out.add(word)
+    return frozenset(out)
+
 
 def _distinctive(name: str) -> bool:
     """A name that means one thing when a report writes it: long, or shaped like code."""

@@ -200,3 +200,25 @@ def test_a_file_nodes_bm25_evidence_is_its_whole_files_score_when_the_index_has_
     both = features(LocaliseInputs(prose), NODES, None, FILE_ROWS)
     at = {int(r): i for i, r in enumerate(both.rows)}
     assert both.X[at[0], FEATURES.index("n_prose")] == 0.0
+
+
+def test_a_definition_scores_the_share_of_its_name_words_the_report_uses():
+    # "variables and attributes" never writes `AttributeDocumenter`, but uses two of the five
+    # words of AttributeDocumenter.add_directive_header (attribute, header), in other spellings.
+    nodes = SimpleNamespace(
+        node_id=["doc.py", "doc.py::AttributeDocumenter.add_directive_header", "doc.py::DataDocumenter",
+                 "doc.py::HTTPServer.parse_URL2"],
+        kind=["file", "method", "class", "method"], file=["doc.py"] * 4,
+        qualname=["", "AttributeDocumenter.add_directive_header", "DataDocumenter", "HTTPServer.parse_URL2"],
+        start_line=[1, 1, 5, 9], end_line=[12, 4, 8, 12])
+    words = frozenset({"type_aliases", "attributes", "variables", "Headers", "http_server", "url"})
+    runs = {"bm25": (np.array([0, 1, 2, 3]), np.array([1.0, 1.0, 1.0, 1.0]))}
+    table = features(LocaliseInputs(runs, words=words), nodes, None, {"doc.py": 0})
+    at = {int(r): i for i, r in enumerate(table.rows)}
+    col = FEATURES.index("n_name_words")
+    assert table.X[at[1], col] == pytest.approx(2 / 5)   # attribute, header of 5 words
+    assert table.X[at[2], col] == 0.0                    # data, documenter: neither used
+    # An acronym is one word, digits are dropped (under three letters): http, server, parse,
+    # url, of which the report uses all but parse.
+    assert table.X[at[3], col] == pytest.approx(3 / 4)
+    assert table.X[at[0], col] == 0.0                    # a file node has no name of its own
