@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from codenib.model.literals import Literal, literal_holders
+from codenib.model.names import distinctive, name_words
 from codenib.model.report import BugReport, Prior, about_tests, read_report, resolve_mentions
 from codenib.ops.filter import is_test_definition, is_test_path
 
@@ -67,8 +67,6 @@ _NONLIB_BY_SUFFIX = (
     (".mts", re.compile(r"\.d\.mts$")),
     (".cts", re.compile(r"\.d\.cts$")),
 )
-#: The words of an identifier: CamelCase humps (an acronym stays whole), lower-case runs, digits.
-_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 #: Group key suffix of a source file's in-file test module (scored as a test file of its own).
 _TEST_GROUP = "\0tests"
 
@@ -281,7 +279,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     # words (class and method alike) the report uses anywhere, in any spelling; a name the
     # report describes without writing it ("variables and attributes" for
     # `AttributeDocumenter`) scores where `n_named` (the exact name) cannot.
-    report_words = frozenset().union(*map(_name_words, inputs.words))
+    report_words = frozenset().union(*map(name_words, inputs.words))
     cand = set(mention) | set(near) | set(literal)
     for run in ("bm25", "title", "prose", "dense"):
         cand |= set(node_runs[run])
@@ -306,10 +304,10 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         X[i, col["n_is_file"]] = 1.0 if kind == "file" else 0.0
         if kind != "file":
             parts = nodes.qualname[r].split(".")
-            X[i, col["n_named"]] = 1.0 if _distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
-            X[i, col["n_parent_named"]] = 1.0 if any(p in inputs.words for p in parts[:-1] if _distinctive(p)) else 0.0
+            X[i, col["n_named"]] = 1.0 if distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
+            X[i, col["n_parent_named"]] = 1.0 if any(p in inputs.words for p in parts[:-1] if distinctive(p)) else 0.0
             X[i, col["n_class"]] = 1.0 if kind == "class" else 0.0
-            own = _name_words(nodes.qualname[r])
+            own = name_words(nodes.qualname[r])
             if own:
                 X[i, col["n_name_words"]] = len(own & report_words) / len(own)
             X[i, col["n_length"]] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
@@ -336,27 +334,6 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-@lru_cache(maxsize=1 << 16)
-def _name_words(name: str) -> frozenset[str]:
-    """The words of a name (snake_case and CamelCase split, lower case, a plural `s`
-    dropped), three letters or more: `AttributeDocumenter.add_directive_header` -> attribute,
-    documenter, add, directive, header. Cached: a repository's names recur in every report."""
-    out = set()
-    for piece in re.split(r"[^A-Za-z0-9]+", name):
-        for word in _NAME_WORD.findall(piece):
-            word = word.lower()
-            if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-                word = word[:-1]
-            if len(word) >= 3:
-                out.add(word)
-    return frozenset(out)
-
-
-def _distinctive(name: str) -> bool:
-    """A name that means one thing when a report writes it: long, or shaped like code."""
-    return len(name) >= 4 and not (name.startswith("__") and name.endswith("__"))
-
 
 def _normalised(hits, n: int, minmax: bool = False) -> dict[int, float]:
     """Row -> score scaled to [0, 1] by the run's best score (min-max for cosine scores)."""
