@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from codenib.compiler.gcpause import collector_paused
+from codenib.compiler.parse import Outline, outline_spans, source_outline
+from codenib.compiler.parse_delta import derive, plain_text
 from codenib.compiler.walk import is_utf8
 
 #: Commit messages that say a defect was repaired.
@@ -22,13 +25,26 @@ FIX_PATTERN = re.compile(
     r"|\b(?:issue|close[sd]?|fixe[sd]|resolve[sd]?)\s*#\d+", re.IGNORECASE)
 #: Parsed blobs a worker keeps (a blob is needed again when the file next changes).
 BLOB_CACHE = 4096
+#: Neighbouring versions remembered per Python blob (the commits before and after it).
+MAX_DIFFS = 4
 
 
 #: This process's parsed blobs and the read they belong to: kept from one chunk of a read to
 #: the next (a worker takes consecutive chunks, whose commits change the same files). At most
 #: `BLOB_CACHE` entries (a name list and a line array each); a worker process drops them when
 #: the next read starts or the pool closes, the reading process at the end of the read.
-_CACHE: dict = {"read": None, "blobs": OrderedDict()}
+_CACHE: dict = {"read": None, "blobs": None}
+
+
+@dataclass(slots=True)
+class _Blobs:
+    """A worker's parsed blobs, by (blob id, language): (names, line owners, Python outline
+    or None); and per Python blob, the neighbouring versions it differs from by known hunks
+    (`_note_diff`), most recent use last in both."""
+
+    parsed: OrderedDict = field(default_factory=OrderedDict)
+    diffs: OrderedDict = field(default_factory=OrderedDict)
+    latest: dict = field(default_factory=dict)      # path -> its last outlined blob
 
 
 def read_chunk(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[tuple]]:
@@ -71,7 +87,7 @@ def _read_commits(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[t
     return commits, changes
 
 
-def _file_changes(repo, diff, i: int, delta, cache: OrderedDict) -> list[tuple]:
+def _file_changes(repo, diff, i: int, delta, cache: _Blobs) -> list[tuple]:
     """(file, node_id, lines) rows of one changed file."""
     import pygit2
 
@@ -89,18 +105,21 @@ def _file_changes(repo, diff, i: int, delta, cache: OrderedDict) -> list[tuple]:
     if patch is None or patch.delta.is_binary:
         return [(path, path, None)]
     counts: Counter = Counter()
+    hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+    if language == "python" and delta.status == pygit2.enums.DeltaStatus.MODIFIED:
+        _note_diff(cache, str(delta.new_file.id), str(delta.old_file.id), hunks)
     total = 0
     new_index = old_index = None
-    for hunk in patch.hunks:
-        total += hunk.old_lines + hunk.new_lines
-        if hunk.new_lines > 0:
+    for old_start, old_lines, new_start, new_lines in hunks:
+        total += old_lines + new_lines
+        if new_lines > 0:
             if new_index is None:
                 new_index = _spans(repo, delta.new_file.id, path, language, cache)
-            _count(new_index, hunk.new_start, hunk.new_lines, counts)
-        elif hunk.old_lines > 0:
+            _count(new_index, new_start, new_lines, counts)
+        elif old_lines > 0:
             if old_index is None:
                 old_index = _spans(repo, delta.old_file.id, delta.old_file.path, language, cache)
-            _count(old_index, hunk.old_start, hunk.old_lines, counts)
+            _count(old_index, old_start, old_lines, counts)
     rows = [(path, path, total)]
     rows += [(path, f"{path}::{suffix}", n) for suffix, n in sorted(counts.items())]
     return rows
@@ -116,16 +135,33 @@ def _count(index: tuple[list[str], np.ndarray], start: int, n: int, counts: Coun
             counts[names[j]] += int(c)
 
 
-def _spans(repo, oid, path: str, language: str, cache: OrderedDict) -> tuple[list[str], np.ndarray]:
+def _note_diff(cache: _Blobs, new: str, old: str, hunks: list[tuple]) -> None:
+    """Remember that blobs `old` and `new` of a Python file differ by `hunks`: either one's
+    outline is then derived from the other's when that one is parsed first."""
+    diffs = cache.diffs
+    for blob, base, oriented in ((new, old, hunks), (old, new, [(c, d, a, b) for a, b, c, d in hunks])):
+        known = diffs.setdefault(blob, [])
+        if len(known) < MAX_DIFFS:
+            known.append((base, oriented))
+        diffs.move_to_end(blob)
+    while len(diffs) > BLOB_CACHE:
+        diffs.popitem(last=False)
+
+
+def _spans(repo, oid, path: str, language: str, cache: _Blobs) -> tuple[list[str], np.ndarray]:
     """The definitions of a blob (qualname suffixes of their ids) and, per line (1-based), the
     innermost one's position (-1: none). Cached by (blob id, language)."""
     key = (str(oid), language)
-    hit = cache.get(key)
+    hit = cache.parsed.get(key)
     if hit is not None:
-        cache.move_to_end(key)
-        return hit
+        cache.parsed.move_to_end(key)
+        return hit[:2]
     raw = repo[oid].data
-    spans = _definitions(path, raw, language)
+    outline = None
+    if language == "python":
+        spans, outline = _python_spans(repo, path, raw, key[0], cache)
+    else:
+        spans = _definitions(path, raw, language)
     n_lines = raw.count(b"\n") + 2
     owner = np.full(n_lines + 1, -1, dtype=np.int32)
     names: list[str] = []
@@ -134,10 +170,42 @@ def _spans(repo, oid, path: str, language: str, cache: OrderedDict) -> tuple[lis
     for node_id, start, end in sorted(spans, key=lambda s: (s[1], -s[2])):
         owner[start:end + 1] = len(names)
         names.append(node_id[prefix:])
-    cache[key] = (names, owner)
-    if len(cache) > BLOB_CACHE:
-        cache.popitem(last=False)
+    cache.parsed[key] = (names, owner, outline)
+    if len(cache.parsed) > BLOB_CACHE:
+        cache.parsed.popitem(last=False)
     return names, owner
+
+
+def _python_spans(repo, path: str, raw: bytes, blob: str, cache: _Blobs) -> tuple[list, Outline | None]:
+    """A Python blob's definition spans, and its outline when a neighbour's may be derived
+    from it: derived from another version's outline when one is cached and the diff allows
+    (`parse_delta.derive`), else parsed in full. The other version is one a commit read
+    changed into this one or this one into (its hunks known), else the path's last outlined
+    version (diffed here: a merge's result is no commit's diff side)."""
+    import pygit2
+
+    outline = None
+    for base, hunks in cache.diffs.get(blob, ()):
+        hit = cache.parsed.get((base, "python"))
+        if hit is not None and hit[2] is not None:
+            outline = derive(hit[2], raw, hunks)
+            if outline is not None:
+                break
+    last = cache.latest.get(path)
+    if outline is None and last is not None and last != blob:
+        hit = cache.parsed.get((last, "python"))
+        if hit is not None and hit[2] is not None:
+            patch = pygit2.Patch.create_from(repo[pygit2.Oid(hex=last)].data, raw, context_lines=0)
+            outline = derive(hit[2], raw, [(h.old_start, h.old_lines, h.new_start, h.new_lines)
+                                            for h in patch.hunks])
+    if outline is None:
+        outline = source_outline(path, raw)
+        if outline is None:
+            return [], None
+        if plain_text(raw) is None:
+            return outline_spans(path, outline), None
+    cache.latest[path] = blob
+    return outline_spans(path, outline), outline
 
 
 def _definitions(path: str, raw: bytes, language: str) -> list[tuple[str, int, int]]:
@@ -170,9 +238,9 @@ def _is_submodule(delta) -> bool:
 
 
 
-def _blob_cache(read: str | None) -> OrderedDict:
+def _blob_cache(read: str | None) -> _Blobs:
     """The parsed-blob cache of the read `read` (emptied when another read starts; None
     empties it)."""
     if _CACHE["read"] != read or read is None:
-        _CACHE["read"], _CACHE["blobs"] = read, OrderedDict()
+        _CACHE["read"], _CACHE["blobs"] = read, _Blobs()
     return _CACHE["blobs"]

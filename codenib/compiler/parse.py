@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import functools
 import hashlib
@@ -98,14 +99,59 @@ def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
     return parsed
 
 
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """Where a Python text's top-level statements and definitions lie: what `definition_spans`
+    reports, kept so that a neighbouring version of the file can be outlined by parsing only
+    the statements a diff touches (`codenib.compiler.parse_delta`)."""
+
+    tops: tuple[tuple[int, int], ...]              # each top-level statement's first and last line
+    defs: tuple[tuple[str, int, int, int], ...]    # (qualname without #N, first, last line, top index)
+    lines: int                                     # the text's line count ("\n" count + 1)
+
+
 def definition_spans(rel_path: str, raw: bytes) -> list[tuple[str, int, int]]:
     """(node id, start line, end line) of each definition node `parse_source` makes of `raw`,
     in its order, without building the nodes (what `--history` needs of past versions)."""
+    outline = source_outline(rel_path, raw)
+    return outline_spans(rel_path, outline) if outline is not None else []
+
+
+def source_outline(rel_path: str, raw: bytes) -> Outline | None:
+    """The outline of a file's bytes, decoded as `parse_source` does; None when it has no
+    definitions because it cannot be decoded or parsed."""
     text, error = _decode(raw)
-    tree, error = _parse(rel_path, text, error)
+    if error is not None:
+        return None
+    return text_outline(text, rel_path)
+
+
+def text_outline(text: str, rel_path: str = "<region>", first_line: int = 1) -> Outline | None:
+    """The outline of decoded source `text` whose first line is line `first_line` of its
+    file (None: it does not parse)."""
+    tree, _ = _parse(rel_path, text, None)
     if tree is None:
-        return []
-    return [(d.node_id, *_span(d.tree)) for d in _definitions(rel_path, tree)]
+        return None
+    shift = first_line - 1
+    tops = tuple((start + shift, end + shift) for start, end in map(_span, tree.body))
+    starts = [start for start, _ in tops]
+    defs = []
+    for d in _definitions(rel_path, tree):
+        start, end = _span(d.tree)
+        defs.append((plain_qualname(d.qualname), start + shift, end + shift,
+                     bisect.bisect_right(starts, start + shift) - 1))
+    return Outline(tops, tuple(defs), text.count("\n") + 1)
+
+
+def outline_spans(rel_path: str, outline: Outline) -> list[tuple[str, int, int]]:
+    """(node id, start line, end line) of the outline's definitions, named as the reader names
+    them (the second `f` of a scope is `f#2`, counted over the whole file)."""
+    seen: dict[str, int] = {}
+    spans = []
+    for qual, start, end, _ in outline.defs:
+        n = seen[qual] = seen.get(qual, 0) + 1
+        spans.append((make_node_id(rel_path, qual if n == 1 else f"{qual}#{n}"), start, end))
+    return spans
 
 
 def parse_file(source: SourceFile) -> ParsedFile:
@@ -237,8 +283,10 @@ def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
 
 
 def _span(tree: ast.AST) -> tuple[int, int]:
-    """A definition's first line (its first decorator's) and last line."""
-    return min([tree.lineno] + [dec.lineno for dec in tree.decorator_list]), tree.end_lineno or tree.lineno
+    """A statement's first line (a definition's first decorator's) and last line."""
+    decorators = getattr(tree, "decorator_list", None)
+    start = min([tree.lineno] + [dec.lineno for dec in decorators]) if decorators else tree.lineno
+    return start, tree.end_lineno or tree.lineno
 
 
 def _signature(tree: ast.AST) -> str:

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pygit2
 import pytest
@@ -285,20 +286,52 @@ def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     parsed: Counter = Counter()
-    definitions = history_commits._definitions
+    definitions, python_spans = history_commits._definitions, history_commits._python_spans
 
     def counting(path, raw, language):
         parsed[(path, raw)] += 1
         return definitions(path, raw, language)
 
+    def counting_python(repo, path, raw, blob, cache):
+        parsed[(path, raw)] += 1
+        return python_spans(repo, path, raw, blob, cache)
+
     monkeypatch.setattr(history_commits, "_definitions", counting)
+    monkeypatch.setattr(history_commits, "_python_spans", counting_python)
     cut = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     twice = sorted(path for (path, _), n in parsed.items() if n > 1)
     assert parsed and not twice, twice
     monkeypatch.setattr(hist, "COMMITS_PER_CHUNK", 10_000)
     whole = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert cut.commits.equals(whole.commits) and cut.changes.equals(whole.changes)
-    assert history_commits._CACHE["blobs"] == {}, "a read keeps no parsed blobs in the process after it"
+    blobs = history_commits._CACHE["blobs"]
+    assert not blobs.parsed and not blobs.diffs and not blobs.latest, \
+        "a read keeps no parsed blobs in the process after it"
+
+
+def test_outlines_derived_from_neighbouring_versions_give_the_tables_of_full_parses(tmp_path, monkeypatch):
+    """A Python version next to one already outlined is outlined from the diff between them
+    (`parse_delta.derive`, re-parsing the touched statements only): the tables equal those
+    of a read that parses every version in full, and most versions were derived."""
+    from codenib.compiler import history_commits
+
+    root = _add_and_drop_repo(tmp_path / "repo")
+    source = resolve(HistorySpec(root / ".git", "HEAD"), root)
+    derived: list[bool] = []
+    derive = history_commits.derive
+
+    def counting(base, raw, hunks):
+        outline = derive(base, raw, hunks)
+        derived.append(outline is not None)
+        return outline
+
+    monkeypatch.setattr(history_commits, "derive", counting)
+    fast = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+    assert sum(derived) >= 100, f"{sum(derived)} of 110 versions derived"
+    monkeypatch.setattr(history_commits, "derive", lambda base, raw, hunks: None)
+    full = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+    assert fast.commits.equals(full.commits) and fast.changes.equals(full.changes)
+    assert pc.sum(pc.starts_with(fast.changes["node_id"], "m.py::")).as_py() > 100
 
 
 def test_worker_runs_read_the_same_tables(tmp_path):
