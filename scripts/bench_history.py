@@ -10,6 +10,9 @@ newer one is the first-parent commit of REV whose history holds about `--commits
 largest gaps are fmt c03f55e..7f7504b (932 new commits), sphinx 7ca279e..7bdc11e (2,391),
 pylint 182cc53..0a4204f (666)).
 `--check` also reads the newer snapshot in full and compares the tables (incremental = full).
+`--rounds N` times the incremental read N more times each way, alternating: as shipped
+(a Python version outlined from its neighbour's outline and the diff, `parse_delta`) and
+with every version parsed in full, and prints the median speed-up.
 Each phase prints wall seconds and CPU seconds (this process and its workers): on a machine
 shared with other work the wall time says little, the CPU time divided by the workers is
 what 2 idle cores would take for the parallel part.
@@ -19,12 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 import pygit2
 
+from codenib.compiler import history_commits
 from codenib.compiler.history import HistorySpec, manifest_entry, read_history, resolve, write_history
 from codenib.compiler.workers import Workers
 
@@ -72,6 +77,28 @@ def _timed(jobs: int, work):
     return result, {"wall_seconds": round(sw.wall, 2), "cpu_seconds": round(sw.cpu, 2)}
 
 
+def _derived_vs_full(args, new: str, here: Path, out: Path, want, log) -> dict:
+    """The incremental read again, `args.rounds` times each way in alternation: Python
+    versions outlined from a neighbour's outline (`parse_delta.derive`, as shipped) and
+    every version parsed in full (derive switched off): wall seconds and their ratio."""
+    derive = history_commits.derive
+    walls: dict[str, list[float]] = {"derived": [], "full_parses": []}
+    for i in range(2 * args.rounds):
+        side = ("derived", "full_parses")[(i + i // 2) % 2]         # D F F D D F ...: drift hits both
+        history_commits.derive = derive if side == "derived" else (lambda base, raw, hunks: None)
+        try:
+            again, timing = _timed(args.jobs, lambda m: read_history(
+                resolve(HistorySpec(Path(args.mirror), new), here), set(), here, m, log))
+        finally:
+            history_commits.derive = derive
+        if not (again.commits.equals(want.commits) and again.changes.equals(want.changes)):
+            raise SystemExit(f"bench_history: the {side} read gave other tables")
+        walls[side].append(timing["wall_seconds"])
+    median = {side: statistics.median(w) for side, w in walls.items()}
+    return {"derived_wall_seconds": walls["derived"], "full_parses_wall_seconds": walls["full_parses"],
+            "median_speedup": round(median["full_parses"] / median["derived"], 2)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", required=True, help="a bare mirror or .git folder")
@@ -82,6 +109,9 @@ def main() -> int:
     ap.add_argument("--new", help="the newer snapshot (default: the one --rev and --commits name)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--check", action="store_true", help="also read the newer snapshot in full and compare")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="also time the incremental read N times with derived Python outlines and N times "
+                         "parsing every version in full, alternating (same tables asserted)")
     args = ap.parse_args()
     repo = pygit2.Repository(args.mirror)
     new = str(repo.revparse_single(args.new).peel(pygit2.Commit).id) if args.new else \
@@ -100,6 +130,8 @@ def main() -> int:
         second, results["incremental"] = _timed(args.jobs, lambda m: _write(out, read_history(
             resolve(HistorySpec(Path(args.mirror), new), here), set(), here, m, log)))
         results["incremental"].update(read=second.info["read"], commits=second.commits.num_rows)
+        if args.rounds:
+            results["derived_vs_full_parses"] = _derived_vs_full(args, new, here, out, second, log)
         if args.check:
             full, results["full_new"] = _timed(args.jobs, lambda m: read_history(
                 resolve(HistorySpec(Path(args.mirror), new), here), set(), None, m, log))

@@ -13,7 +13,9 @@ commit nor one of another branch). Decisions, documented in the README:
   their own, and would count them twice.
 - Each changed file gets a row whose node_id is the file's path. For files a CodeNib reader
   takes (Python, and the tree-sitter languages), each hunk is mapped onto the definitions of
-  the file *at that commit* (the blob parsed once, cached by blob id): added and modified
+  the file *at that commit* (the blob parsed once, cached by blob id; a Python blob next to
+  a version already outlined has its outline derived from that one's and the diff between
+  them, `parse_delta`, re-parsing only the statements the diff touches): added and modified
   lines on the new side, pure deletions on the old side; a line counts for its innermost
   definition. `lines` is the number of changed lines attributed to the row (null for files
   no reader takes: their diff is not computed, only that they changed).

@@ -1,6 +1,7 @@
 """`--history`'s commit reader, run in worker processes: each commit of a chunk as a commit row
 and, per changed file, change rows (the file, and the definitions its hunks touch in the blob
-of that commit, parsed once by the index's own readers in their spans-only mode).
+of that commit, parsed once by the index's own readers in their spans-only mode; a Python
+blob's outline is derived from a neighbouring version's when one is cached, `parse_delta`).
 
 `codenib.compiler.history` cuts the commits into chunks, maps `read_chunk` over them and
 writes the tables; the decisions (merges, deletions, ids, `is_fix`) are documented there.
@@ -31,8 +32,9 @@ MAX_DIFFS = 4
 
 #: This process's parsed blobs and the read they belong to: kept from one chunk of a read to
 #: the next (a worker takes consecutive chunks, whose commits change the same files). At most
-#: `BLOB_CACHE` entries (a name list and a line array each); a worker process drops them when
-#: the next read starts or the pool closes, the reading process at the end of the read.
+#: `BLOB_CACHE` entries (a name list, a line array and a Python outline each); a worker
+#: process drops them when the next read starts or the pool closes, the reading process at
+#: the end of the read.
 _CACHE: dict = {"read": None, "blobs": None}
 
 
@@ -209,13 +211,9 @@ def _python_spans(repo, path: str, raw: bytes, blob: str, cache: _Blobs) -> tupl
 
 
 def _definitions(path: str, raw: bytes, language: str) -> list[tuple[str, int, int]]:
-    """(node id, start line, end line) of each non-file node the index's own reader finds in
-    `raw` (none when it cannot parse), read in the readers' spans-only mode: the same walk
-    and ids, without node texts, signatures, docs, calls or imports."""
-    if language == "python":
-        from codenib.compiler.parse import definition_spans
-
-        return definition_spans(path, raw)
+    """(node id, start line, end line) of each non-file node a tree-sitter reader finds in
+    `raw`, read in the readers' spans-only mode: the same walk and ids, without node texts,
+    signatures, docs, calls or imports (Python blobs: `_python_spans`)."""
     from codenib.compiler.lang import read_foreign_spans
 
     return read_foreign_spans(path, raw)

@@ -101,13 +101,16 @@ def parse_syntax(rel_path: str, raw: bytes) -> ParsedFile:
 
 @dataclass(frozen=True, slots=True)
 class Outline:
-    """Where a Python text's top-level statements and definitions lie: what `definition_spans`
-    reports, kept so that a neighbouring version of the file can be outlined by parsing only
-    the statements a diff touches (`codenib.compiler.parse_delta`)."""
+    """Where a Python text's top-level statements, the statements of its top-level classes,
+    and its definitions lie: what `definition_spans` reports, kept so that a neighbouring
+    version of the file can be outlined by parsing only the statements a diff touches
+    (`codenib.compiler.parse_delta`)."""
 
-    tops: tuple[tuple[int, int], ...]              # each top-level statement's first and last line
-    defs: tuple[tuple[str, int, int, int], ...]    # (qualname without #N, first, last line, top index)
-    lines: int                                     # the text's line count ("\n" count + 1)
+    tops: tuple[tuple[int, int], ...]                   # each top-level statement's first and last line
+    bodies: tuple[tuple[tuple[int, int], ...], ...]     # per top: a class's body statements, else ()
+    defs: tuple[tuple[str, int, int, int, int], ...]    # (qualname without #N, first line, last line,
+                                                        #  top, body statement of a class top or -1)
+    lines: int                                          # the text's line count ("\n" count + 1)
 
 
 def definition_spans(rel_path: str, raw: bytes) -> list[tuple[str, int, int]]:
@@ -133,14 +136,23 @@ def text_outline(text: str, rel_path: str = "<region>", first_line: int = 1) -> 
     if tree is None:
         return None
     shift = first_line - 1
-    tops = tuple((start + shift, end + shift) for start, end in map(_span, tree.body))
+    tops, bodies = [], []
+    for stmt in tree.body:
+        start, end = _span(stmt)
+        tops.append((start + shift, end + shift))
+        bodies.append(tuple((s + shift, e + shift) for s, e in map(_span, stmt.body))
+                      if isinstance(stmt, ast.ClassDef) else ())
     starts = [start for start, _ in tops]
     defs = []
     for d in _definitions(rel_path, tree):
         start, end = _span(d.tree)
-        defs.append((plain_qualname(d.qualname), start + shift, end + shift,
-                     bisect.bisect_right(starts, start + shift) - 1))
-    return Outline(tops, tuple(defs), text.count("\n") + 1)
+        start, end = start + shift, end + shift
+        top = bisect.bisect_right(starts, start) - 1
+        member = -1
+        if bodies[top] and d.tree is not tree.body[top]:
+            member = bisect.bisect_right(bodies[top], (start, float("inf"))) - 1
+        defs.append((plain_qualname(d.qualname), start, end, top, member))
+    return Outline(tuple(tops), tuple(bodies), tuple(defs), text.count("\n") + 1)
 
 
 def outline_spans(rel_path: str, outline: Outline) -> list[tuple[str, int, int]]:
@@ -148,7 +160,7 @@ def outline_spans(rel_path: str, outline: Outline) -> list[tuple[str, int, int]]
     them (the second `f` of a scope is `f#2`, counted over the whole file)."""
     seen: dict[str, int] = {}
     spans = []
-    for qual, start, end, _ in outline.defs:
+    for qual, start, end, *_ in outline.defs:
         n = seen[qual] = seen.get(qual, 0) + 1
         spans.append((make_node_id(rel_path, qual if n == 1 else f"{qual}#{n}"), start, end))
     return spans

@@ -46,6 +46,35 @@ def test_an_edit_inside_a_class_is_derived_and_named_as_a_full_parse_names_it():
     assert outline_spans("m.py", got) == definition_spans("m.py", new)
 
 
+def test_an_edit_to_a_later_method_parses_that_method_alone(monkeypatch):
+    """Behind a stand-in header (`class A:` and an indented `pass`), only the class's touched
+    body statement is parsed again; the class's span grows with it."""
+    from codenib.compiler import parse_delta
+
+    parsed: list[str] = []
+    outline = parse_delta.text_outline
+
+    def recording(text, rel_path="<region>", first_line=1):
+        parsed.append(text)
+        return outline(text, rel_path, first_line)
+
+    monkeypatch.setattr(parse_delta, "text_outline", recording)
+    new = BASE.replace(b"        return 3\n", b"        y = 3\n        return y\n")
+    got = _derive(BASE, new)
+    assert got == source_outline("m.py", new)
+    assert parsed == ["class A:\n    pass\n    def m(self):\n        y = 3\n        return y\n"]
+    assert outline_spans("m.py", got)[:4] == [("m.py::f", 4, 5), ("m.py::A", 7, 13), ("m.py::A.m", 8, 9),
+                                              ("m.py::A.m#2", 11, 13)]
+
+
+def test_a_method_dedented_out_of_its_class_is_parsed_as_the_file_reads_it():
+    """A region that leaves the class (a line back at column 0) is not taken as the class's:
+    the whole class is parsed again, and the result is still the full parse's."""
+    new = BASE.replace(b"    def m(self):\n        return 3\n", b"def m(self):\n    return 3\n")
+    assert _derive(BASE, new) == source_outline("m.py", new)
+    assert ("m.py::m", 11, 12) in definition_spans("m.py", new)
+
+
 def test_a_new_definition_before_a_repeat_renumbers_the_repeat():
     new = BASE.replace(b"\nclass A:", b"\ndef f():\n    pass\n\nclass A:")
     got = _derive(BASE, new)
