@@ -107,7 +107,7 @@ def _file_changes(repo, diff, i: int, delta, cache: _Blobs) -> list[tuple]:
     if patch is None or patch.delta.is_binary:
         return [(path, path, None)]
     counts: Counter = Counter()
-    hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+    hunks = _hunks(patch)
     if language == "python" and delta.status == pygit2.enums.DeltaStatus.MODIFIED:
         _note_diff(cache, str(delta.new_file.id), str(delta.old_file.id), hunks)
     total = 0
@@ -135,6 +135,11 @@ def _count(index: tuple[list[str], np.ndarray], start: int, n: int, counts: Coun
     if seg.size:
         for j, c in zip(*np.unique(seg, return_counts=True)):
             counts[names[j]] += int(c)
+
+
+def _hunks(patch) -> list[tuple[int, int, int, int]]:
+    """A patch's hunks as (old start, old lines, new start, new lines)."""
+    return [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
 
 
 def _note_diff(cache: _Blobs, new: str, old: str, hunks: list[tuple]) -> None:
@@ -198,8 +203,7 @@ def _python_spans(repo, path: str, raw: bytes, blob: str, cache: _Blobs) -> tupl
         hit = cache.parsed.get((last, "python"))
         if hit is not None and hit[2] is not None:
             patch = pygit2.Patch.create_from(repo[pygit2.Oid(hex=last)].data, raw, context_lines=0)
-            outline = derive(hit[2], raw, [(h.old_start, h.old_lines, h.new_start, h.new_lines)
-                                            for h in patch.hunks])
+            outline = derive(hit[2], raw, _hunks(patch))
     if outline is None:
         outline = source_outline(path, raw)
         if outline is None:
