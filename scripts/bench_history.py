@@ -9,6 +9,14 @@ newer one is the first-parent commit of REV whose history holds about `--commits
 `--old OLD --new NEW` time a given pair instead (a dev set's consecutive base commits: the
 largest gaps are fmt c03f55e..7f7504b (932 new commits), sphinx 7ca279e..7bdc11e (2,391),
 pylint 182cc53..0a4204f (666)).
+`--instances PARQUET --repo NAME` reads a dev set's snapshots instead, as `codenib index
+--reuse` would build them one after another: the base commits of NAME's instances in commit
+order, the first (and any that does not descend from the one before, e.g. on a maintenance
+branch) read in full, each other with the one before as `--reuse`, one worker pool for all
+(as a build's); it prints each snapshot's new commits, seconds and milliseconds per new commit,
+then the median and largest later read and how many took over 5 s. `--speed` times a fixed
+pure-Python loop before and after (this machine's speed drifts by 1.5-2x within an hour:
+compare timings of different runs only next to it).
 `--check` also reads the newer snapshot in full and compares the tables (incremental = full).
 `--rounds N` times the incremental read N more times each way, alternating: as shipped
 (a Python version outlined from its neighbour's outline and the diff, `parse_delta`) and
@@ -99,6 +107,61 @@ def _derived_vs_full(args, new: str, here: Path, out: Path, want, log) -> dict:
             "median_speedup": round(median["full_parses"] / median["derived"], 2)}
 
 
+def _speed() -> float:
+    """Seconds of a fixed 20 M-step pure-Python loop (this machine's speed at the moment)."""
+    import time
+
+    t0 = time.perf_counter()
+    total = 0
+    for i in range(20_000_000):
+        total += i
+    return round(time.perf_counter() - t0, 2)
+
+
+def _bases(repo: pygit2.Repository, instances: str, name: str) -> list[str]:
+    """The distinct base commits of `name`'s instances, oldest commit first."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(instances, columns=["repo", "base_commit"]).to_pylist()
+    oids = {repo.revparse_single(r["base_commit"]).peel(pygit2.Commit).id for r in rows if r["repo"] == name}
+    if not oids:
+        raise SystemExit(f"bench_history: {instances} has no instance of repo {name!r}")
+    return [str(o) for o in sorted(oids, key=lambda o: (repo[o].commit_time, str(o)))]
+
+
+def _sequence(args, repo: pygit2.Repository, log) -> dict:
+    """Each snapshot of a dev set read as consecutive `--reuse` builds would (see the module
+    docstring): rows of (base, new commits, seconds, full read or not)."""
+    import time
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, Workers(args.jobs) as workers:
+        def map_chunks(fn, chunks):
+            return workers.map_runs(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
+
+        previous = None
+        for i, base in enumerate(_bases(repo, args.instances, args.repo)):
+            here = Path(tmp) / str(i)
+            here.mkdir()
+            t0 = time.perf_counter()
+            tables = read_history(resolve(HistorySpec(Path(args.mirror), base), here), set(), previous,
+                                  map_chunks, log)
+            seconds = time.perf_counter() - t0
+            _write(here, tables)
+            (here / "manifest.json").write_text(json.dumps({"history": manifest_entry(tables)}))
+            full = tables.info["reused"] == 0
+            rows.append({"base": base[:12], "new_commits": tables.info["read"], "seconds": round(seconds, 2),
+                         "ms_per_commit": round(1000 * seconds / max(1, tables.info["read"]), 1), "full": full})
+            log(f"{base[:12]}: {tables.info['read']} commits in {seconds:.2f} s{' (full read)' if full else ''}")
+            previous = here
+    later = sorted(r["seconds"] for r in rows if not r["full"])
+    summary = {"later_snapshots": len(later)}
+    if later:
+        summary.update(median_seconds=statistics.median(later), max_seconds=later[-1],
+                       over_5_seconds=sum(s > 5 for s in later))
+    return {"snapshots": rows, "summary": summary}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", required=True, help="a bare mirror or .git folder")
@@ -112,12 +175,24 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=0,
                     help="also time the incremental read N times with derived Python outlines and N times "
                          "parsing every version in full, alternating (same tables asserted)")
+    ap.add_argument("--instances", help="a dev set's instances.parquet: time its snapshots of --repo in order")
+    ap.add_argument("--repo", help="with --instances: the instances' repo (e.g. fmtlib/fmt)")
+    ap.add_argument("--speed", action="store_true", help="time a fixed pure-Python loop before and after")
     args = ap.parse_args()
+    if bool(args.instances) != bool(args.repo):
+        ap.error("--instances and --repo go together")
     repo = pygit2.Repository(args.mirror)
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    if args.instances:
+        speed = _speed() if args.speed else None
+        results = {"mirror": args.mirror, "repo": args.repo, "jobs": args.jobs, **_sequence(args, repo, log)}
+        if args.speed:
+            results["loop_seconds_before_after"] = [speed, _speed()]
+        print(json.dumps(results, indent=2))
+        return 0
     new = str(repo.revparse_single(args.new).peel(pygit2.Commit).id) if args.new else \
         _snapshot(repo, args.rev, args.commits)
     old = str(repo.revparse_single(args.old or f"{new}~{args.step}").peel(pygit2.Commit).id)
-    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     results = {"mirror": args.mirror, "old": old, "new": new, "jobs": args.jobs}
     with tempfile.TemporaryDirectory() as tmp:
         here = Path(tmp)
