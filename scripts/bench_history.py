@@ -33,6 +33,7 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pygit2
@@ -109,8 +110,6 @@ def _derived_vs_full(args, new: str, here: Path, out: Path, want, log) -> dict:
 
 def _speed() -> float:
     """Seconds of a fixed 20 M-step pure-Python loop (this machine's speed at the moment)."""
-    import time
-
     t0 = time.perf_counter()
     total = 0
     for i in range(20_000_000):
@@ -132,8 +131,6 @@ def _bases(repo: pygit2.Repository, instances: str, name: str) -> list[str]:
 def _sequence(args, repo: pygit2.Repository, log) -> dict:
     """Each snapshot of a dev set read as consecutive `--reuse` builds would (see the module
     docstring): rows of (base, new commits, seconds, full read or not)."""
-    import time
-
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Workers(args.jobs) as workers:
         def map_chunks(fn, chunks):
