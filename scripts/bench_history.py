@@ -72,17 +72,24 @@ def _snapshot(repo: pygit2.Repository, rev: str, commits: int) -> str:
 
 
 def _write(folder: Path, tables):
+    """The tables and a manifest naming them under `folder`: a later read's `--reuse`."""
     write_history(folder, tables)
+    (folder / "manifest.json").write_text(json.dumps({"history": manifest_entry(tables)}))
     return tables
+
+
+def _mapper(workers: Workers):
+    """`map_chunks` as a build passes it to `read_history`: in `workers`, or here with one."""
+    def map_chunks(fn, chunks):
+        return workers.map_runs(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
+
+    return map_chunks
 
 
 def _timed(jobs: int, work):
     """Run `work(map_chunks)` with its own worker pool (closed, so its CPU time is counted)."""
     with Stopwatch() as sw, Workers(jobs) as workers:
-        def map_chunks(fn, chunks):
-            return workers.map_runs(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
-
-        result = work(map_chunks)
+        result = work(_mapper(workers))
     return result, {"wall_seconds": round(sw.wall, 2), "cpu_seconds": round(sw.cpu, 2)}
 
 
@@ -133,9 +140,7 @@ def _sequence(args, repo: pygit2.Repository, log) -> dict:
     docstring): rows of (base, new commits, seconds, full read or not)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Workers(args.jobs) as workers:
-        def map_chunks(fn, chunks):
-            return workers.map_runs(fn, chunks, "history", "chunk", False) if workers.size > 1 else [fn(c) for c in chunks]
-
+        map_chunks = _mapper(workers)
         previous = None
         for i, base in enumerate(_bases(repo, args.instances, args.repo)):
             here = Path(tmp) / str(i)
@@ -145,7 +150,6 @@ def _sequence(args, repo: pygit2.Repository, log) -> dict:
                                   map_chunks, log)
             seconds = time.perf_counter() - t0
             _write(here, tables)
-            (here / "manifest.json").write_text(json.dumps({"history": manifest_entry(tables)}))
             full = tables.info["reused"] == 0
             rows.append({"base": base[:12], "new_commits": tables.info["read"], "seconds": round(seconds, 2),
                          "ms_per_commit": round(1000 * seconds / max(1, tables.info["read"]), 1), "full": full})
@@ -196,7 +200,6 @@ def main() -> int:
         first, results["full"] = _timed(args.jobs, lambda m: _write(here, read_history(
             resolve(HistorySpec(Path(args.mirror), old), here), set(), None, m, log)))
         results["full"].update(commits=first.commits.num_rows, changes=first.changes.num_rows)
-        (here / "manifest.json").write_text(json.dumps({"history": manifest_entry(first)}))
         out = here / "next"
         out.mkdir()
         second, results["incremental"] = _timed(args.jobs, lambda m: _write(out, read_history(
