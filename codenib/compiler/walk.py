@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +50,12 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
     `codenib.engines.languages`), sorted by relative path.
 
     Skips hidden folders, virtual environments, `node_modules`, caches, top-level build
-    outputs, `*.egg-info`, files over `max_file_bytes`, binary files, symlinks that leave the
-    root and paths holding `::` (the node-id separator: such a file's ids could equal another
-    file's). Symlinked folders are not followed (they would loop or duplicate files).
+    outputs, `*.egg-info`, files over `max_file_bytes`, binary files, anything that is not a
+    regular file (a named pipe would block the read forever; a device, a socket), symlinks
+    that leave the root, loop or end at no regular file, and paths holding `::` (the node-id
+    separator: such a file's ids could equal another file's). Symlinked folders are not
+    followed (they would loop or duplicate files). A folder that cannot be listed is skipped
+    and named (its path ending in `/`).
 
     Raises:
         BadInputError: the root is missing or is not a folder.
@@ -65,7 +70,11 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
     root_real = root_path.resolve()
     files: list[SourceFile] = []
     skipped: list[SkippedFile] = []
-    for dirpath, dirnames, filenames in os.walk(root_real, followlinks=False):
+    def unlistable(exc: OSError) -> None:
+        rel = Path(exc.filename).relative_to(root_real).as_posix() if exc.filename else "."
+        skipped.append(SkippedFile(rel + "/", f"folder not readable: {exc.strerror}"))
+
+    for dirpath, dirnames, filenames in os.walk(root_real, onerror=unlistable, followlinks=False):
         here = Path(dirpath)
         rel_dir = here.relative_to(root_real)
         dirnames[:] = sorted(d for d in dirnames if not _skip_dir(here / d, d, top=rel_dir == Path(".")))
@@ -106,21 +115,32 @@ def _skip_dir(path: Path, name: str, top: bool) -> bool:
         return True
     if path.is_symlink():
         return True
-    # A virtual environment of any name announces itself with pyvenv.cfg.
-    return (path / "pyvenv.cfg").is_file()
+    # A virtual environment of any name announces itself with pyvenv.cfg. A folder that cannot
+    # be searched is kept here: listing it fails in `os.walk`, which names it as skipped.
+    try:
+        return stat.S_ISREG(os.stat(path / "pyvenv.cfg").st_mode)
+    except OSError:
+        return False
 
 
 def _skip_file(path: Path, root_real: Path, max_file_bytes: int) -> str | None:
     if path.is_symlink():
-        target = path.resolve()
+        try:
+            target = path.resolve(strict=True)
+        except RuntimeError:     # Python 3.11 raises this for a loop, later versions OSError(ELOOP)
+            return "symlink loop"
+        except OSError as exc:
+            return "symlink loop" if exc.errno == errno.ELOOP else f"broken symlink: {exc.strerror}"
         if not target.is_relative_to(root_real):
             return "symlink leaves the repository root"
-        if not target.is_file():
-            return "symlink to something that is not a file"
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except OSError as exc:
         return f"unreadable: {exc.strerror}"
+    if not stat.S_ISREG(info.st_mode):
+        # Opening a named pipe blocks until a writer comes; devices and sockets are no source.
+        return f"not a regular file ({_file_type(info.st_mode)})"
+    size = info.st_size
     if size > max_file_bytes:
         return f"larger than {max_file_bytes} bytes ({size} bytes; see --max-file-bytes)"
     try:
@@ -132,6 +152,14 @@ def _skip_file(path: Path, root_real: Path, max_file_bytes: int) -> str | None:
     if b"\0" in head and _looks_binary(head):
         return "binary file"
     return None
+
+
+def _file_type(mode: int) -> str:
+    for test, word in ((stat.S_ISFIFO, "named pipe"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder")):
+        if test(mode):
+            return word
+    return "special file"
 
 
 def _looks_binary(head: bytes) -> bool:

@@ -1,6 +1,8 @@
 """Which files a build reads."""
 
+import errno
 import os
+import threading
 
 import pytest
 
@@ -76,3 +78,54 @@ def test_paths_holding_the_node_id_separator_are_skipped(tmp_path):
     assert [f.rel_path for f in files] == ["x.py"]
     assert sorted(s.rel_path for s in skipped) == ["a::b/c.py", "x.py::C.py"]
     assert all("contains '::'" in s.reason for s in skipped)
+
+
+def test_a_named_pipe_is_skipped_not_opened(tmp_path):
+    # Opening a FIFO blocks until a writer comes: the walk used to hang forever on one.
+    make(tmp_path, "a.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(walk_repository(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(60)
+    if not done:     # unblock the reader so the thread ends, then fail
+        with open(tmp_path / "pipe.py", "wb"):
+            pass
+        pytest.fail("walk_repository blocked on a named pipe")
+    files, skipped = done[0]
+    assert [f.rel_path for f in files] == ["a.py"]
+    assert [(s.rel_path, s.reason) for s in skipped] == [("pipe.py", "not a regular file (named pipe)")]
+
+
+def test_a_symlink_loop_and_a_broken_link_are_skipped_and_named(tmp_path):
+    make(tmp_path, "a.go", b"package a\n")
+    os.symlink("y.go", tmp_path / "x.go")
+    os.symlink("x.go", tmp_path / "y.go")
+    os.symlink("gone.go", tmp_path / "z.go")
+    files, skipped = walk_repository(tmp_path)
+    assert [f.rel_path for f in files] == ["a.go"]
+    reasons = {s.rel_path: s.reason for s in skipped}
+    assert reasons["x.go"] == reasons["y.go"] == "symlink loop"
+    assert reasons["z.go"].startswith("broken symlink")
+
+
+def test_an_unreadable_folder_is_skipped_and_named_as_itself(tmp_path, monkeypatch):
+    # As root nothing is unreadable, so the file system's refusal is played by os.stat and
+    # os.scandir (what os.walk and pathlib call) raising EACCES under `locked/`.
+    make(tmp_path, "a.py")
+    make(tmp_path, "locked/b.py")
+    locked = str(tmp_path / "locked")
+
+    def refuse(real, the_folder_too):
+        def call(path, *args, **kwargs):
+            name = os.fspath(path)
+            if name.startswith(locked + os.sep) or (the_folder_too and name == locked):
+                raise PermissionError(errno.EACCES, "Permission denied", name)
+            return real(path, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "stat", refuse(os.stat, False))
+    monkeypatch.setattr(os, "scandir", refuse(os.scandir, True))
+    files, skipped = walk_repository(tmp_path)
+    assert [f.rel_path for f in files] == ["a.py"]
+    assert [(s.rel_path, s.reason) for s in skipped] == [("locked/", "folder not readable: Permission denied")]
