@@ -50,8 +50,10 @@ def run(args: argparse.Namespace) -> int:
     from codenib.eval.qrels import read_qrels
     from codenib.eval.queries import read_queries
     from codenib.eval.runs import read_results
+    from codenib.core.outputs import refuse_uri
     from codenib.core.results import check_results_dir
 
+    refuse_uri(args.out, "codenib demo --out", "pass a local folder")
     out = Path(args.out)
     index_dir, results_dir, report_dir = out / "index", out / "results", out / "report"
     # Before any work: a folder holding files an earlier demo did not write stops here, untouched.

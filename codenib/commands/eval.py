@@ -59,6 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.core.errors import BadInputError
+    from codenib.core.outputs import refuse_uri
     from codenib.eval import markdown, report
     from codenib.eval.reportdata import EvalOptions
     from codenib.eval.qrels import read_qrels
@@ -78,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     if args.html and (args.out is None or args.qrels is None):
         raise BadInputError("--html writes report.html into the report folder, so it needs --out and --qrels",
                             fix="pass --out REPORT_DIR and --qrels QRELS (or drop --html)")
+    refuse_uri(args.out, "codenib eval --out",
+               "write the report to a local folder (the results and the runs it reads may be URIs)")
+    refuse_uri(args.export_trec, "codenib eval --export-trec", "write the TREC run to a local file")
     if args.export_trec:
         _check_export(Path(args.export_trec), args.force)
     if args.out and args.qrels is not None:

@@ -66,8 +66,11 @@ def run(args: argparse.Namespace) -> int:
     from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.history import HistorySpec
     from codenib.core.errors import BadInputError
+    from codenib.core.outputs import refuse_uri
     from codenib.core.tokens import TokenizerConfig
 
+    refuse_uri(args.out, "codenib index --out",
+               "build into a local folder; upload it yourself (`codenib run` reads indexes from object storage)")
     if args.batch_size is not None and args.batch_size < 1:
         raise BadInputError(f"--batch-size must be at least 1, got {args.batch_size}", fix="pass --batch-size 32")
     if args.jobs is not None and args.jobs < 1:

@@ -237,7 +237,7 @@ def atomic_index_dir(out: str | os.PathLike, force: bool = False) -> Iterator[Pa
     failure (or by the next build, when the process was killed). `force` replaces an `out`
     that also holds files CodeNib did not write (they are deleted with it).
     """
-    out = Path(out).absolute()
+    out = outputs.through_links(Path(out).absolute())
     check_output_dir(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_staging(out)
@@ -248,8 +248,9 @@ def atomic_index_dir(out: str | os.PathLike, force: bool = False) -> Iterator[Pa
 @contextlib.contextmanager
 def atomic_dir(out: str | os.PathLike, last_file: str) -> Iterator[Path]:
     """Yield a staging folder beside `out`; when the block succeeds and `last_file` (written
-    last) exists in it, it replaces `out` by renames; on any failure it is removed."""
-    out = Path(out).absolute()
+    last) exists in it, it replaces `out` by renames; on any failure it is removed. A link
+    named `out` stays a link: the folder it names is the one replaced."""
+    out = outputs.through_links(Path(out).absolute())
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     staging.mkdir()

@@ -15,6 +15,7 @@ import errno
 import os
 import re
 import shutil
+import stat
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from codenib.core.errors import BadInputError, DiskWriteError
+from codenib.core.storage import is_uri
 
 #: Names of temporary files: `.NAME.PID-NONCE.tmp`, one per process and write.
 TMP_NAME = re.compile(r"\..+\.\d+-[0-9a-f]{8}\.tmp")
@@ -61,6 +63,53 @@ class Ownership:
 
     owns: Callable[[str], bool]
     dirs: frozenset[str] = frozenset()
+
+
+def through_links(path: str | os.PathLike) -> Path:
+    """Where a write to `path` lands: the path itself, or, when it is a symbolic link, the
+    final target of its chain (a write goes through a link and never replaces it; a rename
+    onto the link would turn it into a regular file, and as root `/dev/stdout` became one).
+
+    Raises:
+        BadInputError: the links form a loop.
+    """
+    path = Path(path)
+    if not path.is_symlink():
+        return path
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadInputError("the output path is a symbolic link that loops", path=str(path),
+                                fix="remove the link or pass another path") from exc
+        # A link to a path that does not exist yet: the write creates its target.
+    return Path(os.path.realpath(path))
+
+
+def in_place_write(path: str | os.PathLike) -> bool:
+    """Whether a file write to `path` must go through the name in place, not by a rename: the
+    path (after its links) is a device, a pipe or a socket, or a link through `/proc` (what
+    `/dev/stdout` names: renaming onto it would replace the device, not write to it)."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+        return True
+    return path.is_symlink() and Path(os.path.realpath(path)).parts[1:2] in (("proc",), ("dev",))
+
+
+def refuse_uri(value: str | None, flag: str, fix: str) -> None:
+    """Refuse an object-storage URI given to an output option that writes local paths only
+    (without this, `s3://b/x` became the local folder `./s3:/b/x`).
+
+    Raises:
+        BadInputError: `value` is a URI.
+    """
+    if value is not None and is_uri(str(value)):
+        raise BadInputError(f"{flag} writes a local path only, and {value!r} is an object-storage URI; "
+                            "nothing was written", path=str(value), fix=fix)
 
 
 def tmp_path(path: Path) -> Path:

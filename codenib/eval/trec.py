@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from codenib.core.errors import BadInputError
-from codenib.core.outputs import writing
+from codenib.core.outputs import in_place_write, through_links, writing
 from codenib.eval.io import Warn, warn_stderr
 
 
@@ -74,12 +74,13 @@ def write_trec_run(rows: Iterable[TrecRow], path: str | os.PathLike) -> int:
                 raise BadInputError(f"{what} {value!r} is empty or holds whitespace and "
                                     "cannot be written to a TREC run", path=str(p),
                                     fix="keep the results in Parquet, or rename it")
-    if p.exists() and not p.is_file():
+    if in_place_write(p):
         # A device or a pipe (/dev/stdout, a FIFO): written in place. A rename would replace
         # the device node itself (as root, `/dev/full` became a regular file).
         with writing(p), open(p, "w", encoding="utf-8") as fh:
             fh.writelines(_trec_line(r) for r in rows)
         return len(rows)
+    p = through_links(p)      # a link to a file: the file is replaced, the link stays
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:

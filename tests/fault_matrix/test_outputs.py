@@ -331,6 +331,68 @@ def index_fresh(w, tmp):
     return _index_argv(w, tmp / "idx")
 
 
+# --- issue 38 item 1: a write through a link never replaces the link ------------------------
+
+#: An open file of the process the links below name through /proc (as /dev/stdout does).
+_FD_FILES: list = []
+
+
+def eval_export_trec_through_a_link_forced(w, tmp):
+    _put(tmp / "t.trec", "q1 Q0 a.py 1 1.0 mine\n")
+    os.symlink("t.trec", tmp / "l.trec")
+    return ["eval", "--results", str(w.run), "--export-trec", str(tmp / "l.trec"), "--force"]
+
+
+def trec_written_through_the_link(tmp):
+    assert (tmp / "l.trec").is_symlink() and os.readlink(tmp / "l.trec") == "t.trec"
+    lines = (tmp / "t.trec").read_text().splitlines()
+    assert lines and not any(line.endswith(" mine") for line in lines)
+
+
+def eval_export_trec_through_proc_fd_forced(w, tmp):
+    # `--export-trec /dev/stdout` as root replaced the system's /dev/stdout: a link through
+    # /proc/self/fd to an open file of this process plays it here, harmlessly.
+    fh = open(tmp / "stdout.txt", "w")
+    _FD_FILES.append(fh)
+    os.symlink(f"/proc/self/fd/{fh.fileno()}", tmp / "out.trec")
+    return ["eval", "--results", str(w.run), "--export-trec", str(tmp / "out.trec"), "--force"]
+
+
+def trec_written_through_proc(tmp):
+    while _FD_FILES:
+        _FD_FILES.pop().close()
+    assert (tmp / "out.trec").is_symlink()
+    assert (tmp / "stdout.txt").read_text().startswith("q")
+
+
+def index_through_a_link_forced(w, tmp):
+    _copy(w.index, tmp / "real_idx")
+    os.symlink("real_idx", tmp / "idx")
+    return _index_argv(w, tmp / "idx") + ["--force"]
+
+
+def index_rebuilt_behind_the_link(tmp):
+    assert (tmp / "idx").is_symlink() and os.readlink(tmp / "idx") == "real_idx"
+    assert artifact.is_index_dir(tmp / "real_idx")
+    assert not [p for p in tmp.iterdir() if ".staging-" in p.name or ".old-" in p.name]
+
+
+def eval_report_through_a_link(w, tmp):
+    _copy(w.report, tmp / "real_report")
+    os.symlink("real_report", tmp / "report")
+    return _eval_argv(w, tmp / "report")
+
+
+def report_rewritten_behind_the_link(tmp):
+    assert (tmp / "report").is_symlink() and (tmp / "real_report" / "metrics.json").is_file()
+
+
+def index_out_is_a_link_loop(w, tmp):
+    os.symlink("b", tmp / "a")
+    os.symlink("a", tmp / "b")
+    return _index_argv(w, tmp / "a")
+
+
 # --- injected faults (issue 27, item 8: a full disk) -------------------------------------------
 
 def _enospc(*args, **kwargs):
@@ -487,6 +549,17 @@ CASES = [
          r"part-00000.parquet holds 1 rows; the manifest recorded .*; shard 0 runs again", run_redone_whole),
     Case("eval --force --export-trec over an existing file", eval_export_trec_over_a_file_forced, 0, r"wrote \d+ lines",
          trec_replaced),
+    # Issue 38 item 1: through a link (to a file, through /proc, to a folder) the target is
+    # written and the link stays a link.
+    Case("eval --force --export-trec through a link to a file", eval_export_trec_through_a_link_forced, 0,
+         r"wrote \d+ lines", trec_written_through_the_link),
+    Case("eval --force --export-trec through a /proc/self/fd link", eval_export_trec_through_proc_fd_forced, 0,
+         r"wrote \d+ lines", trec_written_through_proc),
+    Case("index --force through a link to an index", index_through_a_link_forced, 0, r"",
+         index_rebuilt_behind_the_link),
+    Case("eval --out through a link to a report", eval_report_through_a_link, 0, r"",
+         report_rewritten_behind_the_link),
+    Case("index --out is a symlink loop", index_out_is_a_link_loop, 2, r"a: the output path is a symbolic link that loops"),
 ]
 
 
@@ -530,3 +603,23 @@ def _hashes(folder: Path) -> dict[str, str]:
         elif path.is_dir():
             out[rel + "/"] = "dir"
     return out
+
+
+# --- issue 38 item 10: an output option takes a URI or refuses it, never a local `s3:` folder ---
+
+URI_REFUSALS = [
+    ("eval --out", lambda w: ["eval", "--results", str(w.run), "--qrels", str(w.qrels), "--out", "s3://b/rep"]),
+    ("eval --export-trec", lambda w: ["eval", "--results", str(w.run), "--export-trec", "s3://b/run.trec"]),
+    ("index --out", lambda w: ["index", str(w.repo), "--out", "s3://b/idx", "--no-dense", "--quiet"]),
+    ("demo --out", lambda w: ["demo", "--out", "gs://b/demo", "--quiet"]),
+]
+
+
+@pytest.mark.parametrize("flag,argv", URI_REFUSALS, ids=[f for f, _ in URI_REFUSALS])
+def test_an_output_uri_is_refused_where_only_local_paths_are_written(flag, argv, world, tmp_path, monkeypatch,
+                                                                     capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv(world)) == 2
+    first = capsys.readouterr().err.strip().splitlines()[0]
+    assert f"{flag} writes a local path only" in first and "(fix: " in first, first
+    assert list(tmp_path.iterdir()) == []
