@@ -42,7 +42,7 @@ def test_the_package_keeps_every_layer_contract(lint_available):
     # a new cycle inside one package
     ("ops/retrieve.py", "import codenib.ops.expand", "no import cycles"),
     # the executor (and the plan classes) asking the planner: the plan must say it all
-    ("model/pipelines.py", "import codenib.model.planner", "executor"),
+    ("model/executor.py", "import codenib.model.planner", "executor"),
 ], ids=["upward", "index-compiler", "core", "cycle", "executor"])
 def test_an_import_that_breaks_a_contract_fails(lint_available, tmp_path, module, line, contract):
     shutil.copytree(ROOT / "codenib", tmp_path / "codenib", ignore=shutil.ignore_patterns("__pycache__", "data"))

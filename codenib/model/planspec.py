@@ -60,7 +60,7 @@ class Search:
 
 @dataclass(frozen=True, slots=True)
 class RetrievalPathPlan:
-    """What to run for one query; executed by `codenib.model.pipelines`, which decides
+    """What to run for one query; executed by `codenib.model.executor`, which decides
     nothing: the searches, the fusion runs and weights and the parsed report are here.
 
     `to_dict` (the trace's `detail.plan`) writes the declarative fields only: the execution
