@@ -49,7 +49,7 @@ def fit_into(folder: Path, log: Callable[[str], None]) -> dict:
                "history": {name: w for name, w in result.history}, **{k: v for k, v in entry.items()
                                                                       if k not in ("path", "seconds")},
                "notes": result.notes}
-    (folder / FITTED_PATH).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    (folder / FITTED_PATH).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     log(f"history fit: {result.examples} of {result.commits_considered} commits, "
         + ("fitted" if result.fitted else "prior kept: " + str(result.notes.get("reason")))
         + f"; in-sample file hit@5 {result.train_file_at5[0]:.3f} -> {result.train_file_at5[1]:.3f}, "
@@ -74,7 +74,7 @@ def index_weights(index) -> LocaliseWeights | None:
         raise IndexFormatError("the manifest names fitted weights but does not list their file", path=str(path),
                                fix=fix)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise IndexFormatError(f"unreadable fitted weights: {exc}", path=str(path), fix=fix) from exc
     values, hist = data.get("weights"), data.get("history") or {}

@@ -187,7 +187,7 @@ def _model_name(options: RerankOptions, shards: list[RerankShard]) -> str | None
         return (options.llm or {}).get("model")
     for s in shards:
         if s.index_path:
-            manifest = json.loads((Path(s.index_path) / "manifest.json").read_text())
+            manifest = json.loads((Path(s.index_path) / "manifest.json").read_text(encoding="utf-8"))
             return (manifest.get("model") or {}).get("name")
     return None
 

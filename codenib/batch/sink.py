@@ -237,7 +237,7 @@ class ParquetSink(ShardSink):
         tmp = tmp_path(self.folder.manifest_path)
         try:
             with writing(self.folder.manifest_path):
-                tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True))
+                tmp.write_text(json.dumps(self._manifest, indent=2, sort_keys=True), encoding="utf-8")
             os.replace(tmp, self.folder.manifest_path)
         finally:
             tmp.unlink(missing_ok=True)

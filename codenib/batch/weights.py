@@ -41,7 +41,7 @@ def load_weights(path: str) -> LocaliseWeights:
 def packaged_provenance() -> str:
     """What the packaged weights were fitted on, as their file says (`fitted_on`)."""
     try:
-        text = resources.files("codenib").joinpath("data/localise_weights.json").read_text()
+        text = resources.files("codenib").joinpath("data/localise_weights.json").read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError):
         return "hand-set (no packaged weights file)"
     return str(json.loads(text).get("fitted_on", "not recorded"))
@@ -51,7 +51,7 @@ def packaged_provenance() -> str:
 def default_weights() -> LocaliseWeights:
     """The packaged fitted weights (hand-set ones when the file is absent); read once."""
     try:
-        text = resources.files("codenib").joinpath("data/localise_weights.json").read_text()
+        text = resources.files("codenib").joinpath("data/localise_weights.json").read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError):
         return LocaliseWeights()
     return LocaliseWeights(json.loads(text)["weights"])

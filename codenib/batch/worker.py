@@ -100,7 +100,7 @@ def loaded_bytes(folder: str, parts: tuple[str, ...]) -> int:
     import json
 
     try:
-        artifacts = json.loads((Path(folder) / "manifest.json").read_text()).get("artifacts", {})
+        artifacts = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8")).get("artifacts", {})
     except (OSError, ValueError):
         return 0
     return sum(int(a.get("size", 0)) for name, a in artifacts.items()

@@ -22,8 +22,20 @@ EXIT_READER_GONE = 141
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `codenib` console script."""
     _offline_environment()
+    if argv is None:
+        argv = [utf8_argument(a) for a in sys.argv[1:]]
     with _terminal_streams():
         return _main(argv)
+
+
+def utf8_argument(arg: str) -> str:
+    """A command-line argument as the UTF-8 text the shell passed: under a C or POSIX locale
+    Python decodes argv as ASCII, turning every non-ASCII byte into a lone surrogate (a query
+    `grüße` became `gr\\udcc3...`, then U+FFFD). Bytes that are not UTF-8 stay as they were."""
+    try:
+        return os.fsencode(arg).decode("utf-8")
+    except UnicodeDecodeError:
+        return arg
 
 
 def _main(argv: list[str] | None) -> int:

@@ -221,7 +221,7 @@ def _previous_history(previous: Path | None, repo, head, log: Callable[[str], No
     if previous is None:
         return None
     try:
-        entry = json.loads((previous / "manifest.json").read_text()).get("history")
+        entry = json.loads((previous / "manifest.json").read_text(encoding="utf-8")).get("history")
     except (OSError, ValueError):
         entry = None
     if not isinstance(entry, dict) or not entry.get("head"):

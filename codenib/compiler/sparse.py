@@ -59,7 +59,7 @@ class DocTerms:
     def save(self, folder: Path) -> None:
         """Write the counts under `folder` (plain .npy and JSON, nothing pickled)."""
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / TERMS_VOCAB_FILE).write_text(json.dumps(self.vocab, ensure_ascii=False))
+        (folder / TERMS_VOCAB_FILE).write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
         np.save(folder / TERMS_PTR_FILE, self.ptr, allow_pickle=False)
         np.save(folder / TERMS_IDS_FILE, self.ids, allow_pickle=False)
         np.save(folder / TERMS_COUNTS_FILE, self.counts, allow_pickle=False)
@@ -67,7 +67,7 @@ class DocTerms:
     @classmethod
     def load(cls, folder: Path) -> "DocTerms":
         """Read what `save` wrote (raises OSError or ValueError when it is not there or bad)."""
-        vocab = json.loads((folder / TERMS_VOCAB_FILE).read_text())
+        vocab = json.loads((folder / TERMS_VOCAB_FILE).read_text(encoding="utf-8"))
         ptr = np.load(folder / TERMS_PTR_FILE, allow_pickle=False)
         ids = np.load(folder / TERMS_IDS_FILE, allow_pickle=False)
         counts = np.load(folder / TERMS_COUNTS_FILE, allow_pickle=False)

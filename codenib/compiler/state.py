@@ -74,7 +74,7 @@ def save_state(folder: Path, graph: GraphState, terms: DocTerms, root_package: s
     sha256, ForeignFacts) of the non-Python files)."""
     incr = folder / INCR_DIR
     incr.mkdir(parents=True, exist_ok=True)
-    (incr / STATE_FILE).write_text(json.dumps(_meta(root_package, tokenizer), indent=2, sort_keys=True))
+    (incr / STATE_FILE).write_text(json.dumps(_meta(root_package, tokenizer), indent=2, sort_keys=True), encoding="utf-8")
     files = sorted(graph.files.items())
     pq.write_table(pa.table({
         "path": [p for p, _ in files],
@@ -122,7 +122,7 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
     incr = index_dir / INCR_DIR
     nothing = Previous(index_dir, None, None, None, manifest=manifest)
     try:
-        meta = json.loads((incr / STATE_FILE).read_text())
+        meta = json.loads((incr / STATE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         log(f"reuse: {index_dir} has no incremental state (built by an older CodeNib); "
             "parsing and resolving every file")

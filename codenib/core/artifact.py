@@ -67,7 +67,7 @@ def is_index_dir(path: Path) -> bool:
     if not manifest.is_file():
         return False
     try:
-        return json.loads(manifest.read_text()).get("format") == FORMAT_NAME
+        return json.loads(manifest.read_text(encoding="utf-8")).get("format") == FORMAT_NAME
     except (OSError, ValueError):
         return False
 
@@ -92,7 +92,7 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
                                "(an interrupted build leaves none)", path=str(folder), fix=fix_rebuild)
     check_confined(folder, [MANIFEST])
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise IndexFormatError(f"unreadable manifest: {exc}", path=str(path), fix=fix_rebuild) from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
@@ -205,7 +205,7 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     }
     full[SELF_CHECKSUM] = manifest_checksum(full)
     tmp = outputs.tmp_path(folder / MANIFEST)
-    tmp.write_text(json.dumps(full, indent=2, sort_keys=True))
+    tmp.write_text(json.dumps(full, indent=2, sort_keys=True), encoding="utf-8")
     os.replace(tmp, folder / MANIFEST)
     return full
 
@@ -216,7 +216,7 @@ def index_ownership(folder: Path) -> outputs.Ownership | None:
     if not is_index_dir(folder):
         return None
     try:
-        listed = json.loads((folder / MANIFEST).read_text()).get("artifacts")
+        listed = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("artifacts")
     except (OSError, ValueError):
         return None
     return outputs.files_of([MANIFEST, *(listed if isinstance(listed, dict) else ())])
@@ -330,19 +330,19 @@ def git_commit(root: Path) -> str | None:
     git = root / ".git"
     try:
         if git.is_file():  # a worktree or submodule: "gitdir: <path>"
-            text = git.read_text().strip()
+            text = git.read_text(encoding="utf-8").strip()
             if text.startswith("gitdir:"):
                 git = (root / text.split(":", 1)[1].strip()).resolve()
-        head = (git / "HEAD").read_text().strip()
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
         if not head.startswith("ref:"):
             return head or None
         ref = head.split(":", 1)[1].strip()
         ref_file = git / ref
         if ref_file.is_file():
-            return ref_file.read_text().strip() or None
+            return ref_file.read_text(encoding="utf-8").strip() or None
         packed = git / "packed-refs"
         if packed.is_file():
-            for line in packed.read_text().splitlines():
+            for line in packed.read_text(encoding="utf-8").splitlines():
                 if line.endswith(" " + ref):
                     return line.split(" ", 1)[0]
     except OSError:

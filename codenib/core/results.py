@@ -130,7 +130,7 @@ class ResultsFolder:
 
     def manifest(self) -> dict[str, Any]:
         """The parsed `_manifest.json` (raises OSError or ValueError; callers word the error)."""
-        return json.loads(self.manifest_path.read_text())
+        return json.loads(self.manifest_path.read_text(encoding="utf-8"))
 
     def parts(self) -> list[Path]:
         """The result part files, in shard order. A part is renamed into place only once
@@ -293,7 +293,7 @@ def download_results(uri: str, storage, dest: Path) -> Path:
     manifest = json.loads(store.read_bytes(MANIFEST))
     dest.mkdir(parents=True, exist_ok=True)
     (dest / PLAN_PARTS).mkdir(exist_ok=True)
-    (dest / MANIFEST).write_text(json.dumps(manifest))
+    (dest / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     for shard in manifest.get("shards", {}).values():
         for rel in (shard["file"], f"{PLAN_PARTS}/{shard['file']}"):
             if store.is_file(rel):  # a missing one is named by the reader's `check_parts`

@@ -102,7 +102,7 @@ def sample_texts() -> list[str]:
     texts = [c for c in chunks[::step] if c.strip()][:SAMPLE_CHUNKS]
     queries = root / "data" / "demo_queries.jsonl"
     if queries.is_file():
-        texts += [json.loads(line)["query"] for line in queries.read_text().splitlines() if line.strip()]
+        texts += [json.loads(line)["query"] for line in queries.read_text(encoding="utf-8").splitlines() if line.strip()]
     return texts
 
 
@@ -124,7 +124,7 @@ def _cpu_signature() -> str:
     """The CPU model, its vector extensions and the cores this process may use."""
     model, flags = platform.processor(), ""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("model name") and not model:
                 model = line.split(":", 1)[1].strip()
             if line.startswith("flags"):
@@ -140,7 +140,7 @@ def _cpu_signature() -> str:
 
 def _read(path: Path) -> dict:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 
@@ -148,7 +148,7 @@ def _read(path: Path) -> dict:
 def _write(path: Path, table: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps(table, indent=2, sort_keys=True))
+    tmp.write_text(json.dumps(table, indent=2, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
 
 

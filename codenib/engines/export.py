@@ -135,7 +135,7 @@ def _versions(packages: tuple[str, ...]) -> dict[str, str]:
 def _read_export(dest: Path, recipe: str, key: str) -> ExportedModel | None:
     """A complete export in `dest` whose model file still has its recorded checksum."""
     try:
-        meta = json.loads((dest / META_FILE).read_text())
+        meta = json.loads((dest / META_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if meta.get("key") != key or not (dest / ONNX_FILE).is_file() or not (dest / TOKENIZER_FILE).is_file():
@@ -177,7 +177,7 @@ def _make(spec, recipe: Recipe, key: str, source_folder: Path, dest: Path, log: 
                 "onnx_sha256": sha256_file(onnx_path), "onnx_size": onnx_path.stat().st_size,
                 "check_min_cosine": round(float(min_cos), 7), "seconds": round(time.perf_counter() - t0, 1),
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-        (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
+        (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(staging, dest)

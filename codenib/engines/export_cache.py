@@ -67,7 +67,7 @@ def file_digests(paths: list[Path]) -> list[str]:
     an encoder does not read 90 MB of weights again (0.2 s on 2 cores)."""
     memo_path = encoders_dir() / "digests.json"
     try:
-        memo = json.loads(memo_path.read_text())
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         memo = {}
     out, changed = [], False
@@ -82,7 +82,7 @@ def file_digests(paths: list[Path]) -> list[str]:
         with contextlib.suppress(OSError):
             memo_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = memo_path.with_name(f".digests-{uuid.uuid4().hex}.tmp")
-            tmp.write_text(json.dumps(memo, sort_keys=True))
+            tmp.write_text(json.dumps(memo, sort_keys=True), encoding="utf-8")
             os.replace(tmp, memo_path)
     return out
 
@@ -91,7 +91,7 @@ def file_digests(paths: list[Path]) -> list[str]:
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    with open(path, "a+") as fh:
+    with open(path, "a+", encoding="utf-8") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

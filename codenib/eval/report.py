@@ -123,16 +123,16 @@ def write_report(evaluation: Evaluation, out: str | os.PathLike, *, plots: bool 
     check_report_dir(out, force)
     with atomic_dir(out, REPORT_MANIFEST) as staging:
         figures = write_plots(evaluation, staging) if plots else []
-        (staging / "metrics.json").write_text(json.dumps(_jsonable(evaluation.summary), indent=2) + "\n")
+        (staging / "metrics.json").write_text(json.dumps(_jsonable(evaluation.summary), indent=2) + "\n", encoding="utf-8")
         with outputs.writing(out / "per_query.parquet"):   # pyarrow deletes a file it failed to write
             _write_per_query(evaluation, staging / "per_query.parquet")
-        (staging / "report.md").write_text(render_markdown(evaluation, figures))
+        (staging / "report.md").write_text(render_markdown(evaluation, figures), encoding="utf-8")
         if html:
             page = render_html(evaluation, {name: (staging / name).read_bytes() for name in figures})
             (staging / HTML_NAME).write_text(page, encoding="utf-8")
         files = sorted(p.name for p in staging.iterdir())
         (staging / REPORT_MANIFEST).write_text(json.dumps({"format": REPORT_FOLDER_FORMAT, "files": files},
-                                                          indent=2) + "\n")
+                                                          indent=2) + "\n", encoding="utf-8")
     return out
 
 
@@ -146,7 +146,7 @@ def check_report_dir(out: Path, force: bool = False) -> None:
 def report_ownership(out: Path) -> outputs.Ownership | None:
     """The files CodeNib wrote in the report folder `out` (None: it is not a report)."""
     try:
-        listed = json.loads((out / REPORT_MANIFEST).read_text())
+        listed = json.loads((out / REPORT_MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         listed = None
     if isinstance(listed, dict) and listed.get("format") == REPORT_FOLDER_FORMAT \
