@@ -86,6 +86,7 @@ class ObjectStoreSink(ShardSink):
                 self._created = not listing or set(listing) == {LOCK}
             else:
                 self._manifest = manifest
+                self._complete = self.store.is_file(SUCCESS)
                 self.drop_damaged()
             self._clear_leftovers(self.store.listing())
             self._complete = self.store.is_file(SUCCESS)
@@ -154,6 +155,7 @@ class ObjectStoreSink(ShardSink):
     def _forget_completion(self) -> None:
         for name in (SUCCESS, PLANS):
             self.store.delete(name)
+        self._complete = False
 
     def _remove_part(self, name: str) -> None:
         for rel in (name, f"{PLAN_PARTS}/{name}"):

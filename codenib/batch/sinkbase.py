@@ -16,7 +16,8 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from codenib.core.errors import BadInputError
-from codenib.core.results import METADATA_KEY, RESULTS_FORMAT, PartStat, damaged_parts, part_name
+from codenib.core.results import (METADATA_KEY, PLANS, PLANS_RECORD, RESULTS_FORMAT, PartStat, damaged_parts,
+                                  damaged_plans, part_name, plans_record)
 from codenib.core.types import PLANS_SCHEMA, RESULTS_SCHEMA
 
 
@@ -61,6 +62,13 @@ class ShardSink(ABC):
         on leaves a resumable folder, never one that claims to be whole."""
         damage = damaged_parts(self._manifest, self._stat, failed=False)
         if not damage:
+            plans = damaged_plans(self._manifest, self._stat, self.complete)
+            if plans is not None:
+                # Every shard is whole: only plans.parquet is written again, from the plan parts.
+                self.log(f"{self.location}: {plans}; {PLANS} is written again")
+                self._forget_completion()
+                self._manifest.pop(PLANS_RECORD, None)
+                self._write_manifest()
             return
         for d in damage:
             self.log(f"{self.location}: {d}; shard {d.shard} runs again")
@@ -80,12 +88,21 @@ class ShardSink(ABC):
             raise BadInputError(f"only {len(done)} of {self.total_shards} shards are committed",
                                 path=str(self.location), fix="re-run the job to finish it")
         self._put_plans([part_name(int(s)) for s in done], self._row_metadata())
+        # What plans.parquet holds, recorded before _SUCCESS: a reader checks it like a part.
+        self._manifest[PLANS_RECORD] = plans_record(self._stat(PLANS))
+        self._write_manifest()
         if self.failed_shards:
             return self.location  # no _SUCCESS until a re-run has retried the failed shards
         self._put_success((json.dumps({"run_id": self.metadata.get("run_id"), "shards": len(done)}) + "\n").encode())
         return self.location
 
     # -- for the sinks -------------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def complete(self) -> bool:
+        """Whether `_SUCCESS` is there."""
+        ...
 
     @property
     @abstractmethod

@@ -47,6 +47,10 @@ STAGING = "_staging"
 PLAN_PARTS = "_plans"
 PART_GLOB = "part-*.parquet"
 _PART = re.compile(r"part-\d{5}\.parquet")
+#: The manifest key of what `plans.parquet` held when it was written (`plans_record`).
+PLANS_RECORD = "plans"
+#: `Damage.shard` of `plans.parquet`, which belongs to no one shard.
+PLANS_SHARD = -1
 #: The schema metadata key of every Parquet file a job writes (its metadata, as JSON).
 METADATA_KEY = b"codenib"
 
@@ -227,22 +231,55 @@ def damaged_parts(manifest: dict[str, Any], stat: Callable[[str], PartStat], *,
     return out
 
 
+def damaged_plans(manifest: dict[str, Any], stat: Callable[[str], PartStat], complete: bool) -> Damage | None:
+    """`plans.parquet` as found against the commits: once written (or once the folder is
+    complete) it is a readable Parquet file holding the plan rows of every committed shard,
+    with the sha256 the manifest recorded when it was written (`plans_record`; a folder of an
+    earlier version has none, and is checked by rows). None when it is whole or not due yet.
+    """
+    found = stat(PLANS)
+    if found is None and not complete:
+        return None
+    shards = manifest.get("shards") if isinstance(manifest, dict) else None
+    counts = [s.get("queries") for s in shards.values() if isinstance(s, dict)] if isinstance(shards, dict) else []
+    rows = sum(counts) if counts and all(isinstance(n, int) for n in counts) else None
+    record = manifest.get(PLANS_RECORD) if isinstance(manifest, dict) else None
+    sha = record.get("sha256") if isinstance(record, dict) else None
+    if found is None and rows is None and sha is None:
+        return None     # a manifest that records neither (not a job's): nothing says it was written
+    return _damage(PLANS_SHARD, PLANS, found, rows, sha)
+
+
+def plans_record(stat: PartStat) -> dict[str, Any]:
+    """What the manifest keeps of a written `plans.parquet` (under `PLANS_RECORD`)."""
+    sha, rows = stat if stat is not None else (None, None)
+    return {"rows": rows, "sha256": sha}
+
+
 def check_parts(folder: ResultsFolder, manifest: dict[str, Any]) -> None:
-    """Refuse a folder whose committed parts are not whole (`damaged_parts`).
+    """Refuse a folder whose committed parts, or whose `plans.parquet`, are not whole
+    (`damaged_parts`, `damaged_plans`).
 
     Raises:
         BadInputError: naming the first damaged file, what was recorded and found, and the fix.
     """
-    damage = damaged_parts(manifest, lambda rel: digest_file(folder.path / rel))
+    def stat(rel: str) -> PartStat:
+        return digest_file(folder.path / rel)
+
+    damage = damaged_parts(manifest, stat)
+    plans = damaged_plans(manifest, stat, folder.complete)
+    damage += [plans] if plans is not None else []
     if not damage:
         return
     first = damage[0]
     more = f" (and {len(damage) - 1} more damaged file(s))" if len(damage) > 1 else ""
+    what = "file" if first.file == PLANS else "part"
     command = "codenib rerank" if str(manifest.get("run_id", "")).startswith("rerank-") else "codenib run"
-    raise BadInputError(f"this committed part {first.found}; the manifest recorded {first.expected}{more}",
+    redo = "writes it again" if first.file == PLANS else "redoes the damaged shards"
+    raise BadInputError(f"this committed {what} {first.found}; the manifest recorded {first.expected}{more}",
                         path=str(folder.path / first.file),
                         fix=f"re-run the same `{command}` command into {folder.path}: it checks every part and "
-                            "redoes the damaged shards")
+                            f"{PLANS}, and {redo}")
 
 
 def _damage(shard: int, rel: str, found: PartStat, rows: Any, sha: Any) -> Damage | None:

@@ -260,6 +260,40 @@ def eval_part_with_fewer_rows(w, tmp):
     return ["eval", "--results", str(out), "--qrels", str(w.qrels), "--out", str(tmp / "report"), "--no-plots"]
 
 
+def _cut_bytes(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])    # a copy cut short
+
+
+def run_complete_plans_cut_short(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _cut_bytes(out / "plans.parquet")
+    return _run_argv(w, out)
+
+
+def run_complete_plans_with_fewer_rows(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _truncate(out / "plans.parquet")
+    return _run_argv(w, out)
+
+
+def eval_plans_cut_short(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    _cut_bytes(out / "plans.parquet")
+    return ["eval", "--results", str(out), "--qrels", str(w.qrels), "--out", str(tmp / "report"), "--no-plots"]
+
+
+def eval_plans_missing(w, tmp):
+    out = _copy(w.run, tmp / "results")
+    (out / "plans.parquet").unlink()
+    return ["eval", "--results", str(out), "--qrels", str(w.qrels), "--out", str(tmp / "report"), "--no-plots"]
+
+
+def rerank_of_a_source_with_plans_cut_short(w, tmp):
+    source = _copy(w.run, tmp / "results")
+    _cut_bytes(source / "plans.parquet")
+    return ["rerank", "--results", str(source), "--out", str(tmp / "reranked"), "--quiet"]
+
+
 def rerank_of_a_source_missing_a_part(w, tmp):
     source = _copy(w.run, tmp / "results")
     (source / "_plans" / "part-00000.parquet").unlink()
@@ -514,6 +548,14 @@ CASES = [
     # Issue 27 item 4: an existing TREC file is not overwritten without --force.
     Case("eval --export-trec over an existing file", eval_export_trec_over_a_file, 2,
          r"mine.trec: --export-trec would overwrite this existing file; nothing was written"),
+    # Issue 38 item 12: plans.parquet is checked like the parts (readable, every committed plan
+    # row, the sha256 recorded when it was written); a re-run writes it again.
+    Case("eval of a complete folder, plans.parquet cut short", eval_plans_cut_short, 2,
+         r"results/plans.parquet: this committed file is not a readable Parquet file; the manifest recorded 3 rows"),
+    Case("eval of a complete folder missing plans.parquet", eval_plans_missing, 2,
+         r"results/plans.parquet: this committed file is missing; the manifest recorded 3 rows"),
+    Case("rerank of a source with plans.parquet cut short", rerank_of_a_source_with_plans_cut_short, 2,
+         r"results/plans.parquet: this committed file is not a readable Parquet file"),
     Case("rerank into a folder that is not a results folder", rerank_into_foreign_folder, 2,
          r"is not a CodeNib results folder"),
     Case("eval --out over a report holding NOTES.txt", eval_report_with_notes, 2,
@@ -547,6 +589,12 @@ CASES = [
          r"part-00000.parquet is missing; the manifest recorded .*; shard 0 runs again", run_redone_whole),
     Case("run over a complete folder, part-00000 with 1 row", run_complete_part_with_fewer_rows, 0,
          r"part-00000.parquet holds 1 rows; the manifest recorded .*; shard 0 runs again", run_redone_whole),
+    Case("run over a complete folder, plans.parquet cut short", run_complete_plans_cut_short, 0,
+         r"plans.parquet is not a readable Parquet file; the manifest recorded 3 rows.*; plans.parquet is written again",
+         run_redone_whole),
+    Case("run over a complete folder, plans.parquet with 1 row", run_complete_plans_with_fewer_rows, 0,
+         r"plans.parquet holds 1 rows; the manifest recorded 3 rows.*; plans.parquet is written again",
+         run_redone_whole),
     Case("eval --force --export-trec over an existing file", eval_export_trec_over_a_file_forced, 0, r"wrote \d+ lines",
          trec_replaced),
     # Issue 38 item 1: through a link (to a file, through /proc, to a folder) the target is
