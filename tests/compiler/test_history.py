@@ -390,3 +390,83 @@ def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
     read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert collecting and not any(collecting)
     assert gc.isenabled()
+
+
+# --- incomplete repositories: missing objects, shallow clones, `::` paths -------------------
+
+def _loose_object(root: Path, oid: str) -> Path:
+    return root / ".git" / "objects" / oid[:2] / oid[2:]
+
+
+def test_a_missing_blob_is_counted_and_the_rest_is_read(tmp_path, monkeypatch, capsys):
+    """A blob left out (as in a partial clone) made `--history` exit 1 with a PicklingError
+    around pygit2.NotFoundError raised in a worker; now the history is read from what is
+    there, the file rows that needed the blob have `lines` null, and the manifest names it."""
+    from codenib.compiler import history as hist
+
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1, "b.py": "def h():\n    return 1\n"}, "initial", 1_000, [])
+    c2 = git_commit(repo, {"a.py": A2}, "change f", 2_000, [c1])
+    c3 = git_commit(repo, {"a.py": A3}, "drop g", 3_000, [c2])
+    gone = str(repo[c1].tree["a.py"].id)
+    _loose_object(root, gone).unlink()      # pygit2 writes loose objects: one file per object
+    monkeypatch.setattr(hist, "COMMITS_PER_CHUNK", 1)   # three chunks, read by two workers
+    code = main(["index", str(root), "--out", str(tmp_path / "idx"), "--no-dense", "--quiet", "--no-cache",
+                 "--jobs", "2", "--history"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "1 object(s) missing" in err and gone in err
+    entry = json.loads((tmp_path / "idx" / "manifest.json").read_text())["history"]
+    assert entry["missing"] == {"count": 1, "first": [{"id": gone, "path": "a.py", "commit": str(c2)}]}
+    _, changes = _tables(tmp_path / "idx")
+    rows = {(c["commit"], c["node_id"]): c["lines"] for c in changes}
+    assert rows[(str(c1), "a.py")] is None and rows[(str(c2), "a.py")] is None
+    assert rows[(str(c1), "b.py")] == 2 and rows[(str(c1), "b.py::h")] == 2
+    assert rows[(str(c3), "a.py::g")] == 2      # c3's sides are both there: read as before
+    assert not any(k[0] in (str(c1), str(c2)) and "::" in k[1] and k[1].startswith("a.py") for k in rows)
+
+
+def test_a_shallow_boundary_is_recorded_without_changes(tmp_path, capsys):
+    """A shallow clone's boundary commit was read as a root changing every file it holds;
+    now it is said on the log, named in the manifest, and has no change rows (its row keeps
+    the parent its object names)."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    assert git, "these tests need the git command (a real shallow clone)"
+    full = tmp_path / "full"
+    repo = pygit2.init_repository(str(full), initial_head="main")
+    parents: list = []
+    for i in range(4):
+        parents = [git_commit(repo, {"a.py": A1.replace("return 1", f"return {i}"),
+                                     "b.py": f"def h():\n    return {i}\n", "c.py": "X = 1\n"},
+                              f"change {i}", 1_000 + i, parents)]
+    ids = [str(c.id) for c in repo.walk(parents[0])]       # newest first
+    clone = tmp_path / "clone"
+    subprocess.run([git, "clone", "-q", "--depth", "2", f"file://{full}", str(clone)], check=True)
+    assert pygit2.Repository(str(clone)).is_shallow
+    code = main(["index", str(clone), "--out", str(tmp_path / "idx"), "--no-dense", "--quiet", "--no-cache",
+                 "--history"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "shallow clone" in err and ids[1][:12] in err
+    entry = json.loads((tmp_path / "idx" / "manifest.json").read_text())["history"]
+    assert entry["shallow"] == {"count": 1, "boundary": [ids[1]]}
+    commits, changes = _tables(tmp_path / "idx")
+    assert [c["id"] for c in commits] == ids[:2]
+    assert commits[1]["parents"] == [ids[2]] and commits[1]["files"] == 0
+    assert {c["commit"] for c in changes} == {ids[0]}
+
+
+def test_paths_holding_the_id_separator_get_no_history_rows(tmp_path):
+    """The walk skips `a::b.py` (ids split at the first `::`); the history gave it rows
+    such as `a::b.py::f`, which no node can have."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1, "x::y.py": "def f():\n    return 1\n"}, "initial", 1_000, [])
+    git_commit(repo, {"x::y.py": "def f():\n    return 2\n"}, "change f", 2_000, [c1])
+    _build(root, tmp_path / "idx", HistorySpec())
+    _, changes = _tables(tmp_path / "idx")
+    assert changes and not [c["node_id"] for c in changes if c["file"].count("::") or "x::y" in c["node_id"]]
