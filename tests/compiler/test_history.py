@@ -20,7 +20,7 @@ from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec, read_history, resolve
 from codenib.core.errors import BadInputError, IndexFormatError
-from tests.git_history import git_commit
+from tests.git_history import archive, git_commit
 
 A1 = "def f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nclass K:\n    def m(self):\n        pass\n"
 A2 = A1.replace("return 1", "return 10")
@@ -58,7 +58,9 @@ def _build(repo_root: Path, out: Path, history: HistorySpec | None, reuse: Path 
 
 def test_only_ancestors_of_rev_reach_the_index(git_repo, tmp_path):
     """Indexed at c2: c3 (made after it) and the other branch's commit never appear."""
-    _build(git_repo["root"], tmp_path / "idx", HistorySpec(None, git_repo["c2"]))
+    gitdir = git_repo["root"] / ".git"
+    _build(archive(git_repo["repo"], git_repo["c2"], tmp_path / "at-c2"), tmp_path / "idx",
+           HistorySpec(gitdir, git_repo["c2"]))
     commits, changes = _tables(tmp_path / "idx")
     assert [c["id"] for c in commits] == [git_repo["c2"], git_repo["c1"]]
     later = {git_repo["c3"], git_repo["c4"], git_repo["other"]}
@@ -121,13 +123,16 @@ def test_without_history_the_index_is_unchanged(git_repo, tmp_path):
 
 
 def test_reuse_reads_only_new_commits_and_equals_a_full_read(git_repo, tmp_path):
-    _build(git_repo["root"], tmp_path / "old", HistorySpec(None, git_repo["c2"]))
+    gitdir = git_repo["root"] / ".git"
+    _build(archive(git_repo["repo"], git_repo["c2"], tmp_path / "at-c2"), tmp_path / "old",
+           HistorySpec(gitdir, git_repo["c2"]))
     manifest = _build(git_repo["root"], tmp_path / "new", HistorySpec(None, git_repo["c4"]), reuse=tmp_path / "old")
     _build(git_repo["root"], tmp_path / "full", HistorySpec(None, git_repo["c4"]))
     assert manifest["history"]["read"] == 3 and manifest["history"]["reused"] == 2
     assert _tables(tmp_path / "new") == _tables(tmp_path / "full")
     # OLD's head not an ancestor (the other branch): everything is read again.
-    _build(git_repo["root"], tmp_path / "branch", HistorySpec(None, git_repo["other"]))
+    _build(archive(git_repo["repo"], git_repo["other"], tmp_path / "at-other"), tmp_path / "branch",
+           HistorySpec(gitdir, git_repo["other"]))
     manifest = _build(git_repo["root"], tmp_path / "new2", HistorySpec(None, git_repo["c3"]),
                       reuse=tmp_path / "branch")
     assert manifest["history"]["read"] == 3 and manifest["history"]["reused"] == 0
@@ -470,3 +475,51 @@ def test_paths_holding_the_id_separator_get_no_history_rows(tmp_path):
     _build(root, tmp_path / "idx", HistorySpec())
     _, changes = _tables(tmp_path / "idx")
     assert changes and not [c["node_id"] for c in changes if c["file"].count("::") or "x::y" in c["node_id"]]
+
+
+# --- REV must be the snapshot ---------------------------------------------------------------
+
+def test_a_revision_after_the_snapshot_is_refused(git_repo, tmp_path, capsys):
+    """An archive of c2 indexed with `--history MIRROR@main` stored c3 and c4 (made after
+    it) and their definitions; now it exits 2 naming the first file that differs and the fix,
+    and the commit the archive was made from is read."""
+    gitdir = git_repo["root"] / ".git"
+    snap = archive(git_repo["repo"], git_repo["c2"], tmp_path / "snap")
+    code = main(["index", str(snap), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", f"{gitdir}@main"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "indexed file a.py differs" in err and "fix: pass the commit the checkout was made from" in err
+    assert not (tmp_path / "out").exists()
+    # A file of the snapshot that the revision lacks is refused too.
+    (snap / "extra.py").write_text("X = 1\n")
+    code = main(["index", str(snap), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", f"{gitdir}@{git_repo['c2']}"])
+    assert code == 2 and "indexed file extra.py is not in its tree" in capsys.readouterr().err
+    (snap / "extra.py").unlink()
+    code = main(["index", str(snap), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", f"{gitdir}@{git_repo['c2']}"])
+    assert code == 0
+    assert [c["id"] for c in _tables(tmp_path / "out")[0]] == [git_repo["c2"], git_repo["c1"]]
+
+
+def test_a_clone_at_base_refuses_a_later_revision_with_the_same_files(tmp_path, capsys):
+    """A clone checked out at BASE with `--history @main`, where main's later commit changed
+    no indexed file: the manifest said head = the later commit while git_commit = BASE; now
+    a revision that is not HEAD nor an ancestor of it exits 2, and an ancestor is read."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1}, "initial", 1_000, [])
+    c2 = git_commit(repo, {"notes.txt": "base\n"}, "notes", 2_000, [c1])
+    later = git_commit(repo, {"notes.txt": "later\n"}, "later notes", 3_000, [c2])
+    repo.create_branch("base", repo[c2])
+    repo.checkout("refs/heads/base")
+    assert repo.head.target == c2 and (root / "notes.txt").read_text() == "base\n"
+    code = main(["index", str(root), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", "@main"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert str(later)[:12] in err and "not the checked-out commit" in err and "fix:" in err
+    assert not (tmp_path / "out").exists()
+    manifest = _build(root, tmp_path / "ok", HistorySpec(None, str(c1)))     # an ancestor: its files match
+    assert manifest["history"]["head"] == str(c1) and manifest["git_commit"] == str(c2)
