@@ -87,10 +87,12 @@ def _read_commits(args: tuple[str, list[str], str, frozenset]
             parents = [str(p) for p in commit.parent_ids]
         if len(parents) <= 1 and cid not in boundary:
             try:
-                diff = (repo.diff(commit.parents[0], commit, context_lines=0) if parents
-                        else commit.tree.diff_to_tree(swap=True, context_lines=0))
+                # Trees read here, so that a missing one raises KeyError (repo.diff: TypeError).
+                tree = commit.tree
+                diff = (commit.parents[0].tree.diff_to_tree(tree, context_lines=0) if parents
+                        else tree.diff_to_tree(swap=True, context_lines=0))
                 deltas = list(diff.deltas)
-            except KeyError as exc:     # a tree left out of a partial clone: no changes known
+            except (KeyError, pygit2.GitError) as exc:   # a tree left out: no changes known
                 missing.append((_missing_id(exc), "", cid))
                 deltas = []
             n_files = len(deltas)

@@ -523,3 +523,26 @@ def test_a_clone_at_base_refuses_a_later_revision_with_the_same_files(tmp_path, 
     assert not (tmp_path / "out").exists()
     manifest = _build(root, tmp_path / "ok", HistorySpec(None, str(c1)))     # an ancestor: its files match
     assert manifest["history"]["head"] == str(c1) and manifest["git_commit"] == str(c2)
+
+
+def test_a_missing_tree_or_commit_is_named(tmp_path, capsys):
+    """A past commit's tree left out: that commit and its child get no change rows and the
+    manifest names the tree; a past commit itself left out: exit 2 naming the fix (both were
+    pygit2 tracebacks, exit 1)."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1}, "initial", 1_000, [])
+    c2 = git_commit(repo, {"b.py": "def h():\n    return 1\n"}, "add b", 2_000, [c1])
+    c3 = git_commit(repo, {"a.py": A2}, "change f", 3_000, [c2])
+    tree = str(repo[c1].tree_id)
+    _loose_object(root, tree).unlink()
+    manifest = _build(root, tmp_path / "idx", HistorySpec())
+    assert manifest["history"]["missing"] == {"count": 1, "first": [{"id": tree, "path": "", "commit": str(c2)}]}
+    commits, changes = _tables(tmp_path / "idx")
+    assert [c["files"] for c in commits] == [1, 0, 0]
+    assert {c["commit"] for c in changes} == {str(c3)}
+    _loose_object(root, str(c1)).unlink()
+    code = main(["index", str(root), "--out", str(tmp_path / "idx2"), "--no-dense", "--quiet", "--no-cache",
+                 "--history"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot be walked" in err and "fix: fetch the repository's missing commits" in err
