@@ -22,8 +22,12 @@ START_SECONDS = 60
 GONE_SECONDS = 20
 
 _HOLDER = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
+    from codenib.compiler import workers as pool
     from codenib.compiler.workers import Workers
+
+    if os.environ.get("HOLDER_NO_PDEATHSIG"):     # as where prctl is missing: the watch thread
+        pool._set_parent_death_signal = lambda: False
 
     workers = Workers(2)
     workers.map(time.sleep, [0.0, 0.0], "start", "chunk", False)   # both workers exist now
@@ -44,11 +48,13 @@ def _alive(pids: list[int]) -> list[int]:
     return alive
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_workers_die_with_their_parent(tmp_path, sig):
+@pytest.mark.parametrize("sig, pdeathsig", [(signal.SIGKILL, True), (signal.SIGTERM, True),
+                                            (signal.SIGKILL, False)])
+def test_workers_die_with_their_parent(tmp_path, sig, pdeathsig):
     """A parent killed with `kill -9` (or ended by SIGTERM) takes its workers with it; they
-    stayed alive indefinitely before."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    stayed alive indefinitely before. Without PR_SET_PDEATHSIG, the watch thread ends them."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "HOLDER_NO_PDEATHSIG": "" if pdeathsig else "1"}
     proc = subprocess.Popen([sys.executable, "-c", _HOLDER], stdout=subprocess.PIPE, env=env, text=True)
     workers: list[int] = []
     try:
