@@ -39,7 +39,8 @@ def _files_only_history(gitdir: str, bases: list[str]) -> tuple[pa.Table, pa.Tab
         walker.push(pygit2.Oid(hex=base))
     ids = [str(c.id) for c in walker]
     history_commits._language = lambda path: None      # files only: the probe ranks files
-    commits, changes = history_commits.read_chunk((gitdir, ids, "probe"))
+    # No shallow boundary named: a probe reads full mirrors.
+    commits, changes, _ = history_commits.read_chunk((gitdir, ids, "probe", frozenset()))
     return (pa.Table.from_pylist([dict(zip(hist.COMMITS_SCHEMA.names, r)) for r in commits],
                                  schema=hist.COMMITS_SCHEMA),
             pa.Table.from_pylist([dict(zip(hist.CHANGES_SCHEMA.names, r + (False,))) for r in changes],

@@ -22,3 +22,17 @@ def git_commit(repo: pygit2.Repository, files: dict[str, str | None], message: s
     repo.index.write()
     sig = pygit2.Signature("t", "t@example.org", t, 0)
     return repo.create_commit(ref, sig, sig, message, repo.index.write_tree(), parents)
+
+
+def archive(repo: pygit2.Repository, rev: str, dest: Path) -> Path:
+    """Write the files of `rev`'s tree under `dest`, as a `git archive` checkout (no .git)."""
+    def write(tree: pygit2.Tree, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for entry in tree:
+            if entry.type_str == "tree":
+                write(entry, folder / entry.name)
+            elif entry.type_str == "blob":
+                (folder / entry.name).write_bytes(entry.data)
+
+    write(repo.revparse_single(rev).peel(pygit2.Commit).tree, Path(dest))
+    return Path(dest)

@@ -163,6 +163,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     with Workers(options.jobs) as workers:
         with gc_paused():
             sources, read_errors = read_sources(files)
+            if history_source is not None:      # before any parse: REV must be this snapshot
+                hist.check_snapshot(history_source, sources, repo)
             previous = None
             if options.reuse is not None:
                 previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log,

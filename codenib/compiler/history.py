@@ -5,7 +5,11 @@
     history/changes.parquet   commit, file, node_id, lines, exists
 
 Only commits reachable from the revision are read (ancestors of the snapshot, never a later
-commit nor one of another branch). Decisions, documented in the README:
+commit nor one of another branch), and the revision must be the snapshot (`check_snapshot`):
+every indexed file is in its tree with the same bytes (git blob ids compared; files the walk
+skips are not compared), and where REPO has a `.git`, the revision is its HEAD or an ancestor
+of it. A work tree with uncommitted changes to indexed files is no commit's snapshot.
+Decisions, documented in the README:
 
 - A commit's changes are its diff against its only parent (a root commit: against the empty
   tree). A merge commit is recorded (message, time, parents) with no changes: its diff
@@ -23,6 +27,19 @@ commit nor one of another branch). Decisions, documented in the README:
   is a node of the index being built (a definition renamed or moved since keeps its old id,
   and `exists` false: rename detection on every commit would cost more than the history
   it recovers).
+- A path holding `::` gets no row: the walk skips such files (a node id splits at its first
+  `::`, so `a::b.py::f` would name a file `a`).
+- Missing objects (a partial or blob-filtered clone, a fetch that left blobs out): the history
+  is read from what is there. A changed file whose blob is missing gets its file row with
+  `lines` null; a commit whose tree is missing gets no change rows. The manifest's history
+  entry counts them and names the first few (`missing`); such a history is not extended by
+  a later `--reuse` (the objects may have been fetched since), it is read again.
+- A shallow clone's boundary commits (listed in `.git/shallow`; their parents are not in the
+  repository, and libgit2 reads them as roots): each is recorded (message, time, the parents
+  its object names) with `files` 0 and no change rows, as a merge is: its diff against the
+  empty tree would say it changed every file it holds, and co-change and change counts would
+  read that as one commit touching everything. The build log says so and the manifest's
+  history entry names them (`shallow`).
 - `is_fix`: the message matches `history_commits.FIX_PATTERN` (fix, bug, error, crash, regression, or
   "issue/closes/fixes/resolves #N"). A heuristic, as in the bug-localisation literature.
 
@@ -34,6 +51,7 @@ tables equal a full read (commits are stored newest first, ties by id).
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +67,11 @@ from codenib.core.errors import BadInputError
 
 COMMITS_FILE = "commits.parquet"
 CHANGES_FILE = "changes.parquet"
-#: Bumped when what is read from the same commits changes.
-HISTORY_VERSION = 1
+#: Bumped when what is read from the same commits changes (2: no rows for `::` paths, shallow
+#: boundaries without changes).
+HISTORY_VERSION = 2
+#: Missing objects and shallow boundaries the manifest names (the count says how many in all).
+MANIFEST_NAMES = 10
 #: Commits per chunk of work (at most `MAX_CHUNKS`): small enough that a later snapshot's few
 #: hundred new commits keep two workers busy. Each worker takes a contiguous run of chunks
 #: (`Workers.map_runs`) and keeps its parsed blobs from one chunk to the next, so a chunk
@@ -145,6 +166,95 @@ def resolve(spec: HistorySpec, repo_root: Path) -> HistorySource:
     return HistorySource(str(Path(gitdir).absolute()), spec.rev, str(commit.id), int(commit.author.time))
 
 
+def check_snapshot(source: HistorySource, sources: dict[str, bytes | None], repo_root: Path) -> None:
+    """Refuse a revision that is not the snapshot being indexed: an indexed file (`sources`,
+    the bytes the build read) that its tree lacks or holds with other bytes, or, where REPO
+    has a `.git`, a revision that is not its HEAD nor an ancestor of HEAD (a history would
+    then hold commits made after the snapshot). Unreadable files are not compared.
+
+    Raises:
+        BadInputError: naming the first file that differs, or the two commits.
+    """
+    import pygit2
+
+    repo = pygit2.Repository(source.gitdir)
+    tree = repo[pygit2.Oid(hex=source.head)].peel(pygit2.Tree)
+    fix = ("pass the commit the checkout was made from after '@' (--history GITDIR@BASE); uncommitted "
+           "changes to indexed files make a work tree no commit's snapshot: commit or stash them")
+    for rel in sorted(sources):
+        raw = sources[rel]
+        if raw is None:
+            continue
+        found = _tree_entry(tree, rel)
+        if found is _IN_SUBMODULE:
+            continue        # a submodule's files are another repository's: history reads none
+        if found is None:
+            problem = "is not in its tree"
+        elif found.filemode == pygit2.enums.FileMode.LINK:
+            link = repo_root / rel
+            same = link.is_symlink() and os.readlink(link).encode() == repo[found.id].data
+            problem = None if same else "is a symbolic link in its tree, with another target"
+        elif found.type_str != "blob":
+            problem = f"is a {found.type_str} in its tree"
+        else:
+            problem = None if pygit2.hash(raw) == found.id else "differs from the version in its tree"
+        if problem:
+            raise BadInputError(f"--history revision {source.rev!r} ({source.head[:12]}) is not the snapshot "
+                                f"being indexed: the indexed file {rel} {problem}",
+                                path=str(repo_root), fix=fix)
+    _check_ancestry(source, repo_root, repo)
+
+
+#: `_tree_entry`'s answer for a path inside a submodule (a commit entry of the tree).
+_IN_SUBMODULE = object()
+
+
+def _tree_entry(tree, rel: str):
+    """The tree entry at `rel`, None when there is none, `_IN_SUBMODULE` inside a submodule."""
+    try:
+        return tree[rel]
+    except KeyError:
+        pass
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        try:
+            entry = tree["/".join(parts[:i])]
+        except KeyError:
+            return None
+        if entry.type_str == "commit":
+            return _IN_SUBMODULE
+    return None
+
+
+def _check_ancestry(source: HistorySource, repo_root: Path, history_repo) -> None:
+    """Where REPO has a `.git`: the revision is its HEAD or an ancestor of HEAD."""
+    import pygit2
+
+    if not (repo_root / ".git").exists():
+        return      # a `git archive` checkout: its files are all there is to compare
+    try:
+        own = pygit2.Repository(str(repo_root))
+        head = own.head.peel(pygit2.Commit).id
+    except (KeyError, ValueError, pygit2.GitError):
+        return      # an unborn HEAD (no commit yet) names nothing to compare with
+    rev = pygit2.Oid(hex=source.head)
+    if rev == head:
+        return
+    related = None
+    for repo in (own, history_repo):    # the GITDIR may be a mirror that holds more
+        try:
+            related = repo.descendant_of(head, rev)
+            break
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+    if not related:
+        raise BadInputError(f"--history revision {source.rev!r} ({source.head[:12]}) is not the checked-out "
+                            f"commit {str(head)[:12]} nor an ancestor of it: the history would hold commits "
+                            "made after the snapshot", path=str(repo_root),
+                            fix="pass the commit the checkout was made from after '@', or leave out '@REV' "
+                                "to read from the checkout's HEAD")
+
+
 def reader_versions() -> dict:
     """The readers' versions: a history read by others is not reused."""
     from codenib.compiler import lang
@@ -164,23 +274,41 @@ def read_history(source: HistorySource, node_ids: set[str], previous: Path | Non
     t0 = time.perf_counter()
     repo = pygit2.Repository(source.gitdir)
     head = pygit2.Oid(hex=source.head)
-    old = _previous_history(previous, repo, head, log)
-    walker = repo.walk(head, pygit2.enums.SortMode.TOPOLOGICAL)
-    if old is not None:
-        walker.hide(pygit2.Oid(hex=old[2]))
-    ids = [str(c.id) for c in walker]
+    shallow = _shallow_commits(repo)
+    old = _previous_history(previous, repo, head, shallow, log)
+    try:
+        walker = repo.walk(head, pygit2.enums.SortMode.TOPOLOGICAL)
+        if old is not None:
+            walker.hide(pygit2.Oid(hex=old[2]))
+        ids = [str(c.id) for c in walker]
+    except (KeyError, pygit2.GitError) as exc:
+        raise BadInputError(f"the commits reachable from {source.head[:12]} cannot be walked: {exc}",
+                            path=source.gitdir,
+                            fix="fetch the repository's missing commits (git fetch --refetch, or "
+                                "--unshallow for a shallow clone) or pass a complete mirror") from exc
+    boundary = frozenset(ids) & shallow
+    if boundary:
+        log(f"warning: history: {source.gitdir} is a shallow clone; {len(boundary)} boundary commit(s) "
+            f"({', '.join(sorted(b[:12] for b in boundary)[:3])}) have no parents here, and are recorded "
+            "without changes (a full clone reads what they changed)")
     n_chunks = min(-(-len(ids) // COMMITS_PER_CHUNK), MAX_CHUNKS)
     read = f"{source.gitdir}@{source.head}:{time.time_ns()}"
-    chunks = [(source.gitdir, ids[i * len(ids) // n_chunks:(i + 1) * len(ids) // n_chunks], read)
+    chunks = [(source.gitdir, ids[i * len(ids) // n_chunks:(i + 1) * len(ids) // n_chunks], read, boundary)
               for i in range(n_chunks)] if ids else []
     commit_rows: list[tuple] = []
     change_rows: list[tuple] = []
+    missing: list[tuple] = []
     try:
-        for rows, changes in map_chunks(read_chunk, chunks):
+        for rows, changes, absent in map_chunks(read_chunk, chunks):
             commit_rows += rows
             change_rows += changes
+            missing += absent
     finally:
         clear_blob_cache()      # chunks read in this process keep nothing after the read
+    if missing:
+        log(f"warning: history: {len({m[0] for m in missing})} object(s) missing from {source.gitdir} (a partial clone?), "
+            f"first {missing[0][0]} ({missing[0][1] or 'a tree'}); their changes are recorded without "
+            "lines (fetch them for a complete history)")
     commits = pa.Table.from_pylist([dict(zip(COMMITS_SCHEMA.names, r)) for r in commit_rows],
                                    schema=COMMITS_SCHEMA)
     changes = pa.Table.from_pylist([dict(zip(CHANGES_SCHEMA.names, r + (False,))) for r in change_rows],
@@ -191,9 +319,19 @@ def read_history(source: HistorySource, node_ids: set[str], previous: Path | Non
         commits = pa.concat_tables([commits, old[0]])
         changes = pa.concat_tables([changes, old[1]])
     commits, changes = _canonical(commits, changes, node_ids)
+    boundary = sorted(boundary | (old[3] if old is not None else frozenset()))
+    # Each missing object once, where the newest commit that needs it names it.
+    rank = {cid: i for i, cid in enumerate(commits.column("id").to_pylist())}
+    first: dict[str, tuple] = {}
+    for m in sorted(missing, key=lambda m: (rank.get(m[2], -1), m[1], m[0])):
+        first.setdefault(m[0], m)
+    missing = list(first.values())
     info = {"source": source.gitdir, "rev": source.rev, "head": source.head, "head_time": source.head_time,
             "commits": commits.num_rows, "changes": changes.num_rows, "read": len(ids),
             "reused": reused, "readers": reader_versions(),
+            "missing": {"count": len(missing),
+                        "first": [{"id": i, "path": p, "commit": c} for i, p, c in missing[:MANIFEST_NAMES]]},
+            "shallow": {"count": len(boundary), "boundary": boundary[:MANIFEST_NAMES]},
             "seconds": round(time.perf_counter() - t0, 3)}
     return HistoryTables(commits, changes, info)
 
@@ -213,9 +351,21 @@ def manifest_entry(tables: HistoryTables) -> dict:
 
 # --- reuse and order ------------------------------------------------------------------------
 
-def _previous_history(previous: Path | None, repo, head, log: Callable[[str], None]
-                      ) -> tuple[pa.Table, pa.Table, str] | None:
-    """OLD's tables and head when they can be extended to `head`, else None (said on `log`)."""
+def _shallow_commits(repo) -> frozenset[str]:
+    """A shallow clone's boundary commits (`.git/shallow`), none for a complete repository."""
+    if not repo.is_shallow:
+        return frozenset()
+    try:
+        text = (Path(repo.path) / "shallow").read_text()
+    except OSError:
+        return frozenset()
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _previous_history(previous: Path | None, repo, head, shallow: frozenset[str], log: Callable[[str], None]
+                      ) -> tuple[pa.Table, pa.Table, str, frozenset[str]] | None:
+    """OLD's tables, head and shallow boundary when they can be extended to `head`, else None
+    (said on `log`)."""
     import pygit2
 
     if previous is None:
@@ -230,6 +380,14 @@ def _previous_history(previous: Path | None, repo, head, log: Callable[[str], No
     if entry.get("readers") != reader_versions():
         log(f"history: {previous}'s history was read by other readers; reading every commit")
         return None
+    if (entry.get("missing") or {}).get("count"):
+        log(f"history: {previous}'s history lacks objects that may be here now; reading every commit")
+        return None
+    old_shallow = entry.get("shallow") or {"count": 0, "boundary": []}
+    if old_shallow["count"] > len(old_shallow["boundary"]) or not set(old_shallow["boundary"]) <= shallow:
+        log(f"history: {previous}'s history ends at a shallow boundary this repository has moved; "
+            "reading every commit")
+        return None
     old_head = entry["head"]
     try:
         old_oid = pygit2.Oid(hex=old_head)
@@ -243,7 +401,7 @@ def _previous_history(previous: Path | None, repo, head, log: Callable[[str], No
     folder = previous / HISTORY_DIR
     commits = pq.ParquetFile(folder / COMMITS_FILE).read().cast(COMMITS_SCHEMA)
     changes = pq.ParquetFile(folder / CHANGES_FILE).read().cast(CHANGES_SCHEMA)
-    return commits, changes, old_head
+    return commits, changes, old_head, frozenset(old_shallow["boundary"])
 
 
 def _canonical(commits: pa.Table, changes: pa.Table, node_ids: set[str]) -> tuple[pa.Table, pa.Table]:

@@ -19,6 +19,7 @@ from codenib.compiler.gcpause import collector_paused
 from codenib.compiler.parse import Outline, outline_spans, source_outline
 from codenib.compiler.parse_delta import derive, plain_text
 from codenib.compiler.walk import is_utf8
+from codenib.core.types import ID_SEP
 
 #: Commit messages that say a defect was repaired.
 FIX_PATTERN = re.compile(
@@ -49,9 +50,11 @@ class _Blobs:
     latest: dict = field(default_factory=dict)      # path -> its last outlined blob
 
 
-def read_chunk(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[tuple]]:
-    """Commit rows and change rows of the commits `ids` of the repository at `gitdir`
-    (`read` names the read, whose parsed blobs this process keeps between chunks)."""
+def read_chunk(args: tuple[str, list[str], str, frozenset]) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """Commit rows, change rows and missing objects (object id, path, commit) of the commits
+    `ids` of the repository at `gitdir` (`read` names the read, whose parsed blobs this process
+    keeps between chunks; `boundary`: a shallow clone's boundary commits, whose parents are
+    not in the repository)."""
     # Without the cycle collector, as the index's own parsing: `ast.parse` makes millions of
     # short-lived nodes, which refcounting frees, and the collector's passes over them took
     # a third of a Python history read's CPU (sphinx, 2,391 commits: 18.5 s -> 12.3 s).
@@ -64,42 +67,96 @@ def clear_blob_cache() -> None:
     _blob_cache(None)
 
 
-def _read_commits(args: tuple[str, list[str], str]) -> tuple[list[tuple], list[tuple]]:
+def _read_commits(args: tuple[str, list[str], str, frozenset]
+                  ) -> tuple[list[tuple], list[tuple], list[tuple]]:
     import pygit2
 
-    gitdir, ids, read = args
+    gitdir, ids, read, boundary = args
     repo = pygit2.Repository(gitdir)
     cache = _blob_cache(read)
-    commits, changes = [], []
+    commits, changes, missing = [], [], []
     for cid in ids:
         commit = repo[pygit2.Oid(hex=cid)]
-        parents = [str(p) for p in commit.parent_ids]
         message = commit.message
         rows: list[tuple] = []
         n_files = 0
-        if len(parents) <= 1:
-            diff = (repo.diff(commit.parents[0], commit, context_lines=0) if parents
-                    else commit.tree.diff_to_tree(swap=True, context_lines=0))
-            n_files = len(diff)
-            for i, delta in enumerate(diff.deltas):
-                rows += _file_changes(repo, diff, i, delta, cache)
+        if cid in boundary:
+            # libgit2 reads a shallow boundary as a root: its diff would be every file it holds.
+            parents = _raw_parents(commit)
+        else:
+            parents = [str(p) for p in commit.parent_ids]
+        if len(parents) <= 1 and cid not in boundary:
+            try:
+                # Trees read here, so that a missing one raises KeyError (repo.diff: TypeError).
+                tree = commit.tree
+                diff = (commit.parents[0].tree.diff_to_tree(tree, context_lines=0) if parents
+                        else tree.diff_to_tree(swap=True, context_lines=0))
+                deltas = list(diff.deltas)
+            except (KeyError, pygit2.GitError) as exc:   # a tree left out: no changes known
+                missing.append((_missing_id(exc), "", cid))
+                deltas = []
+            n_files = len(deltas)
+            for i, delta in enumerate(deltas):
+                try:
+                    rows += _file_changes(repo, diff, i, delta, cache)
+                except KeyError:        # pygit2.NotFoundError too: a blob left out
+                    path = _row_path(delta)
+                    if path is not None:
+                        rows.append((path, path, None))
+                    missing += [(oid, path or "", cid) for oid in _absent_blobs(repo, delta)]
         commits.append((cid, int(commit.author.time), message, parents,
                         bool(FIX_PATTERN.search(message)), n_files))
         changes += [(cid, *r) for r in rows]
-    return commits, changes
+    return commits, changes, missing
 
 
-def _file_changes(repo, diff, i: int, delta, cache: _Blobs) -> list[tuple]:
-    """(file, node_id, lines) rows of one changed file."""
+def _raw_parents(commit) -> list[str]:
+    """The parent ids a commit object names (a shallow boundary's are not in the repository)."""
+    header = commit.read_raw().split(b"\n\n", 1)[0]
+    return [line[7:].decode("ascii") for line in header.split(b"\n") if line.startswith(b"parent ")]
+
+
+def _missing_id(exc: KeyError) -> str:
+    """The object id a lookup error names (pygit2 puts it in the message)."""
+    found = re.search(r"[0-9a-f]{40}", str(exc))
+    return found.group(0) if found else str(exc)
+
+
+def _absent_blobs(repo, delta) -> list[str]:
+    """The ids of a changed file's two sides that the object store lacks."""
+    ids = []
+    for side in (delta.old_file, delta.new_file):
+        oid = side.id
+        if not oid.raw == b"\0" * 20 and oid not in repo:
+            ids.append(str(oid))
+    return ids
+
+
+def _row_path(delta) -> str | None:
+    """The name a changed file is recorded under; None for a path that cannot be a node."""
     import pygit2
 
     deleted = delta.status == pygit2.enums.DeltaStatus.DELETED
     path = delta.old_file.path if deleted else delta.new_file.path
+    if ID_SEP in path:
+        # As the walker, which skips it: `a::b.py::f` would split into file `a`.
+        return None
     if not is_utf8(path):
         # As the walker: an undecodable name is no node (ids are UTF-8 in Parquet); the file is
         # recorded under its name decoded with replacement, not parsed.
-        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        return [(path, path, None)]
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return path
+
+
+def _file_changes(repo, diff, i: int, delta, cache: _Blobs) -> list[tuple]:
+    """(file, node_id, lines) rows of one changed file (raises KeyError for a missing blob)."""
+    import pygit2
+
+    path = _row_path(delta)
+    if path is None:
+        return []
+    if path != delta.new_file.path and path != delta.old_file.path:
+        return [(path, path, None)]     # a name that is not UTF-8: recorded, not parsed
     language = _language(path)
     if language is None or _is_submodule(delta):
         return [(path, path, None)]

@@ -1,13 +1,92 @@
 """Worker processes for the build's parsing and tokenizing: a pool started on first use, and
-work cut into chunks of similar size."""
+work cut into chunks of similar size.
+
+Workers die with the process that started them (a `kill -9` of `codenib index` left them
+running, 160-195 MB each): on Linux the kernel sends them SIGKILL when it dies
+(`PR_SET_PDEATHSIG`), elsewhere a thread in each worker exits when its parent is gone. An
+exception in a worker reaches the caller as a `WorkerError` with the worker's traceback (a
+pygit2 error cannot be pickled, and the pool raised a `PicklingError` instead).
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
+import time
+import traceback
 from typing import Callable
+
+from codenib.core.errors import CodeNibError
 
 #: Work is cut into this many chunks per worker, so that one slow chunk does not idle the rest.
 CHUNKS_PER_WORKER = 4
+#: Seconds between a worker's checks that its parent lives (where PR_SET_PDEATHSIG is missing).
+PARENT_POLL_SECONDS = 1.0
+#: prctl(2) option: the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+class WorkerError(CodeNibError):
+    """A worker process failed on a chunk: the exception's type, message and traceback, as text
+    (so that it always pickles back to the caller)."""
+
+
+def _run_guarded(fn: Callable, chunk):
+    """`fn(chunk)` in a worker; any exception comes back as one that pickles."""
+    try:
+        return fn(chunk)
+    except Exception as exc:  # noqa: BLE001 - whatever a worker raises must reach the caller
+        if isinstance(exc, CodeNibError) and _pickles(exc):
+            raise       # a typed error keeps its class (a BadInputError still exits 2)
+        detail = "".join(traceback.format_exception(exc)).rstrip()
+        raise WorkerError(f"a worker process failed: {type(exc).__name__}: {exc}\n"
+                          f"worker traceback:\n{detail}") from None
+
+
+def _pickles(exc: BaseException) -> bool:
+    """Whether `exc` survives the trip back to the caller."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure means it would not
+        return False
+    return True
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool initializer: end this worker when the process that started it ends."""
+    if _set_parent_death_signal():
+        # The parent may have died between the fork and the prctl: no signal would come.
+        if os.getppid() != parent:
+            os._exit(1)
+        return
+    threading.Thread(target=_watch_parent, args=(parent,), name="codenib-parent-watch", daemon=True).start()
+
+
+def _set_parent_death_signal() -> bool:
+    """Ask the kernel for SIGKILL when the parent dies (Linux); False where it cannot.
+
+    The kernel ties this to the parent *thread* that forked the worker: the pool is started
+    by the thread that uses it, which outlives its `Workers` block."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit the worker once its parent is gone (it is then re-parented, getppid changes)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
 
 
 def balanced_chunks(items: list, n: int, size: Callable, keep_order: bool = False) -> list[list]:
@@ -60,7 +139,7 @@ class Workers:
         from codenib.core.progress import Progress
 
         pool = self._started()
-        futures = [pool.submit(fn, chunk) for chunk in chunks]
+        futures = [pool.submit(_run_guarded, fn, chunk) for chunk in chunks]
         results = []
         with Progress(desc, len(futures), unit + "s", enabled=progress) as bar:
             for fut in futures:
@@ -98,7 +177,7 @@ class Workers:
                 half = len(runs[longest]) // 2
                 runs[r], runs[longest] = runs[longest][half:], runs[longest][:half]
             j = runs[r].pop(0)
-            in_flight[pool.submit(fn, chunks[j])] = (r, j)
+            in_flight[pool.submit(_run_guarded, fn, chunks[j])] = (r, j)
 
         for r in range(k):
             submit(r)
@@ -123,5 +202,6 @@ class Workers:
             # The workers only parse and tokenize (no Arrow, no torch threads in them).
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-            self._pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx,
+                                             initializer=_die_with_parent, initargs=(os.getpid(),))
         return self._pool

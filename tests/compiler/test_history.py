@@ -20,7 +20,7 @@ from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec, read_history, resolve
 from codenib.core.errors import BadInputError, IndexFormatError
-from tests.git_history import git_commit
+from tests.git_history import archive, git_commit
 
 A1 = "def f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nclass K:\n    def m(self):\n        pass\n"
 A2 = A1.replace("return 1", "return 10")
@@ -58,7 +58,9 @@ def _build(repo_root: Path, out: Path, history: HistorySpec | None, reuse: Path 
 
 def test_only_ancestors_of_rev_reach_the_index(git_repo, tmp_path):
     """Indexed at c2: c3 (made after it) and the other branch's commit never appear."""
-    _build(git_repo["root"], tmp_path / "idx", HistorySpec(None, git_repo["c2"]))
+    gitdir = git_repo["root"] / ".git"
+    _build(archive(git_repo["repo"], git_repo["c2"], tmp_path / "at-c2"), tmp_path / "idx",
+           HistorySpec(gitdir, git_repo["c2"]))
     commits, changes = _tables(tmp_path / "idx")
     assert [c["id"] for c in commits] == [git_repo["c2"], git_repo["c1"]]
     later = {git_repo["c3"], git_repo["c4"], git_repo["other"]}
@@ -121,13 +123,16 @@ def test_without_history_the_index_is_unchanged(git_repo, tmp_path):
 
 
 def test_reuse_reads_only_new_commits_and_equals_a_full_read(git_repo, tmp_path):
-    _build(git_repo["root"], tmp_path / "old", HistorySpec(None, git_repo["c2"]))
+    gitdir = git_repo["root"] / ".git"
+    _build(archive(git_repo["repo"], git_repo["c2"], tmp_path / "at-c2"), tmp_path / "old",
+           HistorySpec(gitdir, git_repo["c2"]))
     manifest = _build(git_repo["root"], tmp_path / "new", HistorySpec(None, git_repo["c4"]), reuse=tmp_path / "old")
     _build(git_repo["root"], tmp_path / "full", HistorySpec(None, git_repo["c4"]))
     assert manifest["history"]["read"] == 3 and manifest["history"]["reused"] == 2
     assert _tables(tmp_path / "new") == _tables(tmp_path / "full")
     # OLD's head not an ancestor (the other branch): everything is read again.
-    _build(git_repo["root"], tmp_path / "branch", HistorySpec(None, git_repo["other"]))
+    _build(archive(git_repo["repo"], git_repo["other"], tmp_path / "at-other"), tmp_path / "branch",
+           HistorySpec(gitdir, git_repo["other"]))
     manifest = _build(git_repo["root"], tmp_path / "new2", HistorySpec(None, git_repo["c3"]),
                       reuse=tmp_path / "branch")
     assert manifest["history"]["read"] == 3 and manifest["history"]["reused"] == 0
@@ -390,3 +395,154 @@ def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
     read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert collecting and not any(collecting)
     assert gc.isenabled()
+
+
+# --- incomplete repositories: missing objects, shallow clones, `::` paths -------------------
+
+def _loose_object(root: Path, oid: str) -> Path:
+    return root / ".git" / "objects" / oid[:2] / oid[2:]
+
+
+def test_a_missing_blob_is_counted_and_the_rest_is_read(tmp_path, monkeypatch, capsys):
+    """A blob left out (as in a partial clone) made `--history` exit 1 with a PicklingError
+    around pygit2.NotFoundError raised in a worker; now the history is read from what is
+    there, the file rows that needed the blob have `lines` null, and the manifest names it."""
+    from codenib.compiler import history as hist
+
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1, "b.py": "def h():\n    return 1\n"}, "initial", 1_000, [])
+    c2 = git_commit(repo, {"a.py": A2}, "change f", 2_000, [c1])
+    c3 = git_commit(repo, {"a.py": A3}, "drop g", 3_000, [c2])
+    gone = str(repo[c1].tree["a.py"].id)
+    _loose_object(root, gone).unlink()      # pygit2 writes loose objects: one file per object
+    monkeypatch.setattr(hist, "COMMITS_PER_CHUNK", 1)   # three chunks, read by two workers
+    code = main(["index", str(root), "--out", str(tmp_path / "idx"), "--no-dense", "--quiet", "--no-cache",
+                 "--jobs", "2", "--history"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "1 object(s) missing" in err and gone in err
+    entry = json.loads((tmp_path / "idx" / "manifest.json").read_text())["history"]
+    assert entry["missing"] == {"count": 1, "first": [{"id": gone, "path": "a.py", "commit": str(c2)}]}
+    _, changes = _tables(tmp_path / "idx")
+    rows = {(c["commit"], c["node_id"]): c["lines"] for c in changes}
+    assert rows[(str(c1), "a.py")] is None and rows[(str(c2), "a.py")] is None
+    assert rows[(str(c1), "b.py")] == 2 and rows[(str(c1), "b.py::h")] == 2
+    assert rows[(str(c3), "a.py::g")] == 2      # c3's sides are both there: read as before
+    assert not any(k[0] in (str(c1), str(c2)) and "::" in k[1] and k[1].startswith("a.py") for k in rows)
+
+
+def test_a_shallow_boundary_is_recorded_without_changes(tmp_path, capsys):
+    """A shallow clone's boundary commit was read as a root changing every file it holds;
+    now it is said on the log, named in the manifest, and has no change rows (its row keeps
+    the parent its object names)."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    assert git, "these tests need the git command (a real shallow clone)"
+    full = tmp_path / "full"
+    repo = pygit2.init_repository(str(full), initial_head="main")
+    parents: list = []
+    for i in range(4):
+        parents = [git_commit(repo, {"a.py": A1.replace("return 1", f"return {i}"),
+                                     "b.py": f"def h():\n    return {i}\n", "c.py": "X = 1\n"},
+                              f"change {i}", 1_000 + i, parents)]
+    ids = [str(c.id) for c in repo.walk(parents[0])]       # newest first
+    clone = tmp_path / "clone"
+    subprocess.run([git, "clone", "-q", "--depth", "2", f"file://{full}", str(clone)], check=True)
+    assert pygit2.Repository(str(clone)).is_shallow
+    code = main(["index", str(clone), "--out", str(tmp_path / "idx"), "--no-dense", "--quiet", "--no-cache",
+                 "--history"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "shallow clone" in err and ids[1][:12] in err
+    entry = json.loads((tmp_path / "idx" / "manifest.json").read_text())["history"]
+    assert entry["shallow"] == {"count": 1, "boundary": [ids[1]]}
+    commits, changes = _tables(tmp_path / "idx")
+    assert [c["id"] for c in commits] == ids[:2]
+    assert commits[1]["parents"] == [ids[2]] and commits[1]["files"] == 0
+    assert {c["commit"] for c in changes} == {ids[0]}
+
+
+def test_paths_holding_the_id_separator_get_no_history_rows(tmp_path):
+    """The walk skips `a::b.py` (ids split at the first `::`); the history gave it rows
+    such as `a::b.py::f`, which no node can have."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1, "x::y.py": "def f():\n    return 1\n"}, "initial", 1_000, [])
+    git_commit(repo, {"x::y.py": "def f():\n    return 2\n"}, "change f", 2_000, [c1])
+    _build(root, tmp_path / "idx", HistorySpec())
+    _, changes = _tables(tmp_path / "idx")
+    assert changes and not [c["node_id"] for c in changes if c["file"].count("::") or "x::y" in c["node_id"]]
+
+
+# --- REV must be the snapshot ---------------------------------------------------------------
+
+def test_a_revision_after_the_snapshot_is_refused(git_repo, tmp_path, capsys):
+    """An archive of c2 indexed with `--history MIRROR@main` stored c3 and c4 (made after
+    it) and their definitions; now it exits 2 naming the first file that differs and the fix,
+    and the commit the archive was made from is read."""
+    gitdir = git_repo["root"] / ".git"
+    snap = archive(git_repo["repo"], git_repo["c2"], tmp_path / "snap")
+    code = main(["index", str(snap), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", f"{gitdir}@main"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "indexed file a.py differs" in err and "fix: pass the commit the checkout was made from" in err
+    assert not (tmp_path / "out").exists()
+    # A file of the snapshot that the revision lacks is refused too.
+    (snap / "extra.py").write_text("X = 1\n")
+    code = main(["index", str(snap), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", f"{gitdir}@{git_repo['c2']}"])
+    assert code == 2 and "indexed file extra.py is not in its tree" in capsys.readouterr().err
+    (snap / "extra.py").unlink()
+    code = main(["index", str(snap), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", f"{gitdir}@{git_repo['c2']}"])
+    assert code == 0
+    assert [c["id"] for c in _tables(tmp_path / "out")[0]] == [git_repo["c2"], git_repo["c1"]]
+
+
+def test_a_clone_at_base_refuses_a_later_revision_with_the_same_files(tmp_path, capsys):
+    """A clone checked out at BASE with `--history @main`, where main's later commit changed
+    no indexed file: the manifest said head = the later commit while git_commit = BASE; now
+    a revision that is not HEAD nor an ancestor of it exits 2, and an ancestor is read."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1}, "initial", 1_000, [])
+    c2 = git_commit(repo, {"notes.txt": "base\n"}, "notes", 2_000, [c1])
+    later = git_commit(repo, {"notes.txt": "later\n"}, "later notes", 3_000, [c2])
+    repo.create_branch("base", repo[c2])
+    repo.checkout("refs/heads/base")
+    assert repo.head.target == c2 and (root / "notes.txt").read_text() == "base\n"
+    code = main(["index", str(root), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history", "@main"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert str(later)[:12] in err and "not the checked-out commit" in err and "fix:" in err
+    assert not (tmp_path / "out").exists()
+    manifest = _build(root, tmp_path / "ok", HistorySpec(None, str(c1)))     # an ancestor: its files match
+    assert manifest["history"]["head"] == str(c1) and manifest["git_commit"] == str(c2)
+
+
+def test_a_missing_tree_or_commit_is_named(tmp_path, capsys):
+    """A past commit's tree left out: that commit and its child get no change rows and the
+    manifest names the tree; a past commit itself left out: exit 2 naming the fix (both were
+    pygit2 tracebacks, exit 1)."""
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    c1 = git_commit(repo, {"a.py": A1}, "initial", 1_000, [])
+    c2 = git_commit(repo, {"b.py": "def h():\n    return 1\n"}, "add b", 2_000, [c1])
+    c3 = git_commit(repo, {"a.py": A2}, "change f", 3_000, [c2])
+    tree = str(repo[c1].tree_id)
+    _loose_object(root, tree).unlink()
+    manifest = _build(root, tmp_path / "idx", HistorySpec())
+    assert manifest["history"]["missing"] == {"count": 1, "first": [{"id": tree, "path": "", "commit": str(c2)}]}
+    commits, changes = _tables(tmp_path / "idx")
+    assert [c["files"] for c in commits] == [1, 0, 0]
+    assert {c["commit"] for c in changes} == {str(c3)}
+    _loose_object(root, str(c1)).unlink()
+    code = main(["index", str(root), "--out", str(tmp_path / "idx2"), "--no-dense", "--quiet", "--no-cache",
+                 "--history"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot be walked" in err and "fix: fetch the repository's missing commits" in err
