@@ -5,7 +5,7 @@
     history/changes.parquet   commit, file, node_id, lines, exists
 
 Only commits reachable from the revision are read (ancestors of the snapshot, never a later
-commit nor one of another branch). Decisions, documented in the README:
+commit nor one of another branch). Decisions, documented in docs/history.md:
 
 - A commit's changes are its diff against its only parent (a root commit: against the empty
   tree). A merge commit is recorded (message, time, parents) with no changes: its diff
