@@ -1,8 +1,10 @@
 """`codenib demo`: the main job on an embedded default.
 
 Indexes a bundled sample (CodeNib's own source), runs a small bundled query set through
-the batch job on an embedded local Ray, evaluates it against bundled judgments, and
-prints where everything is.
+the batch job, evaluates it against bundled judgments, and prints where everything is. The
+set's 15 queries are fewer than the job's `--local-below` (256), so on a workstation they are
+answered in this process without starting Ray; submitted to a cluster (`jobs/demo.toml`), the
+job joins it.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
                                                    force=args.force))
     print(summary.render(), file=sys.stderr)
 
-    _say(f"2/3  running {data_file('demo_queries.jsonl').name} through the batch job on a local Ray")
+    _say(f"2/3  running {data_file('demo_queries.jsonl').name} through the batch job")
     # A fresh results folder each time: the index may have changed since the last demo. It is
     # checked again right before: the build took minutes.
     if results_dir.exists():
@@ -152,4 +154,5 @@ def _say(msg: str) -> None:
 
 
 COMMAND = Command("The main job on an embedded default: index CodeNib's own source, run a bundled "
-                  "query set through the batch job on a local Ray, evaluate it.", add_arguments, run)
+                  "query set through the batch job (in this process: it is smaller than --local-below), "
+                  "evaluate it.", add_arguments, run)

@@ -9,7 +9,7 @@ commit nor one of another branch), and the revision must be the snapshot (`check
 every indexed file is in its tree with the same bytes (git blob ids compared; files the walk
 skips are not compared), and where REPO has a `.git`, the revision is its HEAD or an ancestor
 of it. A work tree with uncommitted changes to indexed files is no commit's snapshot.
-Decisions, documented in the README:
+Decisions, documented in docs/history.md:
 
 - A commit's changes are its diff against its only parent (a root commit: against the empty
   tree). A merge commit is recorded (message, time, parents) with no changes: its diff

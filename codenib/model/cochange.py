@@ -27,7 +27,7 @@ SEED_NODES = 10
 #: dev_history_loo.py`, 76 reports) 0.5 was chosen in 10 folds of 11, and it moved one report
 #: of one repository each way (jq: file Acc@5 0.6 -> 0.8, function Acc@10 0.6 -> 0.4; mean
 #: 0.578 -> 0.597 / 0.471 -> 0.453); within the SWE-bench repositories alone 0 in every fold.
-#: See README "Repository history".
+#: See docs/history.md.
 COCHANGE_WEIGHT = 0.0
 
 

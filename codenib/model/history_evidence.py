@@ -57,8 +57,8 @@ SIGNALS: dict[str, HistorySignal] = {s.name: s for s in (
 #: The weight of each signal in the `bug_localisation` plan when the index has a history
 #: (0 leaves a signal out). Chosen leave-one-repository-out on the SWE-bench dev set (grid 0,
 #: 0.5, 1, 2, 4, 8): similar changes got 0.5 in two folds of three (0 without pylint); the
-#: proneness signals were chosen inconsistently across folds and stay out. See README
-#: "Repository history".
+#: proneness signals were chosen inconsistently across folds and stay out. See
+#: docs/history.md.
 WEIGHTS: tuple[tuple[str, float], ...] = (("similar_changes", 0.5), ("fix_proneness", 0.0))
 
 

@@ -282,8 +282,8 @@ class BugLocalisation(RetrievalPlan):
 
     The dense run is not fetched and its features weigh 0: leave-one-repository-out over the
     11 dev repositories the packaged MiniLM's node scores lift function Acc@10 (0.531 -> 0.548)
-    but drop the worst repository below BM25 at file Acc@5 (README: "With vectors (the default
-    index; ..."); on the SWE-bench dev set alone they lowered every number. The scorer still
+    but drop the worst repository below BM25 at file Acc@5 (docs/bug-reports.md, "Dense
+    features"); on the SWE-bench dev set alone they lowered every number. The scorer still
     takes a dense run for encoders that earn it."""
 
     name = "bug_localisation"
