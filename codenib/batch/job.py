@@ -149,9 +149,10 @@ def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
                 cache = _run_on_ray(job, todo, options, sink, log, work)
         if not sink.complete:
             sink.finalize()
-    except BadInputError:
-        # Bad input found once the job started (actors no node can take): a folder this job
-        # created and committed nothing to is removed again, leaving nothing half-written.
+    except BaseException:
+        # Bad input found once the job started (actors no node can take), an embedded Ray
+        # that did not start, an interrupt: a folder this job created and committed nothing
+        # to is removed again, leaving nothing half-written.
         sink.close()
         sink.discard_if_unused()
         raise

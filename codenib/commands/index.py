@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="encoder truncation in tokens (default: the model's own)")
     p.add_argument("--no-stem", action="store_true", help="BM25 without Snowball stemming")
     p.add_argument("--max-file-bytes", type=int, default=MAX_FILE_BYTES, metavar="N",
-                   help=".py files larger than N bytes are skipped (each named on stderr and in the "
+                   help="source files (every language) larger than N bytes are skipped (each named on stderr and in the "
                         "manifest's skipped_files): generated or vendored data, not code")
     p.add_argument("--force", action="store_true",
                    help="replace an index folder that also holds files CodeNib did not write (deleting them)")

@@ -91,3 +91,24 @@ def test_trec_export_to_a_pipe_is_written_in_place(tmp_path):
     reader.join(timeout=60)
     assert got == [b"q1 Q0 a.py::f 1 2.0 tag\n"]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)   # still the pipe, not a file renamed over it
+
+
+def test_an_embedded_ray_that_fails_to_start_leaves_no_results_folder(sparse_only_index_dir, tmp_path, monkeypatch):
+    # Issue 38 item 13: the folder the job had created stayed behind, empty but for its manifest.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from codenib.batch import job
+    from codenib.batch.driver import RunOptions, run_job
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("ray did not start (raylet died)")
+
+    monkeypatch.setattr(job, "start_ray", refuse)
+    queries = tmp_path / "q.parquet"
+    pq.write_table(pa.Table.from_pylist([{"qid": "q1", "query": "slugify"}]), queries)
+    out = tmp_path / "results"
+    with pytest.raises(RuntimeError, match="ray did not start"):
+        run_job(RunOptions(queries=str(queries), index=str(sparse_only_index_dir), out=str(out), local_below=0,
+                           progress=False))
+    assert not out.exists()
