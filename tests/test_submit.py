@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 DAY = dt.date(2026, 1, 2)
 RAY_ENV = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
 HEAD_START_TIMEOUT_S = 180  # a cold head on a loaded 2-CPU machine
-DEMO_TIMEOUT_S = 480  # the demo job: index ~650 nodes with the packaged model, a small Ray job, eval
+DEMO_TIMEOUT_S = 480  # the demo job without vectors: index CodeNib's source, 15 queries, eval
 
 
 @pytest.fixture(autouse=True)
@@ -519,9 +519,16 @@ def test_job_api_refuses_requests_without_the_token(head, capsys):
     assert "sent no token" in capsys.readouterr().err
 
 
-def test_demo_job_runs_once_per_day_on_a_real_head(head, monkeypatch, capsys):
+def test_demo_job_runs_once_per_day_on_a_real_head(head, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(head.token_file))
-    spec = REPO / "jobs" / "demo.toml"
+    # The shipped demo job with one flag more, --no-dense: the job's dense build (an encoder
+    # export and ~2k texts encoded on the head's 2 CPUs) is what made the test's time follow
+    # the machine's load (480 s timeouts), and it proves nothing about submission. Everything
+    # else (upload, entrypoint, logs, the submission id, the outputs) is jobs/demo.toml's.
+    shipped = (REPO / "jobs" / "demo.toml").read_text()
+    entry = '--quiet\''
+    assert shipped.count(entry) == 1
+    spec = write_repo(tmp_path, shipped.replace(entry, '--quiet --no-dense\''), name="demo")
     sid = plan_submission(spec).submission_id
     # A subprocess, so that a stuck job fails the test at the timeout instead of hanging it.
     env = {k: v for k, v in os.environ.items() if k not in RAY_ENV}
