@@ -12,7 +12,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from codenib.compiler.walk import SourceFile
-from codenib.core.types import Node, make_node_id, plain_qualname, source_lines
+from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualname, source_lines
 
 #: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
 #: earlier index's nodes only when its version is the same.
@@ -158,12 +158,8 @@ def text_outline(text: str, rel_path: str = "<region>", first_line: int = 1) -> 
 def outline_spans(rel_path: str, outline: Outline) -> list[tuple[str, int, int]]:
     """(node id, start line, end line) of the outline's definitions, named as the reader names
     them (the second `f` of a scope is `f#2`, counted over the whole file)."""
-    seen: dict[str, int] = {}
-    spans = []
-    for qual, start, end, *_ in outline.defs:
-        n = seen[qual] = seen.get(qual, 0) + 1
-        spans.append((make_node_id(rel_path, qual if n == 1 else f"{qual}#{n}"), start, end))
-    return spans
+    names = UniqueQualnames()
+    return [(make_node_id(rel_path, names.add(qual)), start, end) for qual, start, end, *_ in outline.defs]
 
 
 def parse_file(source: SourceFile) -> ParsedFile:
@@ -229,14 +225,14 @@ def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | No
 def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
     """Every class and function of the tree, outer before inner, in order of appearance."""
     definitions: list[Definition] = []
-    _visit(tree.body, None, rel_path, definitions, {})
+    _visit(tree.body, None, rel_path, definitions, UniqueQualnames())
     return definitions
 
 
 def _visit(block: list, parent: Definition | None, rel_path: str, definitions: list[Definition],
-           seen: dict[str, int]) -> None:
-    """Append the definitions of a statement block to `definitions` (`seen`: how many of each
-    qualified name so far). A module-level function, not a closure: a closure that calls
+           names: UniqueQualnames) -> None:
+    """Append the definitions of a statement block to `definitions` (`names`: the qualified
+    names given so far). A module-level function, not a closure: a closure that calls
     itself is a reference cycle holding `definitions`, so every tree it walked stayed alive
     until the cycle collector ran (`--history` parses thousands of blobs with it paused)."""
     # Definitions are statements: only statement blocks (and the handlers and match
@@ -245,8 +241,7 @@ def _visit(block: list, parent: Definition | None, rel_path: str, definitions: l
         if isinstance(child, _DEF_TYPES):
             plain_parent = plain_qualname(parent.qualname) if parent else ""
             qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
-            seen[qual] = seen.get(qual, 0) + 1
-            unique = qual if seen[qual] == 1 else f"{qual}#{seen[qual]}"
+            unique = names.add(qual)
             if isinstance(child, ast.ClassDef):
                 kind = "class"
             elif parent is not None and parent.kind == "class":
@@ -255,10 +250,10 @@ def _visit(block: list, parent: Definition | None, rel_path: str, definitions: l
                 kind = "function"
             d = Definition(make_node_id(rel_path, unique), unique, kind, child, parent)
             definitions.append(d)
-            _visit(child.body, d, rel_path, definitions, seen)
+            _visit(child.body, d, rel_path, definitions, names)
             continue
         for name in _block_fields(type(child)):
-            _visit(getattr(child, name), parent, rel_path, definitions, seen)
+            _visit(getattr(child, name), parent, rel_path, definitions, names)
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,7 +16,7 @@ from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collaps
                                         slot_constructor)
 from codenib.compiler.gcpause import collector_paused
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
-from codenib.core.types import Node, make_node_id
+from codenib.core.types import Node, UniqueQualnames, make_node_id
 
 #: The same caps as the Python reader (`codenib.compiler.parse`): giant generated
 #: definitions must not dominate BM25 lengths, and a file node holds an outline only.
@@ -143,7 +143,7 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
     folds: list[_Def] = []      # top-level namespaces the file outline shows as a signature
     bases: list[BaseFact] = []
     impl_bases: list[tuple[str, tuple, int]] = []
-    seen: dict[str, int] = {}
+    names = UniqueQualnames()
     stack: list[_Scope] = []
     for node in _unique_sorted(captures.get("def", ())):
         found = reader.define(node, raw)
@@ -165,8 +165,7 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
             continue
         segs = path + tuple(found.qualifier) + (found.name,)
         plain = ".".join(segs)
-        seen[plain] = seen.get(plain, 0) + 1
-        qual = plain if seen[plain] == 1 else f"{plain}#{seen[plain]}"
+        qual = names.add(plain)
         if found.role == "type":
             kind = "class"
         elif found.qualifier or (top is not None and top.role in ("type", "impl")):
