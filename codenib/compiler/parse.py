@@ -51,6 +51,16 @@ class ParsedFile:
     # targets only when it spans one); None: not known, walk every statement.
     walrus_lines: tuple[int, ...] | None = None
     text: str | None = None         # the decoded source (resolution hashes its units' text)
+    # (definitions list, id() of each definition's tree -> its node id): made once per file
+    # by `def_ids`, not once per unit (that was quadratic in a file's definitions).
+    _def_ids: tuple[list, dict[int, str]] | None = field(default=None, repr=False, compare=False)
+
+    def def_ids(self) -> dict[int, str]:
+        """id() of each definition's tree -> its node id (kept while `definitions` is the same list)."""
+        cached = self._def_ids
+        if cached is None or cached[0] is not self.definitions:
+            cached = self._def_ids = (self.definitions, {id(d.tree): d.node_id for d in self.definitions})
+        return cached[1]
 
     @property
     def file_node(self) -> Node:

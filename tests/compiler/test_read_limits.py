@@ -64,3 +64,57 @@ def test_unique_qualnames_are_unique_for_any_sequence_of_names():
 def test_names_without_a_hash_keep_the_plain_counting():
     given = UniqueQualnames()
     assert [given.add(n) for n in ["f", "g", "f", "f", "g"]] == ["f", "g", "f#2", "f#3", "g#2"]
+
+
+# --- deep and numerous definitions ---------------------------------------------------------
+
+def _nested_js(depth: int) -> bytes:
+    """`function f0(){ function f1(){ ... g(); } }`, one function a line, a call in the deepest."""
+    opens = "".join(f"function f{i}(){{\n" for i in range(depth))
+    return (opens + "g();\n" + "}\n" * depth).encode()
+
+
+def test_definitions_nested_past_the_cap_fold_into_their_ancestor(monkeypatch):
+    from codenib.compiler.lang import walk
+
+    monkeypatch.setattr(walk, "MAX_NESTING", 3, raising=False)
+    parsed = read_foreign("deep.js", _nested_js(5))
+    assert [n.qualname for n in parsed.nodes[1:]] == ["f0", "f0.f1", "f0.f1.f2"]
+    # f3 and f4 are part of f2: their lines, and the call in f4, are f2's.
+    f2 = parsed.nodes[3]
+    assert (f2.start_line, f2.end_line) == (3, 9)
+    assert [(c.callee, c.caller) for c in parsed.facts.calls] == [("g", "deep.js::f0.f1.f2")]
+    assert parsed.file_node.parse_error == "2 definitions nested deeper than 3 folded into their ancestor"
+    assert [i for i, _, _ in read_foreign_spans("deep.js", _nested_js(5))] == \
+        ["deep.js::f0", "deep.js::f0.f1", "deep.js::f0.f1.f2"]
+
+
+def test_a_chain_of_2000_nested_functions_makes_100_definition_nodes():
+    parsed = read_foreign("deep.js", _nested_js(2000))
+    assert len(parsed.nodes) == 1 + 100         # the file and MAX_NESTING levels
+    # Texts are capped at 16,000 characters a definition: 100 of them, and the file's 6,000.
+    assert sum(len(n.text) for n in parsed.nodes) <= 100 * 16_000 + 6_000
+
+
+class _CountingList(list):
+    """A list that counts how often it is walked through."""
+
+    walks = 0
+
+    def __iter__(self):
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_the_graph_walks_a_files_definitions_a_constant_number_of_times():
+    """Pass 2 looked every unit's definitions up in a map of the file's definitions built anew
+    per unit: quadratic in one-line defs (10k -> 20k defs: 19 -> 61 s)."""
+    from codenib.compiler.resolve import build_edges
+
+    source = "".join(f"def f{i}():\n    return f{i - 1}()\n" for i in range(1, 41)).encode()
+    pf = parse_source("m.py", source)
+    pf.definitions = _CountingList(pf.definitions)
+    _CountingList.walks = 0
+    edges = build_edges([pf])
+    assert sum(1 for e in edges if e.type == "calls") == 39        # f2 -> f1 ... f40 -> f39
+    assert _CountingList.walks <= 5     # contains edges, units, the id map: not once per unit (41)

@@ -26,6 +26,10 @@ MAX_FILE_TEXT_CHARS = 6_000
 MAX_SIGNATURE_CHARS = 400
 #: Doc comments longer than this are license blocks or generated text.
 MAX_DOC_CHARS = 4_000
+#: Definitions nested deeper than this are folded into their ancestor at this depth (their
+#: calls count as its calls): Python itself stops at 100 indentation levels, and each level's
+#: text holds the levels below it, so deeper chains only multiply text and tree walks.
+MAX_NESTING = 100
 
 _CallFact = slot_constructor(CallFact)
 _ImportFact = slot_constructor(ImportFact)
@@ -79,6 +83,7 @@ class _Scope:
     path: tuple[str, ...]       # plain qualified name segments
     role: str
     definition: _Def | None     # the innermost definition at or above this scope
+    depth: int                  # definitions at or above this scope (a namespace adds none)
 
 
 def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dict) -> ForeignParse:
@@ -97,6 +102,10 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     file_id = make_node_id(rel_path)
 
     sweep = _sweep(reader, raw, rel_path, captures, spans_only=False)
+    if sweep.too_deep:
+        # The build warns of a file's parse error by its name: the fold is said there too.
+        note = f"{sweep.too_deep} definitions nested deeper than {MAX_NESTING} folded into their ancestor"
+        error = f"{error}; {note}" if error else note
     defs, folds, bases, impl_bases = sweep.defs, sweep.folds, sweep.bases, sweep.impl_bases
 
     first_of = {}
@@ -133,6 +142,7 @@ class _Sweep:
     folds: list[_Def]               # top-level namespaces the file outline shows as a signature
     bases: list[BaseFact]
     impl_bases: list[tuple[str, tuple, int]]
+    too_deep: int                   # captures inside a definition at depth MAX_NESTING, folded into it
 
 
 def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_only: bool) -> _Sweep:
@@ -145,21 +155,25 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
     impl_bases: list[tuple[str, tuple, int]] = []
     names = UniqueQualnames()
     stack: list[_Scope] = []
+    too_deep = 0
     for node in _unique_sorted(captures.get("def", ())):
-        found = reader.define(node, raw)
-        if found is None:
-            continue
         start = node.start_byte
         while stack and stack[-1].end <= start:
             stack.pop()
         top = stack[-1] if stack else None
+        if top is not None and top.depth >= MAX_NESTING:
+            too_deep += 1       # not even `define`: its tree walks cost the node's depth
+            continue
+        found = reader.define(node, raw)
+        if found is None:
+            continue
         path = top.path if top else ()
         holder = top.definition if top else None
         if found.role in ("namespace", "impl"):
             segs = tuple(s for s in found.name.split(".") if s)
             if not spans_only and found.role == "namespace" and holder is None and reader.folded(node, raw):
                 folds.append(_definition(reader, raw, rel_path, node, found, "", "", "namespace", None, False))
-            stack.append(_Scope(node.end_byte, path + segs, found.role, holder))
+            stack.append(_Scope(node.end_byte, path + segs, found.role, holder, top.depth if top else 0))
             if not spans_only and found.role == "impl" and found.bases:
                 impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
             continue
@@ -176,11 +190,11 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
         defs.append(d)
         if holder is not None:
             holder.children.append(d)
-        stack.append(_Scope(node.end_byte, segs, found.role, d))
+        stack.append(_Scope(node.end_byte, segs, found.role, d, (top.depth if top else 0) + 1))
         for base, relation in () if spans_only else found.bases:
             bases.append(_BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
 
-    return _Sweep(defs, folds, bases, impl_bases)
+    return _Sweep(defs, folds, bases, impl_bases, too_deep)
 
 
 def _unique_sorted(nodes) -> list:
