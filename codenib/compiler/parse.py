@@ -11,6 +11,7 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 
+from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.walk import SourceFile
 from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualname, source_lines
 
@@ -275,7 +276,7 @@ def _block_fields(kind: type) -> tuple[str, ...]:
 def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
     tree = d.tree
     start, end = _span(tree)
-    segment = "\n".join(lines[start - 1:end])
+    segment = _segment(tree, start, end, lines)
     signature = _signature(tree)
     docstring = ast.get_docstring(tree, clean=True) or ""
     if isinstance(tree, ast.ClassDef):
@@ -297,6 +298,23 @@ def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
         content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
         decorators=tuple(_unparse(dec) for dec in tree.decorator_list),
     )
+
+
+def _segment(tree: ast.AST, start: int, end: int, lines: list[str]) -> str:
+    """A definition's lines; a first or last line longer than `LONG_LINE_CHARS` is cut to the
+    definition's own columns (before a def or decorator there is only indentation)."""
+    segment = lines[start - 1:end]
+    if not segment or (len(segment[0]) <= LONG_LINE_CHARS and len(segment[-1]) <= LONG_LINE_CHARS):
+        return "\n".join(segment)
+    last = segment[-1]
+    if len(last) > LONG_LINE_CHARS and tree.end_col_offset is not None and tree.end_lineno == end:
+        cut = tree.end_col_offset
+        if not last.isascii():      # ast columns count UTF-8 bytes
+            cut = len(last.encode("utf-8", "surrogatepass")[:cut].decode("utf-8", "replace"))
+        segment[-1] = last[:cut]
+    if len(segment[0]) > LONG_LINE_CHARS:
+        segment[0] = segment[0].lstrip(" \t\f")
+    return "\n".join(segment)
 
 
 def _span(tree: ast.AST) -> tuple[int, int]:
@@ -329,7 +347,11 @@ def _class_outline(tree: ast.ClassDef, lines: list[str]) -> str:
     start = min([tree.lineno] + [dec.lineno for dec in tree.decorator_list])
     first_body = tree.body[0].lineno if tree.body else tree.lineno + 1
     parts = lines[start - 1:first_body - 1]
+    size = _joined_size(parts, 0)
     for stmt in tree.body:
+        if size > MAX_TEXT_CHARS:
+            break       # the text is cut before here (statements sharing a line repeat it)
+        had = len(parts)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(stmt, clean=True) or ""
             first = doc.strip().split("\n\n")[0].replace("\n", " ") if doc else ""
@@ -338,7 +360,13 @@ def _class_outline(tree: ast.ClassDef, lines: list[str]) -> str:
             parts.append(f"    {_signature(stmt)}")
         else:
             parts.extend(lines[stmt.lineno - 1:(stmt.end_lineno or stmt.lineno)])
+        size += _joined_size(parts, had)
     return "\n".join(parts)
+
+
+def _joined_size(parts: list[str], start: int) -> int:
+    """How many characters `parts[start:]` add to `"\n".join(parts)` (an upper bound by one)."""
+    return sum(len(p) + 1 for p in parts[start:])
 
 
 def _file_text(rel_path: str, tree: ast.Module | None, lines: list[str], text: str) -> str:
@@ -346,11 +374,16 @@ def _file_text(rel_path: str, tree: ast.Module | None, lines: list[str], text: s
     if tree is None:
         return f"{rel_path}\n{text}"[:MAX_FILE_TEXT_CHARS]
     parts = [rel_path]
+    size = len(rel_path)
     for stmt in tree.body:
+        if size > MAX_FILE_TEXT_CHARS:
+            break       # the text is cut before here (statements sharing a line repeat it)
+        had = len(parts)
         if isinstance(stmt, _DEF_TYPES):
             parts.append(_signature(stmt))
         else:
             parts.extend(lines[stmt.lineno - 1:(stmt.end_lineno or stmt.lineno)])
+        size += _joined_size(parts, had)
     return "\n".join(parts)[:MAX_FILE_TEXT_CHARS]
 
 

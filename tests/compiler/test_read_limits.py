@@ -66,6 +66,90 @@ def test_names_without_a_hash_keep_the_plain_counting():
     assert [given.add(n) for n in ["f", "g", "f", "f", "g"]] == ["f", "g", "f#2", "f#3", "g#2"]
 
 
+# --- one huge line (minified code) -----------------------------------------------------------
+
+def test_a_definition_on_a_long_line_gets_its_own_columns_as_text():
+    pad = b"var x=1;" * 200     # 1,600 bytes: past LONG_LINE_CHARS, so the line is cut
+    source = pad + b"function f(a){return a}function g(){return 2}" + pad + b"\nfunction h(){\n  return 3}\n"
+    nodes = {n.qualname: n for n in read_foreign("m.js", source).nodes[1:]}
+    assert nodes["f"].text == "m.js f\nfunction f(a){return a}"
+    assert nodes["g"].text == "m.js g\nfunction g(){return 2}"
+    # A short line keeps the whole-line rule: byte-identical texts for hand-written code.
+    assert nodes["h"].text == "m.js h\nfunction h(){\n  return 3}"
+    assert (nodes["f"].start_line, nodes["f"].end_line) == (1, 1)
+
+
+def test_a_definition_spanning_long_lines_is_cut_at_both_ends():
+    pad = b"var x=1;" * 200
+    source = pad + b"function f(){\n  return 1;\n}" + pad + b"\n"
+    (f,) = read_foreign("m.js", source).nodes[1:]
+    assert f.text == "m.js f\nfunction f(){\n  return 1;\n}"
+
+
+def test_a_python_def_on_a_long_line_leaves_out_its_trailing_comment():
+    body = "1" + " or 1" * 250                    # 1,251 characters: a long line
+    comment = "  # " + "note " * 50
+    source = f"class A:\n    def f(self): return {body}{comment}\n".encode()
+    f = parse_source("m.py", source).nodes[2]
+    assert f.qualname == "A.f"
+    assert f.text == f"m.py A.f\ndef f(self): return {body}"
+    # Short lines keep indentation and comments, as before.
+    g = parse_source("m.py", b"class A:\n    def g(self): return 1  # note\n").nodes[2]
+    assert g.text == "m.py A.g\n    def g(self): return 1  # note"
+
+
+def test_statements_sharing_one_long_line_build_a_capped_text_without_repeating_the_line():
+    """2,000 statements on one 14 kB line: the file text used to join the line once per
+    statement (28 MB) to keep its first 6,000 characters."""
+    import tracemalloc
+
+    source = ("x = 1; " * 2000 + "\n").encode()
+    tracemalloc.start()
+    try:
+        file_node = parse_source("m.py", source).nodes[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert file_node.text == ("m.py\n" + "x = 1; " * 2000)[:6000]
+    assert peak < 8_000_000     # the tree and the text: a few MB; the repeated join alone is 28 MB
+
+
+def _make(root, rel, data):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def test_minified_and_generated_files_are_skipped_with_the_reason(tmp_path):
+    from codenib.compiler.walk import walk_repository
+
+    hand = b"function f(a) {\n  return a + 1;\n}\n" * 200             # 35 bytes a line
+    _make(tmp_path, "src/app.js", hand)
+    _make(tmp_path, "dist2/vendor.min.js", b"function f(){}\n")        # by its name, however small
+    _make(tmp_path, "lib/one_line.js", b"function f(){return 1};" * 1000)   # 23,000 bytes, one line
+    _make(tmp_path, "lib/dense.js", (b"var a=1;" * 125 + b"\n") * 20)     # 1,001 bytes a line
+    _make(tmp_path, "lib/data.py", b"x = 1\n" * 2000 + b"T = '" + b"a" * 30_000 + b"'\n")   # one long literal
+    _make(tmp_path, "lib/wide.js", (b"var a=1;" * 124 + b"\n") * 20)      # 993 bytes a line
+    files, skipped = walk_repository(tmp_path)
+    assert [f.rel_path for f in files] == ["lib/data.py", "lib/wide.js", "src/app.js"]
+    reasons = {s.rel_path: s.reason for s in skipped}
+    assert reasons == {
+        "dist2/vendor.min.js": "minified or generated code (a .min.js file name)",
+        "lib/dense.js": "minified or generated code (20 lines of 1001 bytes on average, at least 1000 taken as generated)",
+        "lib/one_line.js": "minified or generated code (1 lines of 23000 bytes on average, at least 1000 taken as generated)",
+    }
+
+
+def test_a_long_line_among_short_ones_is_generated_from_50000_bytes():
+    from codenib.compiler.generated import generated_text_reason
+
+    short = b"x = 1\n" * 20_000                                    # 120,000 bytes of 6-byte lines
+    assert generated_text_reason(short + b"#" * 49_999 + b"\n") is None
+    assert generated_text_reason(short + b"#" * 50_000 + b"\n") == \
+        "minified or generated code (a line of 50000 bytes, at least 50000 taken as generated)"
+    assert generated_text_reason(b"#" * 4_000) is None          # under 4 KiB: read whatever it holds
+
+
 # --- deep and numerous definitions ---------------------------------------------------------
 
 def _nested_js(depth: int) -> bytes:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
 from codenib.compiler.gcpause import collector_paused
+from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.core.types import Node, UniqueQualnames, make_node_id
 
@@ -74,6 +75,8 @@ class _Def:
     doc: str
     decorators: tuple[str, ...]
     signature: str
+    text_byte: int = 0  # where its text starts (doc comment, attribute or itself) and ends
+    end_byte: int = 0
     children: list = field(default_factory=list)
 
 
@@ -132,7 +135,7 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
                       folds + [d for d in defs if not d.nested])[:MAX_FILE_TEXT_CHARS],
         content_sha256=hashlib.sha256(raw).hexdigest(), language=reader.language, parse_error=error,
     )
-    nodes = [file_node] + [_node(rel_path, lines, d, reader.language) for d in defs]
+    nodes = [file_node] + [_node(rel_path, lines, raw, d, reader.language) for d in defs]
     return ForeignParse(rel_path, nodes, facts, error)
 
 
@@ -223,6 +226,7 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
                 qual: str, plain: str, kind: str, holder: _Def | None, spans_only: bool) -> _Def:
     outer = found.outer if found.outer is not None else node
     start_row = outer.start_point.row
+    start_byte = outer.start_byte
     end_row = _end_row(outer)
     # Attributes (`#[derive]`) and the comment block right above belong to the definition:
     # attributes widen its span (as Python's decorators), comments are its doc.
@@ -240,6 +244,7 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
             if not spans_only:
                 decorators.append(collapse(node_text(prev, raw)))
             start_row = prev.start_point.row
+            start_byte = prev.start_byte
         elif before is not None and _end_row(before) == prev.start_point.row:
             break       # `x = 1; // note` documents the line it ends, not what follows
         else:
@@ -253,13 +258,14 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
     comments.reverse()
     doc = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in comments))[:MAX_DOC_CHARS] if comments else ""
     text_row = min([start_row] + [c.start_point.row for c in comments]) if doc else start_row
+    text_byte = min([start_byte] + [c.start_byte for c in comments]) if doc else start_byte
     sig_end = found.body.start_byte if found.body is not None else outer.end_byte
     signature = collapse(raw[outer.start_byte:sig_end].decode("utf-8", "replace"))
     if found.body is None:
         signature = signature.split("{", 1)[0].rstrip(" ;")
     return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder is not None,
                 start_row + 1, end_row + 1, text_row + 1, doc,
-                tuple(decorators), signature[:MAX_SIGNATURE_CHARS])
+                tuple(decorators), signature[:MAX_SIGNATURE_CHARS], text_byte, outer.end_byte)
 
 
 def _end_row(node) -> int:
@@ -347,8 +353,8 @@ def _calls(raw: bytes, defs: list[_Def], sites: list, file_id: str) -> tuple[lis
     return calls, imports
 
 
-def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
-    segment = "\n".join(lines[d.text_start - 1:d.end])
+def _node(rel_path: str, lines: list[str], raw: bytes, d: _Def, language: str) -> Node:
+    segment = _segment(lines, raw, d)
     if d.kind == "class" and d.children:
         body = _outline(None, lines, d.text_start, d.end, d.children)
     else:
@@ -360,6 +366,29 @@ def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
         content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
         language=language, decorators=d.decorators,
     )
+
+
+def _segment(lines: list[str], raw: bytes, d: _Def) -> str:
+    """A definition's lines; a first or last line longer than `LONG_LINE_CHARS` is cut to the
+    definition's own columns (read from the bytes, so the cost is its own span, not the line's)."""
+    first, last = d.text_start, d.end
+    head_long = len(lines[first - 1]) > LONG_LINE_CHARS if first <= len(lines) else False
+    tail_long = len(lines[last - 1]) > LONG_LINE_CHARS if last <= len(lines) else False
+    if not (head_long or tail_long):
+        return "\n".join(lines[first - 1:last])
+    start, end = d.text_byte, d.end_byte
+    while end > start and raw[end - 1] in b"\r\n":
+        end -= 1        # a span that ends on the next line's first column (a line comment)
+    if first == last:
+        return _line_text(raw[start:end])
+    head = _line_text(raw[start:raw.find(b"\n", start, end)]) if head_long else lines[first - 1]
+    tail = _line_text(raw[raw.rfind(b"\n", start, end) + 1:end]) if tail_long else lines[last - 1]
+    return "\n".join([head, *lines[first:last - 1], tail])
+
+
+def _line_text(part: bytes) -> str:
+    """Bytes within one line as `read_tree` decodes its lines (a span may end on the line break)."""
+    return part.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _capped(head: str, body: str, cap: int) -> str:
