@@ -17,7 +17,7 @@ from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualna
 
 #: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
 #: earlier index's nodes only when its version is the same.
-PARSE_VERSION = 1
+PARSE_VERSION = 2     # 2: a def's first or last line past LONG_LINE_CHARS is cut to its columns
 #: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
 MAX_TEXT_CHARS = 16_000
 #: File nodes carry module-level statements only, capped tighter (their defs have own nodes).
