@@ -11,12 +11,13 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 
+from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.walk import SourceFile
-from codenib.core.types import Node, make_node_id, plain_qualname, source_lines
+from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualname, source_lines
 
 #: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
 #: earlier index's nodes only when its version is the same.
-PARSE_VERSION = 1
+PARSE_VERSION = 2     # 2: a def's first or last line past LONG_LINE_CHARS is cut to its columns
 #: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
 MAX_TEXT_CHARS = 16_000
 #: File nodes carry module-level statements only, capped tighter (their defs have own nodes).
@@ -51,6 +52,16 @@ class ParsedFile:
     # targets only when it spans one); None: not known, walk every statement.
     walrus_lines: tuple[int, ...] | None = None
     text: str | None = None         # the decoded source (resolution hashes its units' text)
+    # (definitions list, id() of each definition's tree -> its node id): made once per file
+    # by `def_ids`, not once per unit (that was quadratic in a file's definitions).
+    _def_ids: tuple[list, dict[int, str]] | None = field(default=None, repr=False, compare=False)
+
+    def def_ids(self) -> dict[int, str]:
+        """id() of each definition's tree -> its node id (kept while `definitions` is the same list)."""
+        cached = self._def_ids
+        if cached is None or cached[0] is not self.definitions:
+            cached = self._def_ids = (self.definitions, {id(d.tree): d.node_id for d in self.definitions})
+        return cached[1]
 
     @property
     def file_node(self) -> Node:
@@ -158,12 +169,8 @@ def text_outline(text: str, rel_path: str = "<region>", first_line: int = 1) -> 
 def outline_spans(rel_path: str, outline: Outline) -> list[tuple[str, int, int]]:
     """(node id, start line, end line) of the outline's definitions, named as the reader names
     them (the second `f` of a scope is `f#2`, counted over the whole file)."""
-    seen: dict[str, int] = {}
-    spans = []
-    for qual, start, end, *_ in outline.defs:
-        n = seen[qual] = seen.get(qual, 0) + 1
-        spans.append((make_node_id(rel_path, qual if n == 1 else f"{qual}#{n}"), start, end))
-    return spans
+    names = UniqueQualnames()
+    return [(make_node_id(rel_path, names.add(qual)), start, end) for qual, start, end, *_ in outline.defs]
 
 
 def parse_file(source: SourceFile) -> ParsedFile:
@@ -229,14 +236,14 @@ def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | No
 def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
     """Every class and function of the tree, outer before inner, in order of appearance."""
     definitions: list[Definition] = []
-    _visit(tree.body, None, rel_path, definitions, {})
+    _visit(tree.body, None, rel_path, definitions, UniqueQualnames())
     return definitions
 
 
 def _visit(block: list, parent: Definition | None, rel_path: str, definitions: list[Definition],
-           seen: dict[str, int]) -> None:
-    """Append the definitions of a statement block to `definitions` (`seen`: how many of each
-    qualified name so far). A module-level function, not a closure: a closure that calls
+           names: UniqueQualnames) -> None:
+    """Append the definitions of a statement block to `definitions` (`names`: the qualified
+    names given so far). A module-level function, not a closure: a closure that calls
     itself is a reference cycle holding `definitions`, so every tree it walked stayed alive
     until the cycle collector ran (`--history` parses thousands of blobs with it paused)."""
     # Definitions are statements: only statement blocks (and the handlers and match
@@ -245,8 +252,7 @@ def _visit(block: list, parent: Definition | None, rel_path: str, definitions: l
         if isinstance(child, _DEF_TYPES):
             plain_parent = plain_qualname(parent.qualname) if parent else ""
             qual = f"{plain_parent}.{child.name}" if plain_parent else child.name
-            seen[qual] = seen.get(qual, 0) + 1
-            unique = qual if seen[qual] == 1 else f"{qual}#{seen[qual]}"
+            unique = names.add(qual)
             if isinstance(child, ast.ClassDef):
                 kind = "class"
             elif parent is not None and parent.kind == "class":
@@ -255,10 +261,10 @@ def _visit(block: list, parent: Definition | None, rel_path: str, definitions: l
                 kind = "function"
             d = Definition(make_node_id(rel_path, unique), unique, kind, child, parent)
             definitions.append(d)
-            _visit(child.body, d, rel_path, definitions, seen)
+            _visit(child.body, d, rel_path, definitions, names)
             continue
         for name in _block_fields(type(child)):
-            _visit(getattr(child, name), parent, rel_path, definitions, seen)
+            _visit(getattr(child, name), parent, rel_path, definitions, names)
 
 
 @functools.lru_cache(maxsize=None)
@@ -270,7 +276,7 @@ def _block_fields(kind: type) -> tuple[str, ...]:
 def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
     tree = d.tree
     start, end = _span(tree)
-    segment = "\n".join(lines[start - 1:end])
+    segment = _segment(tree, start, end, lines)
     signature = _signature(tree)
     docstring = ast.get_docstring(tree, clean=True) or ""
     if isinstance(tree, ast.ClassDef):
@@ -292,6 +298,23 @@ def _def_node(rel_path: str, d: Definition, lines: list[str]) -> Node:
         content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
         decorators=tuple(_unparse(dec) for dec in tree.decorator_list),
     )
+
+
+def _segment(tree: ast.AST, start: int, end: int, lines: list[str]) -> str:
+    """A definition's lines; a first or last line longer than `LONG_LINE_CHARS` is cut to the
+    definition's own columns (before a def or decorator there is only indentation)."""
+    segment = lines[start - 1:end]
+    if not segment or (len(segment[0]) <= LONG_LINE_CHARS and len(segment[-1]) <= LONG_LINE_CHARS):
+        return "\n".join(segment)
+    last = segment[-1]
+    if len(last) > LONG_LINE_CHARS and tree.end_col_offset is not None and tree.end_lineno == end:
+        cut = tree.end_col_offset
+        if not last.isascii():      # ast columns count UTF-8 bytes
+            cut = len(last.encode("utf-8", "surrogatepass")[:cut].decode("utf-8", "replace"))
+        segment[-1] = last[:cut]
+    if len(segment[0]) > LONG_LINE_CHARS:
+        segment[0] = segment[0].lstrip(" \t\f")
+    return "\n".join(segment)
 
 
 def _span(tree: ast.AST) -> tuple[int, int]:
@@ -324,7 +347,11 @@ def _class_outline(tree: ast.ClassDef, lines: list[str]) -> str:
     start = min([tree.lineno] + [dec.lineno for dec in tree.decorator_list])
     first_body = tree.body[0].lineno if tree.body else tree.lineno + 1
     parts = lines[start - 1:first_body - 1]
+    size = _joined_size(parts, 0)
     for stmt in tree.body:
+        if size > MAX_TEXT_CHARS:
+            break       # the text is cut before here (statements sharing a line repeat it)
+        had = len(parts)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(stmt, clean=True) or ""
             first = doc.strip().split("\n\n")[0].replace("\n", " ") if doc else ""
@@ -333,7 +360,13 @@ def _class_outline(tree: ast.ClassDef, lines: list[str]) -> str:
             parts.append(f"    {_signature(stmt)}")
         else:
             parts.extend(lines[stmt.lineno - 1:(stmt.end_lineno or stmt.lineno)])
+        size += _joined_size(parts, had)
     return "\n".join(parts)
+
+
+def _joined_size(parts: list[str], start: int) -> int:
+    """How many characters `parts[start:]` add to `"\n".join(parts)` (an upper bound by one)."""
+    return sum(len(p) + 1 for p in parts[start:])
 
 
 def _file_text(rel_path: str, tree: ast.Module | None, lines: list[str], text: str) -> str:
@@ -341,11 +374,16 @@ def _file_text(rel_path: str, tree: ast.Module | None, lines: list[str], text: s
     if tree is None:
         return f"{rel_path}\n{text}"[:MAX_FILE_TEXT_CHARS]
     parts = [rel_path]
+    size = len(rel_path)
     for stmt in tree.body:
+        if size > MAX_FILE_TEXT_CHARS:
+            break       # the text is cut before here (statements sharing a line repeat it)
+        had = len(parts)
         if isinstance(stmt, _DEF_TYPES):
             parts.append(_signature(stmt))
         else:
             parts.extend(lines[stmt.lineno - 1:(stmt.end_lineno or stmt.lineno)])
+        size += _joined_size(parts, had)
     return "\n".join(parts)[:MAX_FILE_TEXT_CHARS]
 
 

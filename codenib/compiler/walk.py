@@ -8,6 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from codenib.compiler.generated import generated_reason
 from codenib.engines.languages import language_of
 from codenib.core.errors import BadInputError
 from codenib.core.types import ID_SEP
@@ -84,6 +85,7 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
             path = here / name
             rel = (rel_dir / name).as_posix()
             reason = _skip_file(path, root_real, max_file_bytes)
+            reason = reason or generated_reason(path, rel)
             if not is_utf8(rel):
                 # Node ids are UTF-8 strings in Parquet; an undecodable name cannot be one.
                 rel, reason = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), \

@@ -49,6 +49,32 @@ def source_lines(text: str, keepends: bool = False) -> list[str]:
     return out
 
 
+class UniqueQualnames:
+    """The qualified names of one file's definitions, made unique in order of appearance.
+
+    The first `f` is `f`, later ones `f#2`, `f#3`, ...; a counted name never equals a name
+    given before (a JavaScript key may itself be `"f#2"`): the count goes on until it is free.
+    Every reader names its definitions through this, so ids follow one rule in every language.
+    """
+
+    __slots__ = ("_count", "_taken")
+
+    def __init__(self) -> None:
+        self._count: dict[str, int] = {}
+        self._taken: set[str] = set()
+
+    def add(self, plain: str) -> str:
+        """The unique qualified name of the next definition named `plain`."""
+        n = self._count.get(plain, 0) + 1
+        qual = plain if n == 1 else f"{plain}#{n}"
+        while qual in self._taken:
+            n += 1
+            qual = f"{plain}#{n}"
+        self._count[plain] = n
+        self._taken.add(qual)
+        return qual
+
+
 def plain_qualname(qualname: str) -> str:
     """A qualified name without its `#N` duplicate counters (`A.f#2.g` -> `A.f.g`)."""
     return _DUP_SUFFIX.sub("", qualname)

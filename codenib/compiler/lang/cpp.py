@@ -10,7 +10,7 @@ from codenib.compiler.lang.c import CReader
 
 class CppReader(CReader):
     language = "cpp"
-    version = 2      # 2: `MACRO namespace x {` is the namespace x
+    version = 3      # 2: `MACRO namespace x {` is the namespace x; 3: unique ids, long lines cut, nesting capped
     query_source = CReader.query_source + """
     (class_specifier body: (_)) @def
     (namespace_definition) @def

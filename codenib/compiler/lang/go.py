@@ -16,7 +16,7 @@ _NAME, _BODY, _TYPE, _FUNCTION, _FIELD, _OPERAND, _RECEIVER = field_ids(
 
 class GoReader(TreeReader):
     language = "go"
-    version = 1
+    version = 2     # 2: unique ids, long lines cut, nesting capped
     query_source = """
     (function_declaration) @def
     (method_declaration) @def

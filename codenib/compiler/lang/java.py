@@ -19,7 +19,7 @@ _TYPES = frozenset({"class_declaration", "interface_declaration", "enum_declarat
 
 class JavaReader(TreeReader):
     language = "java"
-    version = 1
+    version = 2     # 2: unique ids, long lines cut, nesting capped
     comment_types = frozenset({"line_comment", "block_comment"})
     query_source = """
     (class_declaration) @def

@@ -20,7 +20,7 @@ _SPAN = itemgetter(0, 1)
 
 class JavaScriptReader(TreeReader):
     language = "javascript"
-    version = 1
+    version = 2     # 2: unique ids, long lines cut, nesting capped
     query_source = f"""
     (class_declaration) @def
     (function_declaration) @def

@@ -20,7 +20,7 @@ _TYPES = frozenset({"struct_item", "enum_item", "union_item", "trait_item"})
 
 class RustReader(TreeReader):
     language = "rust"
-    version = 2     # 2: a `#[cfg(test)]` module's body is left out of the file outline
+    version = 3     # 2: a `#[cfg(test)]` module's body is left out of the file outline; 3: unique ids, long lines cut, nesting capped
     comment_types = frozenset({"line_comment", "block_comment"})
     attribute_types = frozenset({"attribute_item"})
     query_source = """

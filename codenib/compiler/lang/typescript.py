@@ -10,7 +10,7 @@ from codenib.compiler.lang.javascript import FUNCTION_VALUES, JavaScriptReader
 
 class TypeScriptReader(JavaScriptReader):
     language = "typescript"
-    version = 1
+    version = 2     # 2: unique ids, long lines cut, nesting capped
     # JavaScript's patterns but its `field_definition` (TypeScript's is public_field_definition).
     query_source = JavaScriptReader.query_source.replace(
         f"(field_definition property: (_) value: {FUNCTION_VALUES}) @def", "") + f"""

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
 from codenib.compiler.gcpause import collector_paused
+from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
-from codenib.core.types import Node, make_node_id
+from codenib.core.types import Node, UniqueQualnames, make_node_id
 
 #: The same caps as the Python reader (`codenib.compiler.parse`): giant generated
 #: definitions must not dominate BM25 lengths, and a file node holds an outline only.
@@ -26,6 +27,10 @@ MAX_FILE_TEXT_CHARS = 6_000
 MAX_SIGNATURE_CHARS = 400
 #: Doc comments longer than this are license blocks or generated text.
 MAX_DOC_CHARS = 4_000
+#: Definitions nested deeper than this are folded into their ancestor at this depth (their
+#: calls count as its calls): Python itself stops at 100 indentation levels, and each level's
+#: text holds the levels below it, so deeper chains only multiply text and tree walks.
+MAX_NESTING = 100
 
 _CallFact = slot_constructor(CallFact)
 _ImportFact = slot_constructor(ImportFact)
@@ -70,6 +75,8 @@ class _Def:
     doc: str
     decorators: tuple[str, ...]
     signature: str
+    text_byte: int = 0  # where its text starts (doc comment, attribute or itself) and ends
+    end_byte: int = 0
     children: list = field(default_factory=list)
 
 
@@ -79,6 +86,7 @@ class _Scope:
     path: tuple[str, ...]       # plain qualified name segments
     role: str
     definition: _Def | None     # the innermost definition at or above this scope
+    depth: int                  # definitions at or above this scope (a namespace adds none)
 
 
 def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dict) -> ForeignParse:
@@ -97,6 +105,10 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     file_id = make_node_id(rel_path)
 
     sweep = _sweep(reader, raw, rel_path, captures, spans_only=False)
+    if sweep.too_deep:
+        # The build warns of a file's parse error by its name: the fold is said there too.
+        note = f"{sweep.too_deep} definitions nested deeper than {MAX_NESTING} folded into their ancestor"
+        error = f"{error}; {note}" if error else note
     defs, folds, bases, impl_bases = sweep.defs, sweep.folds, sweep.bases, sweep.impl_bases
 
     first_of = {}
@@ -123,7 +135,7 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
                       folds + [d for d in defs if not d.nested])[:MAX_FILE_TEXT_CHARS],
         content_sha256=hashlib.sha256(raw).hexdigest(), language=reader.language, parse_error=error,
     )
-    nodes = [file_node] + [_node(rel_path, lines, d, reader.language) for d in defs]
+    nodes = [file_node] + [_node(rel_path, lines, raw, d, reader.language) for d in defs]
     return ForeignParse(rel_path, nodes, facts, error)
 
 
@@ -133,6 +145,7 @@ class _Sweep:
     folds: list[_Def]               # top-level namespaces the file outline shows as a signature
     bases: list[BaseFact]
     impl_bases: list[tuple[str, tuple, int]]
+    too_deep: int                   # captures inside a definition at depth MAX_NESTING, folded into it
 
 
 def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_only: bool) -> _Sweep:
@@ -143,30 +156,33 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
     folds: list[_Def] = []      # top-level namespaces the file outline shows as a signature
     bases: list[BaseFact] = []
     impl_bases: list[tuple[str, tuple, int]] = []
-    seen: dict[str, int] = {}
+    names = UniqueQualnames()
     stack: list[_Scope] = []
+    too_deep = 0
     for node in _unique_sorted(captures.get("def", ())):
-        found = reader.define(node, raw)
-        if found is None:
-            continue
         start = node.start_byte
         while stack and stack[-1].end <= start:
             stack.pop()
         top = stack[-1] if stack else None
+        if top is not None and top.depth >= MAX_NESTING:
+            too_deep += 1       # not even `define`: its tree walks cost the node's depth
+            continue
+        found = reader.define(node, raw)
+        if found is None:
+            continue
         path = top.path if top else ()
         holder = top.definition if top else None
         if found.role in ("namespace", "impl"):
             segs = tuple(s for s in found.name.split(".") if s)
             if not spans_only and found.role == "namespace" and holder is None and reader.folded(node, raw):
                 folds.append(_definition(reader, raw, rel_path, node, found, "", "", "namespace", None, False))
-            stack.append(_Scope(node.end_byte, path + segs, found.role, holder))
+            stack.append(_Scope(node.end_byte, path + segs, found.role, holder, top.depth if top else 0))
             if not spans_only and found.role == "impl" and found.bases:
                 impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
             continue
         segs = path + tuple(found.qualifier) + (found.name,)
         plain = ".".join(segs)
-        seen[plain] = seen.get(plain, 0) + 1
-        qual = plain if seen[plain] == 1 else f"{plain}#{seen[plain]}"
+        qual = names.add(plain)
         if found.role == "type":
             kind = "class"
         elif found.qualifier or (top is not None and top.role in ("type", "impl")):
@@ -177,11 +193,11 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
         defs.append(d)
         if holder is not None:
             holder.children.append(d)
-        stack.append(_Scope(node.end_byte, segs, found.role, d))
+        stack.append(_Scope(node.end_byte, segs, found.role, d, (top.depth if top else 0) + 1))
         for base, relation in () if spans_only else found.bases:
             bases.append(_BaseFact(plain, d.node_id, base, relation, node.start_point.row + 1))
 
-    return _Sweep(defs, folds, bases, impl_bases)
+    return _Sweep(defs, folds, bases, impl_bases, too_deep)
 
 
 def _unique_sorted(nodes) -> list:
@@ -210,6 +226,7 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
                 qual: str, plain: str, kind: str, holder: _Def | None, spans_only: bool) -> _Def:
     outer = found.outer if found.outer is not None else node
     start_row = outer.start_point.row
+    start_byte = outer.start_byte
     end_row = _end_row(outer)
     # Attributes (`#[derive]`) and the comment block right above belong to the definition:
     # attributes widen its span (as Python's decorators), comments are its doc.
@@ -227,6 +244,7 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
             if not spans_only:
                 decorators.append(collapse(node_text(prev, raw)))
             start_row = prev.start_point.row
+            start_byte = prev.start_byte
         elif before is not None and _end_row(before) == prev.start_point.row:
             break       # `x = 1; // note` documents the line it ends, not what follows
         else:
@@ -240,13 +258,14 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
     comments.reverse()
     doc = clean_comment("\n".join(node_text(c, raw).rstrip("\r\n") for c in comments))[:MAX_DOC_CHARS] if comments else ""
     text_row = min([start_row] + [c.start_point.row for c in comments]) if doc else start_row
+    text_byte = min([start_byte] + [c.start_byte for c in comments]) if doc else start_byte
     sig_end = found.body.start_byte if found.body is not None else outer.end_byte
     signature = collapse(raw[outer.start_byte:sig_end].decode("utf-8", "replace"))
     if found.body is None:
         signature = signature.split("{", 1)[0].rstrip(" ;")
     return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder is not None,
                 start_row + 1, end_row + 1, text_row + 1, doc,
-                tuple(decorators), signature[:MAX_SIGNATURE_CHARS])
+                tuple(decorators), signature[:MAX_SIGNATURE_CHARS], text_byte, outer.end_byte)
 
 
 def _end_row(node) -> int:
@@ -334,8 +353,8 @@ def _calls(raw: bytes, defs: list[_Def], sites: list, file_id: str) -> tuple[lis
     return calls, imports
 
 
-def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
-    segment = "\n".join(lines[d.text_start - 1:d.end])
+def _node(rel_path: str, lines: list[str], raw: bytes, d: _Def, language: str) -> Node:
+    segment = _segment(lines, raw, d)
     if d.kind == "class" and d.children:
         body = _outline(None, lines, d.text_start, d.end, d.children)
     else:
@@ -347,6 +366,29 @@ def _node(rel_path: str, lines: list[str], d: _Def, language: str) -> Node:
         content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
         language=language, decorators=d.decorators,
     )
+
+
+def _segment(lines: list[str], raw: bytes, d: _Def) -> str:
+    """A definition's lines; a first or last line longer than `LONG_LINE_CHARS` is cut to the
+    definition's own columns (read from the bytes, so the cost is its own span, not the line's)."""
+    first, last = d.text_start, d.end
+    head_long = len(lines[first - 1]) > LONG_LINE_CHARS if first <= len(lines) else False
+    tail_long = len(lines[last - 1]) > LONG_LINE_CHARS if last <= len(lines) else False
+    if not (head_long or tail_long):
+        return "\n".join(lines[first - 1:last])
+    start, end = d.text_byte, d.end_byte
+    while end > start and raw[end - 1] in b"\r\n":
+        end -= 1        # a span that ends on the next line's first column (a line comment)
+    if first == last:
+        return _line_text(raw[start:end])
+    head = _line_text(raw[start:raw.find(b"\n", start, end)]) if head_long else lines[first - 1]
+    tail = _line_text(raw[raw.rfind(b"\n", start, end) + 1:end]) if tail_long else lines[last - 1]
+    return "\n".join([head, *lines[first:last - 1], tail])
+
+
+def _line_text(part: bytes) -> str:
+    """Bytes within one line as `read_tree` decodes its lines (a span may end on the line break)."""
+    return part.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _capped(head: str, body: str, cap: int) -> str:

@@ -39,7 +39,7 @@ def file_units(pf: ParsedFile) -> list[Unit]:
     module or in a class body there, in order of appearance (needs `pf.text`)."""
     if pf.tree is None:
         return []
-    def_ids = {id(d.tree): d.node_id for d in pf.definitions}
+    def_ids = pf.def_ids()
     lines = source_lines(pf.text or "")
     carved: list[tuple[ast.AST, tuple[ast.ClassDef, ...]]] = []
 
@@ -97,7 +97,7 @@ def unit_edges(resolver: Resolver, pf: ParsedFile, unit: Unit, units: list[Unit]
     scope = resolver.file_scope(pf.rel_path)
     # The tree may be a second parse of the file: its definitions are known by node, not
     # by the nodes that pass 1 saw.
-    def_ids = {id(d.tree): d.node_id for d in pf.definitions}
+    def_ids = pf.def_ids()
     if unit.node is None:
         carved = {id(u.node) for u in units if u.node is not None}
         edges = list(import_edges(resolver, pf.tree.body, scope, file_id, carved))
