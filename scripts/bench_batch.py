@@ -55,7 +55,7 @@ def make_queries(source: Path, n: int, out: Path) -> Path:
 
 def in_process(index_dir: str, queries: Path, mode: str, shard_size: int) -> int:
     from codenib.batch.queries import read_query_set
-    from codenib.batch.session import RetrievalSession
+    from codenib.model.session import RetrievalSession
     from codenib.batch.worker import ShardOptions, process_shard
     from codenib.model.planner import plan_options, plan_rows
     from codenib.engines import models

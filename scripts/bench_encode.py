@@ -143,7 +143,7 @@ def quality(args, backends: list[str]) -> None:
     from codenib.compiler.build_options import BuildOptions
     from codenib.engines import models
     from codenib.index.loaded import load_index
-    from codenib.batch.session import RetrievalSession
+    from codenib.model.session import RetrievalSession
     from codenib.model.planner import plan_options
     kinds = ("semantic", "lexical", "structural")
     modes = ("dense", "auto")
@@ -188,7 +188,7 @@ def quality(args, backends: list[str]) -> None:
 LOOP = """
 import dataclasses, sys
 from codenib.batch.queries import read_query_set
-from codenib.batch.session import RetrievalSession
+from codenib.model.session import RetrievalSession
 from codenib.batch.worker import ShardOptions, process_shard
 from codenib.model.planner import plan_options, plan_rows
 path, queries = sys.argv[1], sys.argv[2]

@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 import devsets  # noqa: E402
 import locfit  # noqa: E402
 
-from codenib.batch.weights import default_weights  # noqa: E402
+from codenib.model.weights import load_packaged_weights  # noqa: E402
 from codenib.eval import metrics  # noqa: E402
 
 COLUMNS = ("file@5", "func@10")
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     loo, folds = locfit.loo_rankings(tables, repo_of, gold_files, gold_funcs, drop, key_of=key_by_qid.get, c=a.c)
     systems = {"BM25 baseline": {q: r for p in parts for q, r in p.baseline.items()},
-               "packaged": locfit.rank(tables, tables, default_weights()),
+               "packaged": locfit.rank(tables, tables, load_packaged_weights()),
                f"LOO (C={a.c:g})" + (f" -{','.join(drop)}" if drop != locfit.DENSE_FEATURES else ""): loo}
 
     rows = _rows(systems, parts)
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'feature':<16}" + "".join(f"{r.split('/')[-1][:9]:>10}" for r in folds) + f"{'packaged':>10}")
     for f in feats:
         print(f"  {f:<16}" + "".join(f"{w.to_dict()[f]:>10.3f}" for w in folds.values())
-              + f"{default_weights().to_dict()[f]:>10.3f}")
+              + f"{load_packaged_weights().to_dict()[f]:>10.3f}")
     if a.fit_out:
         w = locfit.fit(list(tables), tables, gold_files, gold_funcs, drop, key_of=key_by_qid.get, c=a.c)
         locfit.write_weights(Path(a.fit_out), w, (

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from codenib.eval.metrics import evaluate, mean_of, to_file_qrels, to_file_run
 from codenib.index.loaded import load_index
-from codenib.batch.session import RetrievalSession
+from codenib.model.session import RetrievalSession
 from codenib.model.planner import plan_options
 FILLER = (
     "We upgraded last week and since then our nightly pipeline fails on some inputs but not on others. "

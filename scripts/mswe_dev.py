@@ -105,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     by_lang = [(lang, [q for q, r in dev.instances.items() if r["language"] == lang]) for lang in languages]
     by_repo = [(repo, [q for q, r in dev.instances.items() if _repo(r) == repo]) for repo in repos]
     sample = f" (--per-repo {a.per_repo}: a sample of the set)" if a.per_repo else ""
-    from codenib.batch.weights import packaged_provenance
+    from codenib.model.weights import load_packaged_provenance
 
     print(f"\nMulti-language dev{sample}, {len(dev.queries)} issues in {len(languages)} languages and {len(repos)} "
           f"repositories, indexes {'without' if a.no_dense else 'with'} vectors; strict Acc (file @1/5/10, "
           "function @5/10 by file and last name segment).\nThe auto plan's packaged weights were "
-          f"fitted on: {packaged_provenance()}.\n")
+          f"fitted on: {load_packaged_provenance()}.\n")
     devsets.print_table(rankings, by_lang + [("overall", list(dev.instances))], dev.gold_files, dev.gold_funcs,
                         KEY, set_width=10)
     readme = _readme_baseline(data / "README.md")
@@ -148,9 +148,9 @@ def _history_report(dev: devsets.DevSet, idx_root: Path, repos: list[str], ranki
     """The ablation per history signal, leave-one-repository-out (`devhistory.report`)."""
     import devhistory
 
-    from codenib.batch.weights import default_weights
+    from codenib.model.weights import load_packaged_weights
 
-    packaged = default_weights()
+    packaged = load_packaged_weights()
     repo_of = {q: _repo(r) for q, r in dev.instances.items()}
     cases = devhistory.load_cases(dev.queries, idx_root, repo_of, lambda repo: packaged)
     scorer = devhistory.Scorer(cases, dev.gold_files, dev.gold_funcs, {q: KEY for q in cases})

@@ -22,7 +22,7 @@ from codenib.compiler.build import build_index
 
 from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
-from codenib.batch.session import RetrievalSession
+from codenib.model.session import RetrievalSession
 from codenib.model.planner import plan_options
 MODES = ("sparse", "dense", "hybrid", "graph", "auto")
 KINDS = ("semantic", "lexical", "structural")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from codenib.batch.session import RetrievalSession
+from codenib.model.session import RetrievalSession
 from codenib.model.planner import RetrievalPlanner, plan_options
 class Retrieval:
     """A session over `index` with one run's options (budget, mode, reranker)."""

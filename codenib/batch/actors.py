@@ -79,7 +79,7 @@ class RerankActor:
         self.reranker, self.top_n = reranker, top_n
         self.cache = IndexCache(lambda p: load_index(p, sparse=False, graph=False, device=device, verify=False),
                                  max_indexes, copies)
-        from codenib.batch.session import llm_reranker
+        from codenib.model.session import llm_reranker
 
         self.llm = llm_reranker(llm_config)
 
@@ -139,7 +139,7 @@ class GraphActor:
         Names, not handles: Ray cannot restart an actor whose constructor arguments hold
         handles (it logs an error for each), and a name finds a restarted actor too.
         """
-        from codenib.batch.session import RetrievalSession
+        from codenib.model.session import RetrievalSession
 
         self.engine_names = engine_names
         self._handles: tuple | None = None

@@ -169,7 +169,7 @@ def index_cache_dir(options: RunOptions, storage: StorageConfig) -> IndexCacheDi
 def _local_runner(options: RunOptions, shard_opts: ShardOptions, cache: IndexCacheDir):
     """The shard function of the in-process path: indexes loaded once (checksums were
     verified by the driver), engines in this process, as the Ray actors would run them."""
-    from codenib.batch.session import RetrievalSession, llm_reranker
+    from codenib.model.session import RetrievalSession, llm_reranker
     from codenib.batch.worker import IndexCache, process_shard
 
     llm = llm_reranker(options.llm)

@@ -48,11 +48,11 @@ class JobOptions:
     address: str | None = option(None, metavar="RAY_ADDRESS",
                                  help="join a Ray cluster (default: an embedded local Ray)")
     shard_size: int = option(256, minimum=1,
-                             help="queries per shard: the unit of resume and parallelism (default: 256)")
+                             help="queries per shard: the unit of resume and parallelism")
     workers: int | None = option(None, minimum=1, fix="leave it out to size to the cluster",
                                  help="graph actors (default: one per CPU, at most 16)")
     run_tag: str | None = option(None, help="the run_tag column (default: codenib-MODE-BUDGET)")
-    device: str = option("auto", choices=DEVICES, help="dense and rerank actors' device (default: auto)")
+    device: str = option("auto", choices=DEVICES, help="dense and rerank actors' device")
     force: bool = option(False, help="go on in a results folder that also holds files CodeNib did not "
                                      "write, deleting them (without it: exit 2 naming the first)")
     progress: bool = option(True, flag="--quiet", quiet=True, help="no progress bar")
@@ -72,21 +72,22 @@ class RunOptions(JobOptions):
                                         "progress")
 
     queries: str = required(JobOptions, "queries")
-    budget: str = option("balanced", choices=tuple(BUDGETS), help="default: balanced")
+    budget: str = option("balanced", choices=tuple(BUDGETS), help="how much work each query may cost")
     mode: str = option("auto", choices=JOB_MODES,
                        help="auto: the planner chooses per query; all: every plan for every query (planner "
-                            "regret); default: auto")
-    k: int = option(100, flag="-k", minimum=1, help="results kept per query (default: 100)")
+                            "regret)")
+    k: int = option(100, flag="-k", minimum=1, help="results kept per query")
     rerank: str | None = option(None, choices=PLAN_RERANKERS, label="reranker",
                                 help="force a reranker (default: the budget decides)")
     localise_weights: str | None = option(None, metavar="FILE", path=True,
                                           help="bug-report localisation weights (JSON from scripts/swebench_dev.py "
-                                               "--fit; default: the packaged ones)")
+                                               "--fit; default: each index's fitted weights (codenib index "
+                                               "--fit-weights), else the packaged ones)")
     encoder: str | None = option(None, choices=ENCODER_BACKENDS,
                                  help="query encoder backend (default: each index's own; another one is refused)")
     local_below: int = option(256, minimum=0,
                               help="a job of fewer queries runs in this process without Ray, unless --address is "
-                                   "given (0: always Ray; default: 256)")
+                                   "given (0: always Ray)")
     max_indexes: int = option(4, help="loaded indexes each actor keeps (job specs only)")
     index_cache: str | None = option(None, metavar="DIR", path=True,
                                      help="node-local cache of indexes copied from object storage, on every node "
@@ -145,7 +146,7 @@ class RunOptions(JobOptions):
         """The localisation weights file's values, checked (None: the packaged weights)."""
         if not self.localise_weights:
             return None
-        from codenib.batch.weights import load_weights
+        from codenib.model.weights import load_weights
 
         return tuple(sorted(load_weights(self.localise_weights).values.items()))
 
@@ -169,18 +170,18 @@ class RerankOptions(JobOptions):
         "out": {"metavar": "NEW_RESULTS_DIR", "help": "the new results folder (resumed when it holds this job)"},
         "index": {"help": "index for every query (default: the source run's)"},
         "index_root": {"help": "resolve the source run's index names under DIR"},
-        "shard_size": {"help": "ranked lists per shard (default: 256)"},
+        "shard_size": {"help": "ranked lists per shard"},
         "workers": {"help": "rerank actors (default: one per CPU, at most 4)"},
         "run_tag": {"help": "the run_tag column (default: the source tag + '+RERANKER')"},
-        "device": {"help": "default: auto"},
+        "device": {"help": "the rerank actors' device"},
     }
     FLAGS: ClassVar[tuple[str, ...]] = ("results", "out", "reranker", "top_n", "queries", "index", "index_root",
                                         *JOB_FLAGS, "allow_partial", "progress")
 
     results: str = option(metavar="RESULTS_DIR", path=True, help="the earlier results folder (of `codenib run`)")
-    reranker: str = option("embedding", choices=RERANKERS, help="default: embedding")
+    reranker: str = option("embedding", choices=RERANKERS, help="the reranker")
     top_n: int = option(50, minimum=1,
-                        help="candidates reranked per query; the rest keep their order (default: 50)")
+                        help="candidates reranked per query; the rest keep their order")
     allow_partial: bool = option(False, help="accept a source run without _SUCCESS")
 
     def validate(self) -> None:

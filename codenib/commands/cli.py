@@ -11,6 +11,7 @@ from typing import Iterator
 
 from codenib import __version__
 from codenib.commands import REGISTRY, execute, stdout_reader_gone
+from codenib.commands.flags import HelpFormatter
 from codenib.core.errors import DiskWriteError
 from codenib.core.outputs import writing
 
@@ -40,7 +41,7 @@ def utf8_argument(arg: str) -> str:
 
 def _main(argv: list[str] | None) -> int:
     try:
-        parser = build_parser()
+        parser = build_parser(_command_of(argv))
         args = parser.parse_args(argv)
         if not getattr(args, "command", None):
             parser.print_help(sys.stderr)
@@ -71,8 +72,12 @@ def entry() -> int:
         _release_object_storage()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every registered sub-command."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every registered sub-command.
+
+    only: a sub-command name: only that one's arguments are added (the others are listed by
+    name and help), so that `codenib query` does not import what `codenib run`'s flags are
+    generated from (the batch options). None: every sub-command's arguments."""
     parser = argparse.ArgumentParser(
         prog="codenib",
         description="Retrieve the functions, classes and files that answer questions about a "
@@ -82,10 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"codenib {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, cmd in REGISTRY.items():
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help,
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-        cmd.add_arguments(p)
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help, formatter_class=HelpFormatter)
+        if only is None or name == only:
+            cmd.add_arguments(p)
     return parser
+
+
+def _command_of(argv: list[str] | None) -> str | None:
+    """The sub-command `argv` names first (the top-level parser has no option that takes a
+    value), or None."""
+    args = sys.argv[1:] if argv is None else argv
+    first = args[0] if args else None
+    return first if first in REGISTRY else None
 
 
 class _NamedStdout:

@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                  "or folder name")
     p.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
                    help="comma-separated ir_measures names (R@k, P@k, RR@k, nDCG@k, AP, Success@k) "
-                        "and Acc@k (all gold items in the top k)")
+                        "and Acc@k (all gold items in the top k) (default: " + ", ".join(DEFAULT_MEASURES) + ")")
     p.add_argument("--permutations", type=int, default=10_000,
                    help="sign flips sampled by the randomization test of --compare")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomization test")

@@ -109,9 +109,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _fit_weights(staging, log) -> dict:
     """`--fit-weights`: the localisation weights fitted on the staged index's history."""
-    from codenib.batch.index_weights import MANIFEST_KEY, fit_into
+    from codenib.model.weights import MANIFEST_KEY
+    from codenib.model.weights_fit import save_fitted_weights
 
-    return {MANIFEST_KEY: fit_into(staging, log)}
+    return {MANIFEST_KEY: save_fitted_weights(staging, log)}
 
 
 COMMAND = Command("Compile a repository into an index folder (nodes, code graph, BM25, vectors).",

@@ -20,6 +20,7 @@ from typing import Any
 
 from codenib.core.errors import BadInputError
 from codenib.core.options import check_spec_values, required_keys, spec_keys
+from codenib.commands.llm_config import read_llm_config
 from codenib.core.specs import read_config_file
 
 SECTIONS = ("run", "eval", "rerank", "llm", "submit")
@@ -89,19 +90,6 @@ def rerank_options(spec: JobSpec | None, overrides: dict[str, Any]):
     merged = _merge(RerankOptions, merged, spec, overrides, "",
                     "pass --results RESULTS_DIR --out NEW_RESULTS_DIR (or a job spec with [rerank])")
     return RerankOptions(**merged)
-
-
-def read_llm_config(path: str | Path) -> dict[str, Any]:
-    """The LLM reranker settings of a TOML/JSON file (its [llm] table or the whole file),
-    checked here so that a bad setting names the file."""
-    from codenib.engines.llm_client import LLMConfig
-
-    data = read_config_file(path, section="llm")
-    try:
-        LLMConfig.from_dict(data)
-    except BadInputError as exc:
-        raise BadInputError(str(exc), path=str(path)) from None
-    return data
 
 
 def _merge(cls: type, merged: dict[str, Any], spec: JobSpec | None, overrides: dict[str, Any], where: str,

@@ -1,4 +1,5 @@
-"""`codenib query INDEX_DIR "TEXT"`: answer one query and show the plan and its trace."""
+"""`codenib query INDEX_DIR "TEXT"`: answer one query and show its plan, why, and the ranked
+nodes; the full trace with --explain or --json."""
 
 from __future__ import annotations
 
@@ -16,28 +17,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", choices=tuple(BUDGETS), default="balanced",
                    help="how much work the query may cost")
     p.add_argument("--mode", choices=MODES, default="auto",
-                   help="auto lets the planner choose; the others force one plan")
+                   help="auto lets the planner choose (long bug reports get bug_localisation, which only auto "
+                        "picks); the others force one plan")
     p.add_argument("--rerank", choices=RERANKERS, default=None,
                    help="force a reranker (default: the budget decides)")
     p.add_argument("--llm-config", metavar="TOML_OR_JSON",
                    help="LLM reranker settings (endpoint, model, ...); the key comes from $CODENIB_LLM_API_KEY")
     p.add_argument("--localise-weights", metavar="FILE",
-                   help="bug-report localisation weights (JSON; default: the packaged ones)")
+                   help="bug-report localisation weights (JSON; default: the index's fitted weights "
+                        "(codenib index --fit-weights), else the packaged ones)")
     p.add_argument("--encoder", choices=tuple(BACKENDS), default=None,
                    help="query encoder backend (default: the index's own; another one is refused)")
     p.add_argument("-k", type=int, default=10, help="results to show")
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output on stdout: the plan, the results and the full trace")
     p.add_argument("--explain", action="store_true",
-                   help="print how the planner read the query: each signal, the symbol-table matches of the "
-                        "candidate targets with their specificity, and the rule that fired")
+                   help="also print how the planner read the query (each signal, the symbol-table matches of "
+                        "the candidate targets with their specificity, the rule that fired) and the full trace")
 
 
 def run(args: argparse.Namespace) -> int:
-    from codenib.batch.session import RetrievalSession
     from codenib.core.errors import QueryError
+    from codenib.core.querytext import clean_query_text
     from codenib.index.loaded import check_encoder
     from codenib.model.planspec import BUDGETS, PlanOptions
-    from codenib.core.querytext import clean_query_text
+    from codenib.model.session import RetrievalSession
 
     if args.k < 1:
         raise QueryError(f"-k must be at least 1, got {args.k}", fix="pass -k 10")
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise QueryError("the query text is empty", fix='pass a question, e.g. codenib query IDX "who calls main?"')
     weights = None
     if args.localise_weights:
-        from codenib.batch.weights import load_weights
+        from codenib.model.weights import load_weights
 
         weights = tuple(sorted(load_weights(args.localise_weights).values.items()))
     llm = _llm_config(args.llm_config)   # a bad config fails before the index loads
@@ -75,19 +79,36 @@ def run(args: argparse.Namespace) -> int:
         }, sys.stdout, indent=2)
         print()
         return 0
-    print(f"plan: {result.plan}   ({result.latency_ms:.1f} ms)")
+    for line in summary_lines(result):
+        print(line)
     if args.explain:
+        print()
         for line in explain_lines(result.trace):
             print(line)
-    for reason in result.trace.get("reasons", []):
-        print(f"  why: {reason}")
-    width = max((len(c.node_id) for c in result.candidates), default=10)
-    for i, c in enumerate(result.candidates, start=1):
-        print(f"{i:3d}. {c.node_id:<{width}}  {c.start_line}-{c.end_line}  {c.score:.4f}  [{c.source}]")
-    if not result.candidates:
-        print("  (no results)")
-    print("trace: " + json.dumps({k: v for k, v in result.trace.items() if k != "signals"}, default=str))
+        print("trace:")
+        print(json.dumps(result.trace, indent=2, default=str))
     return 0
+
+
+#: The plain output's bounds: why-lines shown (the rest under --explain) and their length.
+WHY_LINES = 2
+WHY_CHARS = 160
+
+
+def summary_lines(result) -> list[str]:
+    """The plain output of one query: its plan, a short why and the ranked results (rank,
+    score, node id, lines); the trace is left to --explain and --json."""
+    out = [f"plan: {result.plan}   ({result.latency_ms:.1f} ms)"]
+    reasons = [str(r) for r in result.trace.get("reasons", [])]
+    for reason in reasons[:WHY_LINES]:
+        out.append("  why: " + (reason if len(reason) <= WHY_CHARS else reason[:WHY_CHARS - 3] + "..."))
+    if len(reasons) > WHY_LINES:
+        out.append(f"  ({len(reasons) - WHY_LINES} more reason(s): --explain)")
+    if not result.candidates:
+        out.append("  (no results)")
+    for i, c in enumerate(result.candidates, start=1):
+        out.append(f"{i:3d}. {c.score:9.4f}  {c.node_id}  (lines {c.start_line}-{c.end_line})")
+    return out
 
 
 def explain_lines(trace: dict) -> list[str]:
@@ -122,7 +143,7 @@ def _llm_config(path: str | None) -> dict | None:
     """The [llm] settings of `--llm-config`, checked (BadInputError naming the file)."""
     if not path:
         return None
-    from codenib.commands.jobs import read_llm_config
+    from codenib.commands.llm_config import read_llm_config
     from codenib.engines.llm_client import LLMConfig
 
     config = read_llm_config(path)
@@ -130,5 +151,6 @@ def _llm_config(path: str | None) -> dict | None:
     return config
 
 
-COMMAND = Command("Answer one query against an index; print ranked nodes, the plan and its trace.",
+COMMAND = Command("Answer one query against an index; print the plan, why it was chosen and the ranked nodes "
+                  "(the full trace with --explain or --json).",
                   add_arguments, run)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from codenib.batch.options import RerankOptions
 from codenib.commands import Command
 from codenib.commands.flags import add_option_flags, run_job_command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # Imported here: the command registry (and so `codenib query`) loads no batch module.
+    from codenib.batch.options import RerankOptions
+
     add_option_flags(p, RerankOptions, "a job spec with a [rerank] section; options here override it")
 
 
 def run(args: argparse.Namespace) -> int:
+    from codenib.batch.options import RerankOptions
     from codenib.batch.rerank import rerank_job
     from codenib.commands.jobs import rerank_options
 

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-from codenib.batch.options import RunOptions
 from codenib.commands import Command
 from codenib.commands.flags import add_option_flags, run_job_command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # Imported here: the command registry (and so `codenib query`) loads no batch module.
+    from codenib.batch.options import RunOptions
+
     add_option_flags(p, RunOptions, "a job spec (jobs/NAME.toml); options given here override it")
 
 
 def run(args: argparse.Namespace) -> int:
     from codenib.batch.driver import run_job
+    from codenib.batch.options import RunOptions
     from codenib.commands.jobs import run_options
 
     spec, summary = run_job_command(args, RunOptions, run_options, run_job)

@@ -356,7 +356,7 @@ def _shallow_commits(repo) -> frozenset[str]:
     if not repo.is_shallow:
         return frozenset()
     try:
-        text = (Path(repo.path) / "shallow").read_text()
+        text = (Path(repo.path) / "shallow").read_text(encoding="utf-8")
     except OSError:
         return frozenset()
     return frozenset(line.strip() for line in text.splitlines() if line.strip())

@@ -62,7 +62,7 @@ class CodeNibRetrieve:
                  run_tag: str | None = None, device: str = "auto"):
         from codenib.core.artifact import read_manifest
         from codenib.batch.options import RunOptions
-        from codenib.batch.session import RetrievalSession
+        from codenib.model.session import RetrievalSession
         from codenib.batch.worker import ShardOptions
         from codenib.index.loaded import check_encoder
         from codenib.model.planner import planner_chooses

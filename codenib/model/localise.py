@@ -1,10 +1,11 @@
 """Files-first bug-report localisation: score files from several signals, then nodes inside them.
 
-Inputs arrive already computed (BM25 runs of the report and its parts, the dense run,
+Inputs arrive already computed (BM25 runs of the report and its parts, a dense run when the
+caller has one (the `bug_localisation` plan fetches none, so its dense features are 0),
 mention priors, the code graph); `features` and `rank` only score. A node's
 score is its file's score plus its own features, each a weighted, named feature, so the trace
 shows every signal's contribution. The weights are data (`codenib/data/localise_weights.json`,
-read at the edge by `codenib.batch.weights`,
+read by the `load_*` functions of `codenib.model.weights`,
 fitted on the 11 dev repositories by `scripts/localise_loo.py --fit-out`, measured
 leave-one-repository-out) and scoring is one matrix product: deterministic and cheap.
 """

@@ -30,6 +30,7 @@ from codenib.model.parts import fuse
 from codenib.model.planner import MODES, RetrievalPlanner, check_capabilities, plan_options
 from codenib.model.planspec import QueryPlan
 from codenib.model.traversal import WalkSpec, ranked_walk
+from codenib.model.weights import load_localise_weights
 from codenib.ops.expand import ExpandParams, expand_graph_neighbors
 from codenib.ops.retrieve import Candidates, RetrieveContext, to_queried_nodes
 
@@ -55,17 +56,18 @@ class RetrieveRerankPipeline:
         code_graph: the `CodeGraph` structural plans walk, over the index's nodes (None: the
             index's own). Without edges (`load_index(..., graph=False)` and no `code_graph`)
             the planner sees no graph and its trace says why structural questions degrade.
-        llm: an LLM reranker (`codenib.batch.session.llm_reranker`), for rerank llm.
-        localise_weights: the bug-report `LocaliseWeights`. None: the hand-set ones, since the
-            model layer reads no file; `codenib query` uses the index's fitted or the packaged
-            weights, `codenib.batch.session.localise_weights(None, index)`: pass those for the
-            same bug-report ranking.
+        llm: an LLM reranker (`codenib.model.session.llm_reranker`), for rerank llm.
+        localise_weights: the bug-report `LocaliseWeights`. None: the weights `codenib query`
+            ranks this index's bug reports with, the ones the index fitted on its history
+            (`codenib index --history --fit-weights`) else the packaged ones
+            (`codenib.model.weights.load_localise_weights`).
         planner: the `RetrievalPlanner` (default: fusion weights 1:1, as every command's).
         engines: where engine calls go (default: `LocalEngines`, in this process).
 
     Raises:
         BadInputError: an unknown mode, budget or reranker, k below 1, a `code_graph` over other
             nodes, or an index with neither a sparse nor a dense index.
+        IndexFormatError: the index lists fitted weights that are missing or malformed.
     """
 
     def __init__(self, index: LoadedIndex, retrieval_mode: str = "auto", budget: str = "balanced",
@@ -81,7 +83,7 @@ class RetrieveRerankPipeline:
         self.capabilities = _capabilities(self.index, llm_configured=llm is not None)
         check_capabilities(self.capabilities)
         self.planner = planner or RetrievalPlanner()
-        weights = localise_weights if localise_weights is not None else LocaliseWeights(source="hand-set")
+        weights = localise_weights if localise_weights is not None else load_localise_weights(None, self.index)
         history = self.index.history if self.capabilities.history else None
         self.executor = PlanExecutor(self.index, engines or LocalEngines(self.index, llm), weights, history)
         self.last_selected_plan: str | None = None

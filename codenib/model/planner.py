@@ -99,8 +99,9 @@ class RetrievalPlanner:
             reasons.append(f"lexical signal {s.lexical}: exact-name look-up of {s.target!r}")
             return "fast_lexical"
         if s.long_text:
-            reasons.append("long report: files-first localisation from BM25 of the whole text, title and "
-                           "prose, mentions, the graph and dense where present")
+            # What `BugLocalisation` runs: BM25 runs, mentions and the graph; no vector search.
+            reasons.append("long report: files-first localisation from BM25 of the whole text, its title and "
+                           "prose, the code it mentions and the graph around it (no dense search)")
             return "bug_localisation"
         if s.semantic >= SEMANTIC_MIN:
             # Natural language dominates even when a few identifiers are mentioned: on the

@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from codenib.batch.query_rows import QueryRow, Shard
-from codenib.batch.session import RetrievalSession
+from codenib.model.session import RetrievalSession
 from codenib.batch.worker import ShardOptions, process_shard
 from codenib.core.errors import BadInputError, CodeNibError
 from codenib.model.planner import plan_options, plan_rows

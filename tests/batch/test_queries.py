@@ -198,7 +198,7 @@ def test_undecodable_and_control_text_is_cleaned_and_recorded_in_the_plan_row(tm
     import pyarrow.parquet as pq
 
     from codenib.batch.query_rows import Shard
-    from codenib.batch.session import RetrievalSession
+    from codenib.model.session import RetrievalSession
     from codenib.batch.worker import ShardOptions, process_shard
     from codenib.model.planner import plan_options, plan_rows
     path = tmp_path / "q.jsonl"

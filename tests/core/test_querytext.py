@@ -74,7 +74,7 @@ def chat_server():
 @pytest.fixture(scope="module")
 def pipelines(fixture_index, chat_server):
     """One pipeline per mode x budget for each reranker, over the real fixture index."""
-    from codenib.batch.session import llm_reranker
+    from codenib.model.session import llm_reranker
 
     llm = llm_reranker({"endpoint": chat_server.endpoint, "model": "test-model", "timeout_s": 10.0, "retries": 0})
     return {(mode, budget, rerank): Retrieval(fixture_index, retrieval_mode=mode, budget=budget,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from codenib.batch.session import RetrievalSession
+from codenib.model.session import RetrievalSession
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec

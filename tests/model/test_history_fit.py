@@ -17,15 +17,15 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from codenib.batch.index_weights import FITTED_PATH, MANIFEST_KEY, index_weights
-from codenib.batch.session import RetrievalSession
-from codenib.batch.weights import default_weights
+from codenib.model.session import RetrievalSession
+from codenib.model.weights import FITTED_PATH, MANIFEST_KEY, load_index_weights, load_packaged_weights
 from codenib.commands.cli import main
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.index.loaded import load_index
 from codenib.model import history_evidence, history_fit
+from codenib.model.pipelines import RetrieveRerankPipeline
 from codenib.model.planner import plan_options
 from tests.git_history import git_commit
 
@@ -74,7 +74,7 @@ def indexes(repo, tmp_path_factory):
 
 def _fit(index_dir: Path):
     index = load_index(index_dir, dense=False)
-    return history_fit.fit_history(index, index.history, default_weights(), PRIOR_HISTORY)
+    return history_fit.fit_history(index, index.history, load_packaged_weights(), PRIOR_HISTORY)
 
 
 def test_the_fit_is_deterministic_and_raises_the_evidence_that_works(indexes):
@@ -84,14 +84,14 @@ def test_the_fit_is_deterministic_and_raises_the_evidence_that_works(indexes):
     fitted = dict(first.history)["similar_changes"]
     assert fitted > PRIOR_HISTORY                     # the one signal that tells the modules apart
     assert first.train_file_at5[1] >= first.train_file_at5[0]
-    assert first.weights.to_dict() != default_weights().to_dict()
+    assert first.weights.to_dict() != load_packaged_weights().to_dict()
 
 
 def test_too_few_commits_keep_the_prior(indexes):
     index = load_index(indexes["history"], dense=False)
-    few = history_fit.fit_history(index, index.history, default_weights(), PRIOR_HISTORY,
+    few = history_fit.fit_history(index, index.history, load_packaged_weights(), PRIOR_HISTORY,
                                   limit=history_fit.MIN_EXAMPLES - 1)
-    assert not few.fitted and few.weights == default_weights() and few.history == (("similar_changes", PRIOR_HISTORY),)
+    assert not few.fitted and few.weights == load_packaged_weights() and few.history == (("similar_changes", PRIOR_HISTORY),)
 
 
 def test_a_commit_is_never_its_own_evidence_nor_is_a_later_one(indexes):
@@ -128,15 +128,19 @@ def test_fitted_weights_are_stored_listed_and_used_at_query_time(indexes):
     fit = _fit(indexes["history"])
     assert stored["weights"] == fit.weights.to_dict() and stored["history"] == dict(fit.history)
     session = RetrievalSession.load(str(indexes["fitted"]))
-    assert session.weights == index_weights(session.index) and session.weights.source.startswith(f"index:{FITTED_PATH}")
+    assert session.weights == load_index_weights(session.index) and session.weights.source.startswith(f"index:{FITTED_PATH}")
     result = session.search(REPORT, plan_options("balanced"))
     assert result.plan == "bug_localisation"
     detail = result.trace["detail"]
     assert detail["weights"] == session.weights.source
     assert detail["history"]["similar_changes"]["weight"] == stored["history"]["similar_changes"]
     assert result.candidates[0].file == "pkg/m2.py"   # pulsar's module
+    # The Python pipeline, given no weights, ranks with the index's fitted ones too.
+    piped = RetrieveRerankPipeline(session.index).search(REPORT)
+    assert piped.trace["detail"]["weights"] == session.weights.source
+    assert [(c.node_id, c.score) for c in piped.candidates] == [(c.node_id, c.score) for c in result.candidates]
     # Weights given to the job win over the index's.
-    given = RetrievalSession.load(str(indexes["fitted"]), weights=tuple(default_weights().values.items()))
+    given = RetrievalSession.load(str(indexes["fitted"]), weights=tuple(load_packaged_weights().values.items()))
     assert given.search(REPORT, plan_options("balanced")).trace["detail"]["weights"] == "given"
 
 
@@ -151,7 +155,7 @@ def test_without_fitted_weights_the_index_is_unchanged(indexes):
     assert same == plain_history["artifacts"]
     for name in ("history", "plain"):
         session = RetrievalSession.load(str(indexes[name]))
-        assert session.weights == default_weights()
+        assert session.weights == load_packaged_weights()
     trace = RetrievalSession.load(str(indexes["plain"])).search(REPORT, plan_options("balanced")).trace
     assert "weights" not in trace["detail"] and "history" not in json.dumps(trace)
 

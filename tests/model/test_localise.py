@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from codenib.batch.weights import default_weights
+from codenib.model.weights import load_packaged_weights
 from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, features,
                                     rank)
 from codenib.model.report import Mention, Prior
@@ -69,18 +69,18 @@ def test_ties_break_by_node_id_and_no_input_gives_no_result():
     table = features(LocaliseInputs(runs), NODES, None, FILE_ROWS)
     assert _ids(rank(table, _w(n_bm25=1.0), NODES.node_id, limit=3)) == ["lib/a.py::f", "lib/a.py::g", "lib/b.py::h"]
     empty = features(LocaliseInputs({}), NODES, None, FILE_ROWS)
-    assert rank(empty, default_weights(), NODES.node_id) == []
+    assert rank(empty, load_packaged_weights(), NODES.node_id) == []
 
 
 def test_packaged_weights_cover_every_feature_and_demote_tests():
-    w = default_weights().to_dict()
+    w = load_packaged_weights().to_dict()
     assert set(w) == set(FEATURES)
     assert w["f_test"] < 0
 
 
 def test_weights_files_are_checked_and_named_in_errors(tmp_path):
     from codenib.core.errors import BadInputError
-    from codenib.batch.weights import load_weights
+    from codenib.model.weights import load_weights
 
     good = tmp_path / "w.json"
     good.write_text('{"weights": {"f_bm25": 1.5, "f_test": -2}}')

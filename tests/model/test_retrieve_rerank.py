@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from codenib.batch.session import localise_weights
 from codenib.commands.cli import main
 from codenib.core.errors import CodeNibError
 from codenib.core.types import EDGES_SCHEMA
@@ -14,6 +13,7 @@ from codenib.index.graph import CodeGraph
 from codenib.index.loaded import load_index
 from codenib.model.pipelines import RetrieveRerankPipeline
 from codenib.model.planner import MODES
+from codenib.model.session import RetrievalSession
 
 STRUCTURAL = "who calls Engine.prepare?"
 # A bug report: a title, prose and a traceback through the fixture's own frames.
@@ -52,7 +52,8 @@ def _ranking(candidates) -> list[tuple[str, float]]:
 @pytest.mark.parametrize("text, plan", [(STRUCTURAL, "structural_graph"), (BUG_REPORT, "bug_localisation")],
                          ids=["structural", "bug-report"])
 def test_the_pipeline_ranks_as_codenib_query(index, fixture_index_dir, capsys, text, plan):
-    pipe = RetrieveRerankPipeline(index, k=10, localise_weights=localise_weights(None, index))
+    # No weights passed: the pipeline ranks bug reports with the weights `codenib query` uses.
+    pipe = RetrieveRerankPipeline(index, k=10)
     result = pipe.search(text)
     out = _cli(fixture_index_dir, text, capsys, k=10)
     assert out["plan"] == plan and result.plan == plan
@@ -106,3 +107,10 @@ def test_bad_options_are_refused_naming_the_choices(index, kwargs, names):
     with pytest.raises(CodeNibError) as err:
         RetrieveRerankPipeline(index, **kwargs)
     assert all(n in str(err.value) for n in names), str(err.value)
+
+
+def test_the_default_weights_are_the_ones_codenib_query_uses(index, fixture_index_dir):
+    # The index's fitted weights, else the packaged ones: a `RetrievalSession`'s, as `codenib query` loads it.
+    pipe = RetrieveRerankPipeline(index)
+    weights = pipe.executor.parts.localise_weights
+    assert weights == RetrievalSession.load(str(fixture_index_dir)).weights and weights.source == "packaged"

@@ -143,9 +143,9 @@ def test_the_multilanguage_dev_script_prints_its_tables_on_a_go_fixture(tmp_path
     assert rc == 0
     out = capsys.readouterr().out
     # The packaged weights' provenance, as their file records it (they may be in-sample here).
-    from codenib.batch.weights import packaged_provenance
+    from codenib.model.weights import load_packaged_provenance
 
-    assert f"packaged weights were fitted on: {packaged_provenance()}." in out.replace("\n", " ")
+    assert f"packaged weights were fitted on: {load_packaged_provenance()}." in out.replace("\n", " ")
     rows = [ln.split() for ln in out.splitlines() if ln.startswith(("BM25", "codenib"))]
     for system in (["BM25", "baseline"], ["codenib", "auto"], ["codenib", "sparse"]):
         for group in ("go", "overall", "acme/shop", "other/cart", "worst"):
