@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 from codenib.engines.backends import BACKENDS
 from codenib.model.planner import MODES, RERANKERS
 from codenib.model.planspec import BUDGETS
