@@ -66,7 +66,7 @@ def test_head_takes_the_first_line_and_codenib_exits_quietly(sparse_only_index_d
 
 
 def test_a_broken_pipe_elsewhere_is_still_an_error(monkeypatch, capsys):
-    from codenib.commands import execute
+    from codenib.commands.command import execute
 
     def run(args):
         raise BrokenPipeError(32, "Broken pipe")  # e.g. a server that hung up; stdout is fine

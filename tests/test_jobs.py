@@ -4,6 +4,7 @@ import pytest
 
 from codenib.core.errors import BadInputError
 from codenib.commands.jobs import load_job_spec, rerank_options, run_options
+from codenib.engines.llm.client import LLMConfig
 
 
 def write(tmp_path, text, name="job.toml"):
@@ -29,7 +30,8 @@ model = "m"
     opts = run_options(spec, {"budget": "fast", "k": None})
     assert (opts.queries, opts.index_root, opts.out, opts.budget, opts.mode, opts.k, opts.shard_size) == (
         "q.parquet", "indexes", "runs/a", "fast", "all", 50, 64)
-    assert opts.llm == {"endpoint": "http://127.0.0.1:8000/v1", "model": "m"}
+    # The [llm] table is parsed once, into the typed settings every later step uses.
+    assert opts.llm == LLMConfig(endpoint="http://127.0.0.1:8000/v1", model="m")
     # An --index on the command line replaces the spec's index_root.
     opts = run_options(spec, {"index": "idx/one"})
     assert (opts.index, opts.index_root) == ("idx/one", None)
@@ -84,3 +86,18 @@ def test_eval_section_takes_every_eval_flag_including_html(tmp_path):
     assert flags == set(EVAL_KEYS)   # a new eval flag is a job-spec key too
     spec = load_job_spec(write(tmp_path, '[eval]\nqrels = "q.parquet"\nout = "rep"\nhtml = true\n'))
     assert spec.eval["html"] is True
+
+
+def test_eval_section_becomes_eval_options_without_a_command_line():
+    """[eval] is typed once (`EvalCommandOptions.from_table`), not turned back into flags."""
+    from codenib.commands.eval import EvalCommandOptions
+
+    opts = EvalCommandOptions.from_table({"qrels": "q.parquet", "measures": ["R@10", "RR@10"], "html": True,
+                                          "out": "rep"}, "runs/a")
+    assert (opts.results, opts.qrels, opts.measures, opts.html, opts.out, opts.permutations) == (
+        "runs/a", "q.parquet", ("R@10", "RR@10"), True, "rep", 10_000)
+    assert EvalCommandOptions.from_table({"measures": "nDCG@10, AP"}, "r").measures == ("nDCG@10", "AP")
+    with pytest.raises(BadInputError, match="`html` must be true or false"):
+        EvalCommandOptions.from_table({"html": "yes"}, "r", "job.toml [eval]")
+    with pytest.raises(BadInputError, match="`qrels` must be a string"):
+        EvalCommandOptions.from_table({"qrels": True}, "r")

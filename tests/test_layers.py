@@ -1,7 +1,9 @@
-"""The layer contracts of DESIGN.md, checked with import-linter on the package as it is."""
+"""The layer contracts of DESIGN.md, checked with import-linter on the package as it is, and
+no import cycle between any two modules (`import_graph`)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -56,3 +58,91 @@ def test_an_import_that_breaks_a_contract_fails(lint_available, tmp_path, module
     done = _lint(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"{contract}" in done.stdout.split("Broken contracts", 1)[1]
+
+
+# --- no import cycle between modules ------------------------------------------------------------
+# import-linter's acyclic contract compares the sibling modules of each package; a cycle through a
+# package's __init__ (the `codenib.commands` registry importing its sub-commands, which imported
+# `Command` back from it) or between modules of different packages escapes it. This graph is of
+# modules, with every import in them.
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """{module: the modules of the package it imports} for every module under `package_dir`:
+    every import statement, at the top or inside a function (or under TYPE_CHECKING); relative
+    imports resolved; `from pkg import mod` is an import of the module `pkg.mod`."""
+    package_dir = Path(package_dir)
+    top = package_dir.name
+    files = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = path.relative_to(package_dir.parent).with_suffix("").parts
+        is_pkg = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_pkg else parts)
+        files[name] = (path, is_pkg)
+    graph = {}
+    for name, (path, is_pkg) in files.items():
+        here = name if is_pkg else name.rpartition(".")[0]
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here.split(".")
+                    base = base[:len(base) - node.level + 1]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module
+                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in files else mod for a in node.names]
+            else:
+                continue
+            deps.update(t for t in targets if t in files and t != name)
+        graph[name] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The import cycles: strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                out.append(frozenset(scc))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_module_of_the_package_is_in_an_import_cycle():
+    found = [sorted(c) for c in cycles(import_graph(ROOT / "codenib"))]
+    assert found == [], f"import cycles: {found}"
+
+
+def test_the_cycle_check_sees_an_in_function_import_through_a_package(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub import a\n")
+    (pkg / "sub" / "a.py").write_text("def f():\n    from .. import b\n")
+    (pkg / "b.py").write_text("def g():\n    from pkg.sub import X\n")
+    assert import_graph(pkg)["pkg.sub.a"] == {"pkg.b"}
+    assert [sorted(c) for c in cycles(import_graph(pkg))] == [["pkg.b", "pkg.sub", "pkg.sub.a"]]

@@ -21,11 +21,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from codenib.commands import job_client, packaging, submission
+from codenib.commands import job_client, packaging, submission, submission_plan
 from codenib.commands.cli import main
 from codenib.core.errors import BadInputError
 from codenib.commands.job_client import AuthToken, auth_token_from_environment
-from codenib.commands.submission import plan_submission, submission_id
+from codenib.commands.submission_plan import plan_submission, submission_id
 
 REPO = Path(__file__).resolve().parents[1]
 DAY = dt.date(2026, 1, 2)
@@ -70,7 +70,7 @@ def test_submission_id_is_deterministic_per_spec_content_and_day(tmp_path):
     spec = write_repo(tmp_path, RUN_SPEC)
     first = plan_submission(spec, DAY).submission_id
     assert first == plan_submission(spec, DAY).submission_id
-    assert first.startswith("codenib-job-20260102-") and len(first.rsplit("-", 1)[1]) == submission.ID_HASH_CHARS
+    assert first.startswith("codenib-job-20260102-") and len(first.rsplit("-", 1)[1]) == submission_plan.ID_HASH_CHARS
     assert plan_submission(spec, DAY + dt.timedelta(days=1)).submission_id != first
     spec.write_text(RUN_SPEC + "k = 10\n")
     assert plan_submission(spec, DAY).submission_id != first

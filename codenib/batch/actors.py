@@ -71,7 +71,7 @@ class RerankActor:
     """Embedding reranking with an index's persisted vectors, and LLM reranking: per call for
     the graph actors of `codenib run`, per shard (`run_shard`) for `codenib rerank`."""
 
-    def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config: dict | None = None,
+    def __init__(self, max_indexes: int = 2, device: str = "auto", llm_config=None,
                  reranker: str = "embedding", top_n: int = 50, copies=None):
         from codenib.index.loaded import load_index
 

@@ -24,7 +24,7 @@ from codenib.batch.worker import ShardOptions, failed_shard
 from codenib.index.remote import IndexCacheDir, local_index
 from codenib.model.planner import check_capabilities, plan_rows, planner_chooses, run_modes
 from codenib.model.plans import plan_class
-from codenib.core.storage import StorageConfig, StorageError, is_uri
+from codenib.core.storage import StorageConfig, StorageError
 
 
 def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConfig | None = None) -> JobSummary:
@@ -41,8 +41,8 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
     options.validate()
     storage = storage if storage is not None else StorageConfig.from_env()
     cache = index_cache_dir(options, storage)
-    with scan_query_set(options.queries, options.index, options.index_root, storage,
-                        progress=options.progress) as scan:
+    with scan_query_set(options.location("queries"), options.location("index"), options.location("index_root"),
+                        storage, progress=options.progress) as scan:
         for w in scan.warnings:
             log(f"warning: {w}")
         broken, indexes = _check_indexes(scan, options, log, cache)
@@ -52,7 +52,6 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
         symbols = _symbol_tables_of(wanted, indexes)
         _check_plannable(scan, caps)
         plan = partial(plan_rows, options=options.plan_options(), capabilities=caps, symbols=symbols)
-        planned = _engines_needed_streamed(scan, caps, plan, broken, options.mode)
         layout = scan.layout(options.shard_size)
         shards = tuple(dataclasses.replace(s, index_sha=indexes.get(s.index_path, {}).get("manifest_sha256", ""))
                        for s in layout.shards)
@@ -69,7 +68,9 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
                                   llm_configured=bool(options.llm), localise_weights=options.weights())
         local = _local_reason(options, scan.count)
         job = Job(run_id, fingerprint, metadata, shards, scan.count,
-                  start_actors=partial(start_actors, options, shard_opts, planned, cache),
+                  start_actors=partial(_start_engine_actors, options, shard_opts, cache,
+                                       partial(_engines_needed_streamed, scan, layout, caps, plan, broken,
+                                               options.mode)),
                   failed_rows=lambda shard, error: failed_shard(shard, shard_opts, error),
                   dashboard=options.dashboard, choice_rows=bool(run_modes(options.mode)[1]),
                   run_local=partial(_local_runner, options, shard_opts, cache) if local else None,
@@ -83,16 +84,13 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
 PLAN_CHUNK = 1024
 
 
-def stream_shards(scan: QueryScan, layout: ShardLayout, infos: Sequence[ShardInfo], skip: set[int] | frozenset,
-                  *, plan: Callable[[list[QueryRow]], tuple[QueryRow, ...]],
-                  broken: dict[str, str] | None = None) -> Iterator[Shard]:
-    """The shards not in `skip`, built as the query set streams: each row goes to its shard
-    (`layout`), planned in chunks, and a shard is yielded as soon as its last row arrived.
-    Rows of skipped (committed) shards are read but not planned. Holds at most one open
-    shard per index and one record batch."""
+def _chunks_to_plan(scan: QueryScan, layout: ShardLayout, skip: set[int] | frozenset,
+                    broken: dict[str, str] | None) -> Iterator[tuple[list[tuple[tuple[str, str], int, int]],
+                                                                     list[QueryRow]]]:
+    """The rows of the shards not in `skip`, in input order, `PLAN_CHUNK` at a time, each with
+    its (index key, place within its index, shard id); a row of a broken index carries its error."""
     size = layout.shard_size
     seen: dict[tuple[str, str], int] = {}
-    open_rows: dict[tuple[str, str], list[QueryRow]] = {}
     for batch in scan.batches():
         for start in range(0, len(batch), PLAN_CHUNK):
             keep: list[tuple[tuple[str, str], int, int]] = []
@@ -108,13 +106,26 @@ def stream_shards(scan: QueryScan, layout: ShardLayout, infos: Sequence[ShardInf
                     row = dataclasses.replace(row, error=f"index unusable: {broken[row.index_path]}")
                 keep.append((key, at, shard_id))
                 rows.append(row)
-            for (key, at, shard_id), row in zip(keep, plan(rows)):
-                bucket = open_rows.setdefault(key, [])
-                bucket.append(row)
-                if len(bucket) == size or at + 1 == layout.counts[key]:
-                    info = infos[shard_id]
-                    del open_rows[key]
-                    yield Shard(shard_id, info.index, info.index_path, tuple(bucket), info.index_sha)
+            yield keep, rows
+
+
+def stream_shards(scan: QueryScan, layout: ShardLayout, infos: Sequence[ShardInfo], skip: set[int] | frozenset,
+                  *, plan: Callable[[list[QueryRow]], tuple[QueryRow, ...]],
+                  broken: dict[str, str] | None = None) -> Iterator[Shard]:
+    """The shards not in `skip`, built as the query set streams: each row goes to its shard
+    (`layout`), planned in chunks, and a shard is yielded as soon as its last row arrived.
+    Rows of skipped (committed) shards are read but not planned. Holds at most one open
+    shard per index and one record batch."""
+    size = layout.shard_size
+    open_rows: dict[tuple[str, str], list[QueryRow]] = {}
+    for keep, rows in _chunks_to_plan(scan, layout, skip, broken):
+        for (key, at, shard_id), row in zip(keep, plan(rows)):
+            bucket = open_rows.setdefault(key, [])
+            bucket.append(row)
+            if len(bucket) == size or at + 1 == layout.counts[key]:
+                info = infos[shard_id]
+                del open_rows[key]
+                yield Shard(shard_id, info.index, info.index_path, tuple(bucket), info.index_sha)
 
 
 def _check_plannable(scan: QueryScan, caps: dict[str, Any]) -> None:
@@ -125,16 +136,28 @@ def _check_plannable(scan: QueryScan, caps: dict[str, Any]) -> None:
             check_capabilities(caps[folder])
 
 
-def _engines_needed_streamed(scan: QueryScan, caps: dict[str, Any], plan, broken: dict[str, str],
-                             mode: str) -> Counter:
-    """Which engines the plans use (`_engines_needed`), known before the job starts: none
-    beyond sparse and graph when no index has dense vectors or a reranker (no plan can use
-    them); otherwise the set is planned once ahead, stopping once dense and rerank are seen."""
+def _start_engine_actors(options: RunOptions, shard_opts: ShardOptions, cache: IndexCacheDir,
+                         engines_needed: Callable[[frozenset[int]], Counter], cluster, todo: Sequence[ShardInfo],
+                         log: Logger) -> tuple[list, list]:
+    """`placement.start_actors` for the engines the plans of the shards to run use, known only
+    here: a job that runs in the driver's process (`_local_runner`) starts no actors, so it
+    never plans its rows ahead of the job (each row is planned once, in `stream_shards`)."""
+    planned = engines_needed(frozenset(s.shard_id for s in todo))
+    return start_actors(options, shard_opts, planned, cache, cluster, todo, log)
+
+
+def _engines_needed_streamed(scan: QueryScan, layout: ShardLayout, caps: dict[str, Any], plan,
+                             broken: dict[str, str], mode: str, todo: frozenset[int]) -> Counter:
+    """Which engines the plans of the shards in `todo` use (`_engines_needed`), known before the
+    Ray actors start: none beyond sparse and graph when no index has dense vectors or a
+    reranker (no plan can use them); otherwise those rows are planned ahead, stopping once
+    dense and rerank are seen (rows of committed shards and of broken indexes are not)."""
     if not any(c.dense or c.embedding_rerank or c.llm_rerank for c in caps.values()):
         return Counter()
+    skip = frozenset(info.shard_id for info in layout.shards) - todo
     out: Counter = Counter()
-    for batch in scan.batches():
-        rows = [r for r in batch if r.index_path not in broken]
+    for _, rows in _chunks_to_plan(scan, layout, skip, None):
+        rows = [r for r in rows if r.index_path not in broken]
         out.update(_engines_needed(plan(rows), mode))
         if out["dense"] and out["rerank"]:
             break
@@ -231,7 +254,7 @@ def _check_indexes(scan: QueryScan, options: RunOptions, log: Logger,
     for path in sorted({folder for folder in scan.resolved.values() if folder}):
         try:
             local = local_index(path, cache, log=log)
-            manifest = read_manifest(local, verify=not is_uri(path))   # a copy is verified as it is made
+            manifest = read_manifest(local, verify=not scan.indexes_on_storage)   # a copy is verified as it is made
             check_encoder(manifest, options.encoder, path)
         except (IndexFormatError, EncoderMismatchError, StorageError) as exc:
             if options.index is not None:
@@ -255,11 +278,7 @@ def _fingerprint(options: RunOptions, digest: str, indexes: dict, run_tag: str) 
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-def _public_llm(llm: dict | None) -> dict | None:
-    """The LLM settings as recorded (validated; `LLMConfig` holds no secret: the key comes
-    from the environment)."""
-    if not llm:
-        return None
-    from codenib.engines.llm.client import LLMConfig
-
-    return LLMConfig.from_dict(llm).to_dict()
+def _public_llm(llm) -> dict | None:
+    """The LLM settings as recorded (`LLMConfig` holds no secret: the key comes from the
+    environment)."""
+    return llm.to_dict() if llm else None

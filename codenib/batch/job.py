@@ -129,7 +129,7 @@ def log_to_stderr(message: str) -> None:
 
 def execute(job: Job, options: JobOptions, log: Logger) -> JobSummary:
     """Run (or resume) `job` into `options.out`; returns its summary."""
-    sink = make_sink(str(options.out), job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log,
+    sink = make_sink(options.location("out"), job.fingerprint, job.metadata, len(job.shards), force=options.force, log=log,
                      storage=job.storage)
     done = sink.open()
     t0 = time.perf_counter()

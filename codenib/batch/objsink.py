@@ -42,7 +42,7 @@ from codenib.core.errors import BadInputError
 from codenib.core.outputs import tmp_path
 from codenib.core.results import (LOCK, MANIFEST, PLAN_PARTS, PLANS, RESULTS_FORMAT, RESULTS_OWNERSHIP, STAGING, SUCCESS,
                              PartStat, digest_bytes)
-from codenib.core.storage import NO_ANSWER_FIX, StorageConfig, StorageError, is_uri
+from codenib.core.storage import NO_ANSWER_FIX, Location, StorageConfig, StorageError
 
 #: botocore's errors of a request that got no answer in time, or no connection.
 _NO_ANSWER_ERRORS = frozenset({"ConnectTimeoutError", "ReadTimeoutError", "EndpointConnectionError",
@@ -266,15 +266,15 @@ class ObjectStoreSink(ShardSink):
         self.store.write_bytes(MANIFEST, json.dumps(self._manifest, indent=2, sort_keys=True).encode())
 
 
-def make_sink(out: str, fingerprint: str, metadata: dict[str, Any], total_shards: int, *, force: bool,
+def make_sink(out: Location, fingerprint: str, metadata: dict[str, Any], total_shards: int, *, force: bool,
               log: Callable[[str], None], storage: StorageConfig | None):
     """The sink of `out`: on object storage for a URI, else a local folder."""
-    if is_uri(out):
-        return ObjectStoreSink(out, fingerprint, metadata, total_shards, storage=storage or StorageConfig(),
+    if out.uri:
+        return ObjectStoreSink(out.text, fingerprint, metadata, total_shards, storage=storage or StorageConfig(),
                                force=force, log=log)
     from codenib.batch.sink import ParquetSink
 
-    return ParquetSink(out, fingerprint, metadata, total_shards, force=force, log=log)
+    return ParquetSink(out.text, fingerprint, metadata, total_shards, force=force, log=log)
 
 
 def _parquet(table: pa.Table) -> bytes:

@@ -8,15 +8,20 @@ Light imports only: the command line builds its parser from them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from codenib.engines.backends import BACKENDS
 from codenib.core.errors import BadInputError
 from codenib.model.planner import RUN_MODES
 from codenib.model.planspec import BUDGETS, PlanOptions
 from codenib.model.planner import RERANKERS as PLAN_RERANKERS
-from codenib.core.options import DEVICES, option, required, validate_options
+from codenib.core.options import DEVICES, option, option_fields, required, validate_options
+from codenib.core.storage import Location
+
+if TYPE_CHECKING:
+    from codenib.engines.llm.client import LLMConfig
 
 #: `codenib run --mode`: a planner mode, or all: every fixed mode for every query.
 JOB_MODES = RUN_MODES
@@ -43,8 +48,8 @@ class JobOptions:
     index: str | None = option(None, metavar="INDEX_DIR", path=True, help="one index for every query")
     index_root: str | None = option(None, metavar="DIR", path=True,
                                     help="resolve each query's `index` column under DIR")
-    llm: dict | None = option(None, flag="--llm-config", alias="llm_config", metavar="FILE",
-                              help="LLM reranker settings (TOML/JSON: endpoint, model, ...)")
+    llm: LLMConfig | None = option(None, flag="--llm-config", alias="llm_config", metavar="FILE",
+                                   help="LLM reranker settings (TOML/JSON: endpoint, model, ...)")
     address: str | None = option(None, metavar="RAY_ADDRESS",
                                  help="join a Ray cluster (default: an embedded local Ray)")
     shard_size: int = option(256, minimum=1,
@@ -56,6 +61,23 @@ class JobOptions:
     force: bool = option(False, help="go on in a results folder that also holds files CodeNib did not "
                                      "write, deleting them (without it: exit 2 naming the first)")
     progress: bool = option(True, flag="--quiet", quiet=True, help="no progress bar")
+
+    def __post_init__(self) -> None:
+        # The [llm] settings are parsed once, here: a job spec's table (or a library caller's
+        # mapping) becomes the `LLMConfig` every later step uses (`--llm-config FILE` arrives
+        # parsed already, `codenib.commands.llm_config`).
+        if isinstance(self.llm, Mapping):
+            from codenib.engines.llm.client import LLMConfig
+
+            object.__setattr__(self, "llm", LLMConfig.from_dict(self.llm))
+        # Every path option classified once (object storage or local), for the steps below.
+        object.__setattr__(self, "_locations", {
+            f.name: Location.of(getattr(self, f.name)) for f in option_fields(self)
+            if f.metadata.get("path") and getattr(self, f.name) is not None})
+
+    def location(self, name: str) -> Location | None:
+        """The path option `name` (queries, out, index, ...) as a classified `Location`, or None."""
+        return self._locations.get(name)
 
     def validate(self) -> None:
         """Check option values (exit 2 with the valid choices)."""
@@ -110,11 +132,9 @@ class RunOptions(JobOptions):
         if self.rerank == "llm" and not self.llm:
             raise BadInputError("--rerank llm needs an LLM configuration", fix="pass --llm-config FILE (endpoint, model)")
         if self.llm:
-            from codenib.engines.llm.client import LLMConfig
-
             # The budget may pick the LLM for any query: a key it could not send is refused now,
             # before the output folder or Ray, not as a folder of error rows.
-            LLMConfig.from_dict(self.llm).check_key_route()
+            self.llm.check_key_route()
         if self.localise_weights:
             self.weights()
 
@@ -189,13 +209,9 @@ class RerankOptions(JobOptions):
         if self.reranker == "llm":
             if not self.llm:
                 raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
-            from codenib.engines.llm.client import LLMConfig
-
-            LLMConfig.from_dict(self.llm).check_key_route()
-        from codenib.core.storage import is_uri
-
+            self.llm.check_key_route()
         for name in ("results", "out", "queries", "index", "index_root"):
-            if is_uri(getattr(self, name)):
+            if name in self._locations and self._locations[name].uri:
                 raise BadInputError(f"codenib rerank reads and writes local paths only; --{name.replace('_', '-')} "
                                     f"is {getattr(self, name)}",
                                     fix="copy the run to a local folder first (`codenib run` and `codenib eval` "

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from codenib.core.errors import BadInputError
 from codenib.core.specs import iter_jsonl_lines
-from codenib.core.storage import StorageConfig, is_uri, split_name
+from codenib.core.storage import Location, StorageConfig, split_name
 
 
 #: Arrow types each column may have (`null`: a column with no values at all); a `query`
@@ -57,11 +57,11 @@ def check_column_types(table: pa.Table | pa.Schema, path: str | Path) -> None:
                                     f"pyarrow.array(values, pyarrow.string()))")
 
 
-def local_copy(path: str | Path, storage: StorageConfig) -> tuple[Path, str | None]:
+def local_copy(location: Location, storage: StorageConfig) -> tuple[Path, str | None]:
     """A readable local file of the query set (a URI is downloaded, streamed, into a
     temporary folder that the scan removes when closed)."""
-    if not is_uri(str(path)):
-        path = Path(path)
+    if not location.uri:
+        path = Path(location.text)
         if not path.is_file():
             raise BadInputError("the query set does not exist", path=str(path),
                                 fix="pass a Parquet or JSONL file with qid and query columns")
@@ -69,7 +69,7 @@ def local_copy(path: str | Path, storage: StorageConfig) -> tuple[Path, str | No
         return path, None
     import tempfile
 
-    uri = str(path)
+    uri = location.text
     parent, name = split_name(uri)
     store = storage.open(parent)
     store.check_bucket()
@@ -250,8 +250,9 @@ def _read_table(path: str | Path, storage: StorageConfig) -> tuple[pa.Table, lis
     A URI is read from a temporary local copy; errors name the path as given."""
     import shutil
 
-    shown = str(path) if is_uri(str(path)) else str(Path(path))
-    local, tmpdir = local_copy(path, storage)
+    location = Location.of(path)
+    shown = location.shown
+    local, tmpdir = local_copy(location, storage)
     try:
         if _format_of(local, shown) == "jsonl":
             return _read_jsonl(local, shown)

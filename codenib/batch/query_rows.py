@@ -8,7 +8,7 @@ from pathlib import Path
 
 from codenib.core.errors import CodeNibError
 from codenib.model.planspec import QueryPlan
-from codenib.core.storage import StorageConfig, is_uri
+from codenib.core.storage import Location, StorageConfig
 
 
 #: Row numbers listed in an error message before "and N more".
@@ -49,7 +49,8 @@ class Shard:
     index_sha: str = ""    # sha256 of the index's manifest when the job started
 
 
-def resolve_index_name(name: str, root: str | Path, storage: StorageConfig | None = None) -> tuple[str, str | None]:
+def resolve_index_name(name: str, root: str | Path | Location,
+                       storage: StorageConfig | None = None) -> tuple[str, str | None]:
     """An index name of an `index` column resolved strictly under `root`.
 
     Returns (folder, None) for a name that is a relative path without `..` whose folder,
@@ -60,18 +61,19 @@ def resolve_index_name(name: str, root: str | Path, storage: StorageConfig | Non
     """
     if not name:
         return "", None
+    root = Location.of(root)
     fix = (f"write the index's folder relative to {root} (e.g. 'click'), without '..' or a leading '/', "
            "or pass --index DIR for one index")
     pure = Path(name)
     if "\x00" in name or pure.is_absolute() or ".." in pure.parts:
         return "", f"index {name!r} is not a name under --index-root {root} (fix: {fix})"
-    if is_uri(str(root)):
+    if root.uri:
         if "\\" in name or "//" in name or pure.as_posix() in ("", "."):
             return "", f"index {name!r} is not a name under --index-root {root} (fix: {fix})"
-        uri = f"{str(root).rstrip('/')}/{pure.as_posix()}"
+        uri = f"{root.text.rstrip('/')}/{pure.as_posix()}"
         return (uri, None) if (storage or StorageConfig()).open(uri).is_file("manifest.json") else ("", None)
     try:
-        base = Path(root).resolve(strict=True)
+        base = Path(root.text).resolve(strict=True)
         folder = (base / pure).resolve(strict=False)
     except (OSError, RuntimeError):   # a missing root, a symlink loop
         return "", None
@@ -88,18 +90,20 @@ def qid_text(v) -> str | None:
     return s or None
 
 
-def resolve_index(name: str, root: str | Path | None, storage: StorageConfig | None = None) -> str:
+def resolve_index(name: str | Location, root: str | Path | Location | None,
+                  storage: StorageConfig | None = None) -> str:
     """The index folder a name refers to ('' when there is none with a manifest): a path as
     given, or (with `root`) a name strictly under the root."""
     if root is not None:
-        return resolve_index_name(name, root, storage)[0]
-    if not name:
+        return resolve_index_name(str(name), root, storage)[0]
+    if not str(name):
         return ""
-    if is_uri(name):
-        store = (storage or StorageConfig()).open(name)
+    location = Location.of(name)
+    if location.uri:
+        store = (storage or StorageConfig()).open(location.text)
         store.check_bucket()
         return store.uri if store.is_file("manifest.json") else ""
-    folder = Path(name)
+    folder = Path(location.text)
     return str(folder.resolve()) if (folder / "manifest.json").is_file() else ""
 
 

@@ -50,7 +50,7 @@ def rerank_job(options: RerankOptions, log: Logger | None = None) -> JobSummary:
     fingerprint = hashlib.sha256(json.dumps({
         "codenib": __version__, "lineage": lineage, "shard_size": options.shard_size,
         "run_tag": options.run_tag, "items": _digest(items),
-        "llm": {k: v for k, v in (options.llm or {}).items() if "key" not in k.lower()},
+        "llm": {k: v for k, v in (options.llm.to_dict() if options.llm else {}).items() if "key" not in k.lower()},
     }, sort_keys=True).encode()).hexdigest()
     run_id = f"rerank-{fingerprint[:12]}"
     metadata = {
@@ -141,7 +141,7 @@ def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: 
         if qid not in queries:
             error = "query text not found in the query set"
         elif not path:
-            outside = resolve_index_name(written, options.index_root)[1] if options.index_root else None
+            outside = resolve_index_name(written, options.location("index_root"))[1] if options.index_root else None
             error = outside or f"index {written!r} not found (fix: pass --index or --index-root)"
         items.append(RerankItem(qid, plan, written, queries.get(qid, ""), tuple(r["node_id"] for r in rows),
                                 tuple(float(r["score"]) for r in rows),
@@ -157,7 +157,7 @@ def _resolve(written: str, options: RerankOptions, recorded: dict[str, str]) -> 
         candidates.append(Path(options.index))
     elif options.index_root:
         # Strictly under the root, as `codenib run` resolves the names of an `index` column.
-        return resolve_index_name(written, options.index_root)[0]
+        return resolve_index_name(written, options.location("index_root"))[0]
     else:
         if recorded.get(written):
             candidates.append(Path(recorded[written]))
@@ -184,7 +184,7 @@ def _shards(items: list[RerankItem], size: int) -> list[RerankShard]:
 
 def _model_name(options: RerankOptions, shards: list[RerankShard]) -> str | None:
     if options.reranker == "llm":
-        return (options.llm or {}).get("model")
+        return options.llm.model if options.llm else None
     for s in shards:
         if s.index_path:
             manifest = json.loads((Path(s.index_path) / "manifest.json").read_text(encoding="utf-8"))

@@ -18,7 +18,7 @@ from codenib.core.errors import BadInputError
 from codenib.model.planner import MODES
 from codenib.model.planspec import BUDGETS
 from codenib.core.querytext import clean_query_text
-from codenib.core.storage import StorageConfig, is_uri
+from codenib.core.storage import Location, StorageConfig
 
 
 #: Rows per record batch when a query set is streamed (Parquet batches, JSONL chunks).
@@ -51,6 +51,7 @@ class QueryScan:
     combos: tuple[tuple[str | None, str | None, str], ...]   # (budget, mode, folder) planned, first-seen order
     batch_rows: int = BATCH_ROWS
     tmpdir: str | None = None
+    indexes_on_storage: bool = False   # the index folders are URIs (--index or --index-root on object storage)
 
     def __enter__(self) -> "QueryScan":
         return self
@@ -125,11 +126,12 @@ class ShardLayout:
         return cls(shard_size, first, dict(counts), tuple(infos))
 
 
-def scan_query_set(path: str | Path, index: str | Path | None = None, index_root: str | Path | None = None,
-                   storage: StorageConfig | None = None, batch_rows: int | None = None,
-                   progress: bool = False) -> QueryScan:
+def scan_query_set(path: str | Path | Location, index: str | Path | Location | None = None,
+                   index_root: str | Path | Location | None = None, storage: StorageConfig | None = None,
+                   batch_rows: int | None = None, progress: bool = False) -> QueryScan:
     """Validate a query set in one streamed pass (record batches; no table in memory);
-    `progress`: show rows/s and an ETA on stderr while it reads.
+    `progress`: show rows/s and an ETA on stderr while it reads. The paths are classified
+    (`Location`) here unless the caller classified them already (`JobOptions.location`).
 
     Raises the same `BadInputError`s, in the same order, as reading the whole set would:
     every check sees every row, and the first kind of problem found is reported.
@@ -139,16 +141,20 @@ def scan_query_set(path: str | Path, index: str | Path | None = None, index_root
     if (index is None) == (index_root is None):
         raise BadInputError("give exactly one of --index and --index-root",
                             fix="--index DIR for one index, or --index-root DIR with an `index` column")
-    if index_root is not None and is_uri(str(index_root)):
-        storage.open(str(index_root)).check_bucket()
-    if index is not None and not resolve_index(str(index), None, storage):
-        raise BadInputError("the index folder does not exist or holds no manifest.json", path=str(index),
-                            fix=f"build it with `codenib index REPO --out {index}`")
-    shown = str(path) if is_uri(str(path)) else str(Path(path))
-    local, tmpdir = local_copy(path, storage)
+    index = None if index is None else Location.of(index)
+    index_root = None if index_root is None else Location.of(index_root)
+    if index_root is not None and index_root.uri:
+        storage.open(index_root.text).check_bucket()
+    folder = None
+    if index is not None:
+        folder = resolve_index(index, None, storage)
+        if not folder:
+            raise BadInputError("the index folder does not exist or holds no manifest.json", path=index.text,
+                                fix=f"build it with `codenib index REPO --out {index.text}`")
+    location = Location.of(path)
+    local, tmpdir = local_copy(location, storage)
     try:
-        return _scan(shown, local, tmpdir, None if index is None else str(index),
-                     None if index_root is None else str(index_root), storage, batch_rows, progress)
+        return _scan(location.shown, local, tmpdir, index, folder, index_root, storage, batch_rows, progress)
     except BaseException:
         if tmpdir:
             import shutil
@@ -157,11 +163,15 @@ def scan_query_set(path: str | Path, index: str | Path | None = None, index_root
         raise
 
 
-def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_root: str | None,
-          storage: StorageConfig, batch_rows: int, progress: bool = False) -> QueryScan:
+def _scan(shown: str, local: Path, tmpdir: str | None, index_location: Location | None, index_folder: str | None,
+          root: Location | None, storage: StorageConfig, batch_rows: int, progress: bool = False) -> QueryScan:
+    """The pass of `scan_query_set`; `index_folder`: the --index folder, resolved already."""
     import numpy as np
 
     from codenib.core.progress import Progress
+
+    index = None if index_location is None else index_location.text
+    index_root = None if root is None else root.text
 
     names, types, n_rows = file_schema(local, shown)
     if n_rows == 0:
@@ -221,9 +231,9 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
             idx_name = index if index is not None else str(rec.get("index") or "")
             if idx_name not in resolved:
                 if index is not None:
-                    resolved[idx_name], problems[idx_name] = resolve_index(idx_name, None, storage), None
+                    resolved[idx_name], problems[idx_name] = index_folder, None   # resolved once, before the pass
                 else:
-                    resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, index_root, storage)
+                    resolved[idx_name], problems[idx_name] = resolve_index_name(idx_name, root, storage)
             folder = resolved[idx_name]
             budget, mode = rec.get("budget") or None, rec.get("mode") or None
             digest.update(json.dumps([qid, text, idx_name, budget, mode]).encode())
@@ -270,8 +280,9 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index: str | None, index_
         warnings.append(f"{shown}: the rows of its {len(per_name)} indexes are interleaved ({runs} runs of one "
                         "index); the set is streamed, so an index's shards fill up far apart and actors load "
                         "indexes again: sort the set by `index` for fewer loads")
+    on_storage = (index_location or root).uri
     return QueryScan(shown, str(local), tuple(names), row, digest.hexdigest(), tuple(warnings), index, index_root,
-                     resolved, problems, counts, tuple(combos), batch_rows, tmpdir)
+                     resolved, problems, counts, tuple(combos), batch_rows, tmpdir, on_storage)
 
 
 def _qid_hash(qid: str) -> int:

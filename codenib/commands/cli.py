@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from codenib import __version__
-from codenib.commands import REGISTRY, execute, stdout_reader_gone
+from codenib.commands.command import execute, stdout_reader_gone
+from codenib.commands.registry import REGISTRY
 from codenib.commands.flags import HelpFormatter
 from codenib.core.errors import DiskWriteError
 from codenib.core.outputs import writing

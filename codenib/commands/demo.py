@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 from codenib.core.errors import BadInputError
 from codenib.core.outputs import foreign_files, refuse_foreign, refuse_unknown, remove_foreign
 

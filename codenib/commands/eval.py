@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, Mapping
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,9 +59,94 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and an existing --export-trec FILE")
 
 
+@dataclass(frozen=True)
+class EvalCommandOptions:
+    """Every option of `codenib eval`, typed once: from the command line (`from_args`) or
+    from a job spec's [eval] table and the results folder it ran into (`from_table`)."""
+
+    results: str
+    qrels: str | None = None
+    out: str | None = None
+    queries: str | None = None
+    auto: str | None = None
+    compare: str | None = None
+    plan: str | None = None
+    allow_partial: bool = False
+    export_trec: str | None = None
+    tag: str | None = None
+    measures: tuple[str, ...] = ()
+    permutations: int = 10_000
+    seed: int = 0
+    no_plots: bool = False
+    html: bool = False
+    force: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "EvalCommandOptions":
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if f.name != "measures"},
+                   measures=_measures(args.measures))
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], results: str, where: str = "[eval]") -> "EvalCommandOptions":
+        """The options of a job spec's [eval] table (keys: `codenib.commands.jobs.EVAL_KEYS`,
+        checked when the spec was read) for the results folder `results`."""
+        from codenib.core.errors import BadInputError
+        from codenib.eval.metrics import DEFAULT_MEASURES
+
+        kinds = {f.name: f.type for f in fields(cls)}
+        values: dict[str, Any] = {"results": results, "measures": _measures(",".join(DEFAULT_MEASURES))}
+        for key, value in table.items():
+            if kinds.get(key) == "bool":
+                if not isinstance(value, bool):
+                    raise BadInputError(f"`{key}` must be true or false, got {value!r}", path=where,
+                                        fix=f"write {key} = true")
+                values[key] = value
+            elif key == "measures":
+                items = value if isinstance(value, list) else [value]
+                if any(isinstance(v, (bool, list, dict)) for v in items):
+                    raise BadInputError(f"`measures` must be a list of names or one comma-separated string, got "
+                                        f"{value!r}", path=where, fix='write measures = ["R@10", "nDCG@10"]')
+                values[key] = _measures(",".join(str(v) for v in items))
+            else:
+                if isinstance(value, (bool, list, dict)):
+                    raise BadInputError(f"`{key}` must be a string, got {value!r}", path=where,
+                                        fix=f'write {key} = "..."')
+                values[key] = str(value)
+        return cls(**values)
+
+    def validate(self) -> None:
+        """The checks made before any work (BadInputError, exit 2)."""
+        from codenib.core.errors import BadInputError
+        from codenib.core.outputs import refuse_uri
+
+        if self.permutations < 1:
+            raise BadInputError(f"--permutations must be at least 1, got {self.permutations}",
+                                fix="pass --permutations 10000")
+        if not self.measures:
+            raise BadInputError("--measures is empty", fix="pass e.g. --measures R@10,nDCG@10")
+        if self.qrels is None and self.export_trec is None:
+            raise BadInputError("--qrels is required to evaluate",
+                                fix="pass --qrels QRELS.parquet (or only --export-trec FILE to convert)")
+        if self.html and (self.out is None or self.qrels is None):
+            raise BadInputError("--html writes report.html into the report folder, so it needs --out and --qrels",
+                                fix="pass --out REPORT_DIR and --qrels QRELS (or drop --html)")
+        refuse_uri(self.out, "codenib eval --out",
+                   "write the report to a local folder (the results and the runs it reads may be URIs)")
+        refuse_uri(self.export_trec, "codenib eval --export-trec", "write the TREC run to a local file")
+
+
+def _measures(text: str) -> tuple[str, ...]:
+    return tuple(m.strip() for m in text.split(",") if m.strip())
+
+
 def run(args: argparse.Namespace) -> int:
-    from codenib.core.errors import BadInputError
-    from codenib.core.outputs import refuse_uri
+    return evaluate(EvalCommandOptions.from_args(args))
+
+
+def evaluate(opts: EvalCommandOptions) -> int:
+    """`codenib eval` with its options typed (`EvalCommandOptions`); returns the exit status."""
+    import dataclasses
+
     from codenib.eval import markdown, report
     from codenib.eval.reportdata import EvalOptions
     from codenib.eval.qrels import read_qrels
@@ -67,52 +154,38 @@ def run(args: argparse.Namespace) -> int:
     from codenib.eval.runs import read_results
     from codenib.eval.trec import trec_rows, write_trec_run
 
-    if args.permutations < 1:
-        raise BadInputError(f"--permutations must be at least 1, got {args.permutations}",
-                            fix="pass --permutations 10000")
-    measures = tuple(m.strip() for m in args.measures.split(",") if m.strip())
-    if not measures:
-        raise BadInputError("--measures is empty", fix="pass e.g. --measures R@10,nDCG@10")
-    if args.qrels is None and args.export_trec is None:
-        raise BadInputError("--qrels is required to evaluate",
-                            fix="pass --qrels QRELS.parquet (or only --export-trec FILE to convert)")
-    if args.html and (args.out is None or args.qrels is None):
-        raise BadInputError("--html writes report.html into the report folder, so it needs --out and --qrels",
-                            fix="pass --out REPORT_DIR and --qrels QRELS (or drop --html)")
-    refuse_uri(args.out, "codenib eval --out",
-               "write the report to a local folder (the results and the runs it reads may be URIs)")
-    refuse_uri(args.export_trec, "codenib eval --export-trec", "write the TREC run to a local file")
-    if args.export_trec:
-        _check_export(Path(args.export_trec), args.force)
-    if args.out and args.qrels is not None:
+    opts.validate()
+    if opts.export_trec:
+        _check_export(Path(opts.export_trec), opts.force)
+    if opts.out and opts.qrels is not None:
         # Before any work: a report folder that holds someone's files stops here, untouched.
-        report.check_report_dir(Path(args.out).absolute(), args.force)
+        report.check_report_dir(Path(opts.out).absolute(), opts.force)
     import tempfile
 
     local = tempfile.TemporaryDirectory(prefix="codenib-eval-")
-    for name in ("results", "auto", "compare"):
-        setattr(args, name, _local_results(getattr(args, name), local.name))
-    results = read_results(args.results, allow_partial=args.allow_partial)
-    if args.export_trec:
-        rows = trec_rows(results.run(args.plan), results.run_scores(args.plan),
-                         args.tag or results.run_tag or results.label)
-        n = write_trec_run(rows, args.export_trec)
-        print(f"wrote {n} lines ({len({r.qid for r in rows})} queries) to {args.export_trec}",
+    opts = dataclasses.replace(opts, **{name: _local_results(getattr(opts, name), local.name)
+                                        for name in ("results", "auto", "compare")})
+    results = read_results(opts.results, allow_partial=opts.allow_partial)
+    if opts.export_trec:
+        rows = trec_rows(results.run(opts.plan), results.run_scores(opts.plan),
+                         opts.tag or results.run_tag or results.label)
+        n = write_trec_run(rows, opts.export_trec)
+        print(f"wrote {n} lines ({len({r.qid for r in rows})} queries) to {opts.export_trec}",
               file=sys.stderr)
-        if args.qrels is None:
+        if opts.qrels is None:
             return 0
-    options = EvalOptions(measures=measures, permutations=args.permutations,
-                          seed=args.seed, plan=args.plan)
+    options = EvalOptions(measures=opts.measures, permutations=opts.permutations,
+                          seed=opts.seed, plan=opts.plan)
     evaluation = report.evaluate_results(
-        results, read_qrels(args.qrels),
-        queries=read_queries(args.queries) if args.queries else None,
-        auto=read_results(args.auto, allow_partial=args.allow_partial) if args.auto else None,
-        compare=read_results(args.compare, allow_partial=args.allow_partial) if args.compare else None,
+        results, read_qrels(opts.qrels),
+        queries=read_queries(opts.queries) if opts.queries else None,
+        auto=read_results(opts.auto, allow_partial=opts.allow_partial) if opts.auto else None,
+        compare=read_results(opts.compare, allow_partial=opts.allow_partial) if opts.compare else None,
         options=options,
     )
-    if args.out:
-        out = report.write_report(evaluation, args.out, plots=not args.no_plots, force=args.force,
-                                  html=args.html)
+    if opts.out:
+        out = report.write_report(evaluation, opts.out, plots=not opts.no_plots, force=opts.force,
+                                  html=opts.html)
         print(f"report written to {out}", file=sys.stderr)
     else:
         print(report.summary_json(evaluation))

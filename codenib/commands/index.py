@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 from codenib.compiler.walk import MAX_FILE_BYTES
 from codenib.engines.backends import ENCODERS
 from codenib.engines.models import DEFAULT_MODEL

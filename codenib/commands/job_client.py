@@ -15,7 +15,7 @@ from typing import Iterator, Mapping, TextIO
 from urllib.parse import urlsplit
 
 from codenib.commands.packaging import largest_files
-from codenib.commands.submission import Submission
+from codenib.commands.submission_plan import Submission
 from codenib.core.errors import BadInputError, CodeNibError, MissingDependencyError
 from codenib.core.hosts import is_loopback
 

@@ -5,20 +5,22 @@ code (`codenib.commands.jobs`, which imports the batch options)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codenib.core.errors import BadInputError
 from codenib.core.specs import read_config_file
 
+if TYPE_CHECKING:
+    from codenib.engines.llm.client import LLMConfig
 
-def read_llm_config(path: str | Path) -> dict[str, Any]:
+
+def read_llm_config(path: str | Path) -> "LLMConfig":
     """The LLM reranker settings of a TOML/JSON file (its [llm] table or the whole file),
-    checked here so that a bad setting names the file."""
+    parsed once, here, so that a bad setting names the file."""
     from codenib.engines.llm.client import LLMConfig
 
     data = read_config_file(path, section="llm")
     try:
-        LLMConfig.from_dict(data)
+        return LLMConfig.from_dict(data)
     except BadInputError as exc:
         raise BadInputError(str(exc), path=str(path)) from None
-    return data

@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", required=True, metavar="QUERIES",
                    help="Parquet or JSONL with qid (or instance_id) and patch (a unified diff against the "
-                        "row's snapshot); optional index (default: the qid), repo and rev (or base_commit). "
+                        "row's snapshot); optional index (the qid when absent), repo and rev (or base_commit). "
                         "SWE-bench-shaped files are read as they are")
     p.add_argument("--index-root", required=True, metavar="DIR",
                    help="the folder of the indexes the rows name (ROOT/INDEX)")

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 from codenib.engines.backends import BACKENDS
 from codenib.model.planner import MODES, RERANKERS
 from codenib.model.planspec import BUDGETS
@@ -139,15 +139,14 @@ def explain_lines(trace: dict) -> list[str]:
     return out
 
 
-def _llm_config(path: str | None) -> dict | None:
-    """The [llm] settings of `--llm-config`, checked (BadInputError naming the file)."""
+def _llm_config(path: str | None):
+    """The `LLMConfig` of `--llm-config` (BadInputError naming the file), its key's route checked."""
     if not path:
         return None
     from codenib.commands.llm_config import read_llm_config
-    from codenib.engines.llm.client import LLMConfig
 
     config = read_llm_config(path)
-    LLMConfig.from_dict(config).check_key_route()   # before the index loads
+    config.check_key_route()   # before the index loads
     return config
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 from codenib.commands.flags import add_option_flags, run_job_command
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 from codenib.commands.flags import add_option_flags, run_job_command
 
 
@@ -29,22 +29,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _evaluate(spec, results_dir: str) -> None:
-    """`codenib eval` on the results, with the spec's [eval] options as its arguments."""
-    from codenib.commands import eval as eval_command, execute
+    """`codenib eval` on the results, with the spec's [eval] table as its options (typed once,
+    `EvalCommandOptions.from_table`; no command line is made and parsed again)."""
+    from codenib.commands import eval as eval_command
+    from codenib.commands.command import execute
 
-    args = ["--results", results_dir]
-    for key, value in spec.eval.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            if value:
-                args.append(flag)
-        elif isinstance(value, list):
-            args += [flag, ",".join(str(v) for v in value)]
-        else:
-            args += [flag, str(value)]
-    parser = argparse.ArgumentParser(prog="codenib eval")
-    eval_command.add_arguments(parser)
-    code = execute("eval", eval_command.run, parser.parse_args(args))
+    def evaluate(_) -> int:
+        return eval_command.evaluate(eval_command.EvalCommandOptions.from_table(spec.eval, results_dir,
+                                                                               f"{spec.path} [eval]"))
+
+    code = execute("eval", evaluate, None)
     if code:
         raise SystemExit(code)
 

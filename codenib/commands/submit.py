@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from codenib.commands import Command
+from codenib.commands.command import Command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codenib.commands.job_client import DEFAULT_ADDRESS, auth_token_from_environment, check_transport, submit
-    from codenib.commands.submission import plan_submission
+    from codenib.commands.submission_plan import plan_submission
 
     sub = plan_submission(args.spec)
     # The environment is read here, once, at the command-line edge.

@@ -65,6 +65,41 @@ def is_uri(path: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class Location:
+    """A path as the user gave it, classified once (at the edge: the job options, the command
+    line) as object storage (`uri`) or a local path, and passed down so that no later step
+    asks `is_uri` of it again."""
+
+    text: str
+    uri: bool
+
+    @classmethod
+    def of(cls, path: "str | os.PathLike[str] | Location") -> "Location":
+        """`path` classified (a `Location` as it is)."""
+        if isinstance(path, Location):
+            return path
+        text = os.fspath(path) if isinstance(path, os.PathLike) else str(path)
+        return cls(text, is_uri(text))
+
+    @property
+    def shown(self) -> str:
+        """The path for messages: a URI as given, a local path normalised (`Path`)."""
+        if self.uri:
+            return self.text
+        from pathlib import Path
+
+        return str(Path(self.text))
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __fspath__(self) -> str:
+        if self.uri:
+            raise TypeError(f"{self.text} is an object-storage URI, not a local path")
+        return self.text
+
+
+@dataclass(frozen=True)
 class StorageConfig:
     """Where the S3 API is, read once from the environment (see the module docstring)."""
 

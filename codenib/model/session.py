@@ -27,9 +27,10 @@ from codenib.model.planspec import PlanOptions, QueryPlan
 from codenib.model.weights import load_localise_weights
 
 
-def llm_reranker(config: dict | None):
-    """The LLM reranker of an [llm] settings mapping (None: none configured). The one place
-    an `LLMReranker` is made; it connects on its first rerank.
+def llm_reranker(config):
+    """The LLM reranker of an `LLMConfig` (None: none configured). The one place an
+    `LLMReranker` is made; it connects on its first rerank. The commands and the job options
+    parse the settings once, at the edge; a plain [llm] mapping (a library caller's) is parsed here.
 
     Raises:
         BadInputError: settings that are not a valid LLM configuration.
@@ -40,7 +41,7 @@ def llm_reranker(config: dict | None):
     from codenib.engines.llm.connect import connect
     from codenib.ops.llm import LLMReranker
 
-    return LLMReranker(LLMConfig.from_dict(dict(config)), connect)
+    return LLMReranker(config if isinstance(config, LLMConfig) else LLMConfig.from_dict(config), connect)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class RetrievalSession:
     planner: RetrievalPlanner = dataclasses.field(default_factory=RetrievalPlanner)
 
     @classmethod
-    def load(cls, path: str, *, verify: bool = True, device: str = "auto", llm: dict | None = None,
+    def load(cls, path: str, *, verify: bool = True, device: str = "auto", llm=None,
              llm_configured: bool | None = None, weights: tuple[tuple[str, float], ...] | None = None,
              sparse: bool = True, dense: bool = True, graph: bool = True, engines: Engines | None = None,
              reranker: Any = None) -> RetrievalSession:
@@ -75,7 +76,7 @@ class RetrievalSession:
                       reranker=reranker)
 
     @classmethod
-    def of(cls, index: LoadedIndex, *, llm: dict | None = None, llm_configured: bool | None = None,
+    def of(cls, index: LoadedIndex, *, llm=None, llm_configured: bool | None = None,
            weights: tuple[tuple[str, float], ...] | None = None, engines: Engines | None = None,
            reranker: Any = None) -> RetrievalSession:
         """The session of a loaded index (`reranker`: an LLM reranker already made; `weights`:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from codenib.commands import REGISTRY
+from codenib.commands.registry import REGISTRY
 from codenib.commands.cli import build_parser, main
 from codenib.commands.flags import HelpFormatter
 from codenib.core.options import required_keys
