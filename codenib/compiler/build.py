@@ -30,10 +30,10 @@ from codenib.compiler.build_parse import (
     unchanged_files,
 )
 from codenib.compiler.build_terms import term_counts
-from codenib.compiler.graph import build_graph
+from codenib.compiler.lang.python_graph import build_graph
 from codenib.compiler.lang import is_foreign
 from codenib.compiler.lang.contains import foreign_contains
-from codenib.compiler.lang.graph import foreign_edges, read_manifests
+from codenib.compiler.lang.facts_graph import foreign_edges, read_manifests
 from codenib.compiler.reuse_plan import changed_share, plan_graph
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.workers import Workers
@@ -330,7 +330,7 @@ def _foreign_facts(nodes, fresh: dict, previous, sources: dict) -> dict:
 
 def _all_edges(python_edges, nodes, foreign_facts: dict, paths: list[str], manifests: dict):
     """edges.parquet: the Python graph's edges, the other languages' containment and their
-    imports, calls and inherits (`codenib.compiler.lang.graph`), sorted."""
+    imports, calls and inherits (`codenib.compiler.lang.facts_graph`), sorted."""
     import pyarrow as pa
 
     parts = [t for t in (foreign_contains(nodes), foreign_edges(nodes, foreign_facts, paths, manifests))

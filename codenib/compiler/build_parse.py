@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from codenib.compiler.gcpause import collector_paused
-from codenib.compiler.graph import KEEP_TREES_BYTES
+from codenib.compiler.lang.python_graph import KEEP_TREES_BYTES
 from codenib.compiler.lang import ForeignFacts, is_foreign, read_foreign, read_unreadable
-from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
+from codenib.compiler.lang.python import ParsedFile, parse_source, parse_unreadable
 from codenib.compiler.walk import SourceFile
 from codenib.compiler.workers import CHUNKS_PER_WORKER, balanced_chunks, Workers
 from codenib.core.types import NODES_SCHEMA, Node, nodes_to_table

@@ -286,7 +286,7 @@ def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
     a chunk's first pure deletion, written by the next chunk's last commit, is parsed once
     (each chunk parsed it again before), and the tables are those of one chunk."""
     from codenib.compiler import history as hist
-    from codenib.compiler import history_commits
+    from codenib.compiler.history import commits as history_commits
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
@@ -318,7 +318,7 @@ def test_outlines_derived_from_neighbouring_versions_give_the_tables_of_full_par
     """A Python version next to one already outlined is outlined from the diff between them
     (`parse_delta.derive`, re-parsing the touched statements only): the tables equal those
     of a read that parses every version in full, and most versions were derived."""
-    from codenib.compiler import history_commits
+    from codenib.compiler.history import commits as history_commits
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
@@ -379,7 +379,7 @@ def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
     short-lived nodes took a third of the CPU), and it runs again after the read."""
     import gc
 
-    from codenib.compiler import history_commits
+    from codenib.compiler.history import commits as history_commits
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)

@@ -12,7 +12,7 @@ import pytest
 
 from codenib.commands.cli import main
 from codenib.compiler.lang import is_foreign, read_foreign
-from codenib.compiler.lang.graph import foreign_edges, read_manifests
+from codenib.compiler.lang.facts_graph import foreign_edges, read_manifests
 from codenib.core.types import nodes_to_table
 
 FIXTURES = Path(__file__).parent / "graph_fixtures"

@@ -379,7 +379,7 @@ CALL_TRAPS = {
 @pytest.mark.parametrize("rel", sorted(CALL_TRAPS))
 def test_call_sites_read_from_text_are_what_the_call_nodes_fields_give(rel):
     from codenib.compiler.lang.base import TreeReader
-    from codenib.compiler.lang.walk import read_file
+    from codenib.compiler.lang.sweep import read_file
 
     raw, call_patterns = CALL_TRAPS[rel]
     reader = reader_for(rel, raw)
@@ -435,6 +435,6 @@ def test_reading_a_file_leaves_the_cycle_collector_as_it_found_it():
 def test_a_comment_loses_its_markers_line_by_line(comment, words):
     # The markers are matched over the whole comment at once: a marker must not reach
     # across a line break (`/**` then a line: the line keeps its words).
-    from codenib.compiler.lang.walk import clean_comment
+    from codenib.compiler.lang.sweep import clean_comment
 
     assert clean_comment(comment) == words

@@ -3,7 +3,7 @@
 Each module here defines one `TreeReader` (tree-sitter grammar, query, and what its
 captures mean); `codenib.engines.languages` maps file suffixes to language names. Adding
 a language is one module and one line in `READERS` (and its suffixes there).
-Python keeps its own reader, `codenib.compiler.parse`.
+Python keeps its own reader, `codenib.compiler.lang.python`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import importlib
 
 from codenib.compiler.lang.base import ForeignParse, TreeReader
 from codenib.compiler.lang.facts import FACTS_VERSION, ForeignFacts
-from codenib.compiler.lang.walk import read_file, read_spans
+from codenib.compiler.lang.sweep import read_file, read_spans
 from codenib.engines.languages import language_of
 
 #: Language name -> the module that defines its `READER`.

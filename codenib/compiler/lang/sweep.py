@@ -19,7 +19,7 @@ from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.core.types import Node, UniqueQualnames, make_node_id
 
-#: The same caps as the Python reader (`codenib.compiler.parse`): giant generated
+#: The same caps as the Python reader (`codenib.compiler.lang.python`): giant generated
 #: definitions must not dominate BM25 lengths, and a file node holds an outline only.
 MAX_TEXT_CHARS = 16_000
 MAX_FILE_TEXT_CHARS = 6_000

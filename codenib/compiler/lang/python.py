@@ -115,7 +115,7 @@ class Outline:
     """Where a Python text's top-level statements, the statements of its top-level classes,
     and its definitions lie: what `definition_spans` reports, kept so that a neighbouring
     version of the file can be outlined by parsing only the statements a diff touches
-    (`codenib.compiler.parse_delta`)."""
+    (`codenib.compiler.lang.python_delta`)."""
 
     tops: tuple[tuple[int, int], ...]                   # each top-level statement's first and last line
     bodies: tuple[tuple[tuple[int, int], ...], ...]     # per top: a class's body statements, else ()

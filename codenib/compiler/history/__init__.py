@@ -61,7 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from codenib.compiler.history_commits import clear_blob_cache, read_chunk
+from codenib.compiler.history.commits import clear_blob_cache, read_chunk
 from codenib.core.artifact import HISTORY_DIR
 from codenib.core.errors import BadInputError
 
@@ -258,7 +258,7 @@ def _check_ancestry(source: HistorySource, repo_root: Path, history_repo) -> Non
 def reader_versions() -> dict:
     """The readers' versions: a history read by others is not reused."""
     from codenib.compiler import lang
-    from codenib.compiler.parse import PARSE_VERSION
+    from codenib.compiler.lang.python import PARSE_VERSION
 
     return {"history": HISTORY_VERSION, "python": PARSE_VERSION, **lang.reader_versions()}
 

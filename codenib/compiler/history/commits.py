@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from codenib.compiler.gcpause import collector_paused
-from codenib.compiler.parse import Outline, outline_spans, source_outline
-from codenib.compiler.parse_delta import derive, plain_text
+from codenib.compiler.lang.python import Outline, outline_spans, source_outline
+from codenib.compiler.lang.python_delta import derive, plain_text
 from codenib.compiler.walk import is_utf8
 from codenib.core.types import ID_SEP
 

@@ -41,7 +41,7 @@ import io
 import tokenize
 from typing import Sequence
 
-from codenib.compiler.parse import Outline, text_outline
+from codenib.compiler.lang.python import Outline, text_outline
 
 #: (old start, old line count, new start, new line count), as git's hunks with no context.
 Hunk = tuple[int, int, int, int]
