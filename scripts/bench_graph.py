@@ -23,7 +23,7 @@ from pathlib import Path
 
 import igraph as ig
 
-from codenib.compiler.lang.python import parse_file
+from codenib.compiler.lang.python_parse import parse_file
 from codenib.compiler.lang.python_resolve import build_edges
 from codenib.compiler.walk import walk_repository
 from codenib.index.graph import CodeGraph

@@ -49,7 +49,7 @@ from typing import Iterable, Iterator
 
 from tqdm import tqdm
 
-from codenib.compiler.lang.python import ParsedFile, parse_file, parse_source
+from codenib.compiler.lang.python_parse import ParsedFile, parse_file, parse_source
 from codenib.compiler.lang.python_resolve import build_edges
 from codenib.compiler.walk import walk_repository
 

@@ -7,7 +7,7 @@ import pygit2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codenib.compiler.lang.python import Outline, definition_spans, outline_spans, source_outline
+from codenib.compiler.lang.python_parse import Outline, definition_spans, outline_spans, source_outline
 from codenib.compiler.lang.python_delta import derive, plain_text
 
 BASE = (b'"""Module."""\n'                           # 1

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from codenib.compiler.lang import read_foreign, read_foreign_spans
-from codenib.compiler.lang.python import definition_spans, parse_source
+from codenib.compiler.lang.python_parse import definition_spans, parse_source
 from codenib.core.types import UniqueQualnames
 
 # --- unique ids (DESIGN, Identity: "ids are unique in every language") ----------------------

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from codenib.compiler.lang.python import ParsedFile
+from codenib.compiler.lang.python_parse import ParsedFile
 from codenib.compiler.lang.python_resolve.edges import Unit, contains_edges, file_units, unit_edges
 from codenib.compiler.lang.python_resolve.infer import Resolver
 from codenib.core.types import Edge

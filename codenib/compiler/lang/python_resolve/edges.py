@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
-from codenib.compiler.lang.python import ParsedFile
+from codenib.compiler.lang.python_parse import ParsedFile
 from codenib.compiler.lang.python_resolve.import_edges import import_edges
 from codenib.compiler.lang.python_resolve.infer import Resolver
 from codenib.compiler.lang.python_resolve.scopes import Scope

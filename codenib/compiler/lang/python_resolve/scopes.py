@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from codenib.compiler.lang.python import Definition, ParsedFile
+from codenib.compiler.lang.python_parse import Definition, ParsedFile
 from codenib.compiler.lang.python_resolve.imports import ModuleTable
 from codenib.compiler.lang.python_resolve.syntax import annotation_name
 from codenib.compiler.lang.python_resolve.values import Value
