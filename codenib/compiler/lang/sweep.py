@@ -70,8 +70,14 @@ class SweepReader:
 
     def __init__(self, tree: TreeReader):
         self.tree = tree
-        self.language = tree.language
-        self.version = tree.version
+
+    @property
+    def language(self) -> str:
+        return self.tree.language
+
+    @property
+    def version(self) -> int:
+        return self.tree.version
 
     def read(self, rel_path: str, raw: bytes) -> ForeignParse:
         """`read_file`."""
