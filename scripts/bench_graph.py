@@ -23,8 +23,8 @@ from pathlib import Path
 
 import igraph as ig
 
-from codenib.compiler.parse import parse_file
-from codenib.compiler.resolve import build_edges
+from codenib.compiler.lang.python_parse import parse_file
+from codenib.compiler.lang.python_resolve import build_edges
 from codenib.compiler.walk import walk_repository
 from codenib.index.graph import CodeGraph
 from codenib.model.traversal import PPR_EPSILON, WalkSpec, bfs, local_ppr, neighbours, walk_graph

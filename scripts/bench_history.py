@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pygit2
 
-from codenib.compiler import history_commits
+from codenib.compiler.history import commits as history_commits
 from codenib.compiler.history import HistorySpec, manifest_entry, read_history, resolve, write_history
 from codenib.compiler.workers import Workers
 

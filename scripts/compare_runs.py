@@ -47,7 +47,7 @@ EXTRA = [
     {"qid": "bug-03", "query": "Index build fails on a file with a syntax error in a decorator\n\nRunning "
      "codenib index on a repository where one file has `@decorator(` without a closing parenthesis stops "
      "the whole build with a ParseError from build_parse. I would expect the file to be skipped with a "
-     "warning, like other unparsable files. The traceback ends in codenib/compiler/parse.py in "
+     "warning, like other unparsable files. The traceback ends in codenib/compiler/lang/python_parse.py in "
      "parse_file and then walk_repository. It looks like the tree-sitter error node is not handled when "
      "the decorator list is incomplete. This blocks indexing large monorepos where a few files are broken."},
     {"qid": "str-01", "query": "who calls plan_query?"},

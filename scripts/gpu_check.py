@@ -101,7 +101,7 @@ def environment() -> tuple[bool, bool]:
 def node_texts(limit: int) -> list[str]:
     """Indexed texts of CodeNib's own source nodes (walk + parse, nothing written)."""
     import codenib
-    from codenib.compiler.parse import parse_file
+    from codenib.compiler.lang.python_parse import parse_file
     from codenib.compiler.walk import walk_repository
 
     files, _ = walk_repository(Path(codenib.__file__).parent)

@@ -215,7 +215,7 @@ def build_in_child(repo: str, out_dir: str, options: Any, trace_memory: bool,
 
     # Modules the stages import on first use: loading them is process start-up, the same for
     # a full and an incremental build, and is reported apart from the stage times.
-    import codenib.compiler.graph  # noqa: F401
+    import codenib.compiler.lang.python_graph  # noqa: F401
     import codenib.compiler.sparse  # noqa: F401
     import pyarrow.acero  # noqa: F401
     import pyarrow.compute  # noqa: F401

@@ -49,8 +49,8 @@ from typing import Iterable, Iterator
 
 from tqdm import tqdm
 
-from codenib.compiler.parse import ParsedFile, parse_file, parse_source
-from codenib.compiler.resolve import build_edges
+from codenib.compiler.lang.python_parse import ParsedFile, parse_file, parse_source
+from codenib.compiler.lang.python_resolve import build_edges
 from codenib.compiler.walk import walk_repository
 
 #: The default corpus (see the module docstring for why pip).

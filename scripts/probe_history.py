@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pygit2
 
 from codenib.compiler import history as hist
-from codenib.compiler import history_commits
+from codenib.compiler.history import commits as history_commits
 from codenib.index.history import History
 
 TOP_COMMITS = (10, 50, 200)

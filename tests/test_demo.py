@@ -90,7 +90,7 @@ def test_every_judged_node_of_the_demo_is_a_node_of_the_sample_it_indexes():
     parsed as the demo's index build does): a definition that moves or is renamed fails here,
     instead of quietly lowering the demo's scores."""
     from codenib.commands.demo import data_file, sample_repository
-    from codenib.compiler.parse import parse_file
+    from codenib.compiler.lang.python_parse import parse_file
     from codenib.compiler.walk import walk_repository
     from codenib.core.specs import read_jsonl
     from codenib.eval.qrels import read_qrels

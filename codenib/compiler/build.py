@@ -1,7 +1,9 @@
 """`build_index`: repository -> index folder (nodes, edges, sparse, dense, manifest).
 
 Its stages' helpers live beside it: `build_parse` (read, parse, the nodes table),
-`build_terms` (BM25 term counts), `build_cache` (the per-file store) and `workers`.
+`build_graph` (the edges), `build_terms` (BM25 term counts), `build_cache` (the per-file
+store) and `workers`. Which language a file is written in is the readers' business
+(`codenib.compiler.lang`): nothing here asks.
 """
 
 from __future__ import annotations
@@ -29,12 +31,9 @@ from codenib.compiler.build_parse import (
     read_sources,
     unchanged_files,
 )
+from codenib.compiler.build_graph import resolve_graph
 from codenib.compiler.build_terms import term_counts
-from codenib.compiler.graph import build_graph
-from codenib.compiler.lang import is_foreign
-from codenib.compiler.lang.contains import foreign_contains
-from codenib.compiler.lang.graph import foreign_edges, read_manifests
-from codenib.compiler.reuse_plan import changed_share, plan_graph
+from codenib.compiler.lang import reader_of
 from codenib.compiler.walk import walk_repository
 from codenib.compiler.workers import Workers
 from codenib.core.errors import BadInputError
@@ -173,8 +172,8 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             kept = unchanged_files(previous, shas, read_errors)
             store = open_cache(options, out)
             cached = cached_files(store, sorted(set(sources) - kept - set(read_errors)), shas)
-            # `foreign_facts`: imports, calls and bases of the non-Python files parsed now.
-            parsed, trees, foreign_facts = parse_files(sorted(set(sources) - kept - set(cached)), sources, read_errors,
+            # `read_facts`: what the graph stages take of the files read now (imports, calls, bases).
+            parsed, trees, read_facts = parse_files(sorted(set(sources) - kept - set(cached)), sources, read_errors,
                                          workers, options.progress)
             fresh = set(parsed)
             parsed.update((rel, entry.nodes) for rel, entry in cached.items())
@@ -183,27 +182,14 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             t0 = time.perf_counter()
             nodes, origin = node_table(parsed, previous, kept)
             facts = file_facts(nodes)
-            # The Python graph reads Python files only; the other languages' containment
-            # comes from their nodes (`foreign_contains`), the same for kept and parsed files.
-            py_sources = {rel: raw for rel, raw in sources.items() if not is_foreign(rel)}
-            graph_choice = None
-            if previous is not None and previous.files is not None:
-                py_shas = {r: f[0] for r, f in facts.items() if not is_foreign(r)}
-                old_shas = {r: f.content_sha256 for r, f in previous.files.items() if not is_foreign(r)}
-                n_changed, share = changed_share(old_shas, py_shas)
-                graph_choice = plan_graph(len(py_shas), n_changed, share)
-                if graph_choice.reuse:
-                    previous = incr_state.with_graph(previous)
-            graph = build_graph(py_sources, facts, root_package, previous.graph if previous else None,
-                                options.progress, trees)
+            resolved = resolve_graph(repo, sources, nodes, facts, read_facts, trees, previous, root_package,
+                                     options.progress)
+            graph, graph_choice, edges = resolved.python, resolved.choice, resolved.edges
             if graph_choice is not None:
                 log(f"reuse: nodes of {len(kept)} unchanged files kept, {len(fresh)} files parsed; "
                     + graph_choice.describe())
-            all_facts = _foreign_facts(nodes, foreign_facts, previous, sources)
-            edges = _all_edges(graph.edges, nodes, {rel: f for rel, (_, f) in all_facts.items()},
-                               list(sources), read_manifests(repo, sources))
             n_parsed = len(fresh)
-            del sources, trees, py_sources, foreign_facts
+            del sources, trees, read_facts
             seconds["graph"] = time.perf_counter() - t0
 
             history_tables = None
@@ -214,8 +200,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
 
         parse_errors = [(f, e) for f, (_, ok, e) in sorted(facts.items()) if not ok]
         for path, err in parse_errors:
-            what = "indexed as far as it parses" if is_foreign(path) else "indexed as a file node without definitions"
-            log(f"warning: {path}: {err}; {what}")
+            log(f"warning: {path}: {err}; {reader_of(path).error_note}")
 
         with artifact.atomic_index_dir(out, options.force) as staging:
             pq.write_table(nodes, staging / artifact.NODES_FILE)
@@ -244,7 +229,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                                          previous)
                 seconds["dense"] = time.perf_counter() - t0
 
-            incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer, all_facts)
+            incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer, resolved.facts)
             kinds = nodes.column("kind").to_pylist()
             nodes_by_kind = Counter(kinds)
             edges_by_type = Counter(edges.column("type").to_pylist())
@@ -302,43 +287,6 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
         reuse=reuse,
         languages=_language_counts(nodes),
     )
-
-
-def _foreign_facts(nodes, fresh: dict, previous, sources: dict) -> dict:
-    """rel -> (content sha256, ForeignFacts) of every non-Python file: those parsed now, those
-    an earlier index kept for the same bytes, and the rest (found in the per-file store,
-    which holds no facts) read again from the bytes of this build."""
-    import pyarrow.compute as pc
-
-    from codenib.compiler.lang import ForeignFacts, read_foreign
-
-    files = nodes.filter(pc.and_(pc.equal(nodes.column("kind"), "file"),
-                                 pc.not_equal(nodes.column("language"), "python")))
-    old = (previous.foreign_facts or {}) if previous is not None else {}
-    out = {}
-    for rel, sha, lang in zip(files.column("file").to_pylist(), files.column("content_sha256").to_pylist(),
-                              files.column("language").to_pylist()):
-        facts = fresh.get(rel)
-        if facts is None and rel in old and old[rel][0] == sha:
-            facts = old[rel][1]
-        if facts is None:
-            raw = sources.get(rel)
-            facts = read_foreign(rel, raw).facts if raw is not None else ForeignFacts(rel, lang)
-        out[rel] = (sha, facts)
-    return out
-
-
-def _all_edges(python_edges, nodes, foreign_facts: dict, paths: list[str], manifests: dict):
-    """edges.parquet: the Python graph's edges, the other languages' containment and their
-    imports, calls and inherits (`codenib.compiler.lang.graph`), sorted."""
-    import pyarrow as pa
-
-    parts = [t for t in (foreign_contains(nodes), foreign_edges(nodes, foreign_facts, paths, manifests))
-             if t.num_rows]
-    if not parts:
-        return python_edges
-    table = pa.concat_tables([python_edges] + parts)
-    return table.sort_by([("src", "ascending"), ("dst", "ascending"), ("type", "ascending")]).combine_chunks()
 
 
 def _language_counts(nodes) -> dict[str, dict[str, int]]:

@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from codenib.compiler.gcpause import collector_paused
-from codenib.compiler.graph import KEEP_TREES_BYTES
-from codenib.compiler.lang import ForeignFacts, is_foreign, read_foreign, read_unreadable
-from codenib.compiler.parse import ParsedFile, parse_source, parse_unreadable
+from codenib.compiler.lang import reader_of
+from codenib.compiler.lang.facts import ForeignFacts
+from codenib.compiler.lang.python_graph import KEEP_TREES_BYTES
+from codenib.compiler.lang.reader import FileRead
 from codenib.compiler.walk import SourceFile
 from codenib.compiler.workers import CHUNKS_PER_WORKER, balanced_chunks, Workers
 from codenib.core.types import NODES_SCHEMA, Node, nodes_to_table
@@ -48,37 +49,35 @@ def read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None], 
 
 
 def unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str]) -> set[str]:
-    """Files whose nodes the earlier index holds for the same bytes (Python files by the
-    graph's state, the others, which the Python graph does not hold, by their file nodes)."""
+    """Files whose nodes the earlier index holds for the same bytes (by its file nodes; none
+    when its state is not reusable)."""
     if previous is None or previous.files is None:
         return set()
-    old = {rel: f.content_sha256 for rel, f in previous.files.items()}
-    old.update(_previous_foreign_files(previous))
+    old = _previous_file_shas(previous)
     return {rel for rel, sha in shas.items()
             if rel not in read_errors and rel in old and old[rel] == sha}
 
 
-def _previous_foreign_files(previous) -> dict[str, str]:
-    """Content sha256 of each non-Python file of the earlier index."""
+def _previous_file_shas(previous) -> dict[str, str]:
+    """Content sha256 of each file of the earlier index."""
     nodes = previous.nodes
-    files = nodes.filter(pc.and_(pc.equal(nodes.column("kind"), "file"),
-                                 pc.not_equal(nodes.column("language"), "python")))
+    files = nodes.filter(pc.equal(nodes.column("kind"), "file"))
     return dict(zip(files.column("file").to_pylist(), files.column("content_sha256").to_pylist()))
 
 
 def _previous_files(previous) -> set[str]:
     """Every file of the earlier index."""
-    return set(previous.files or ()) | set(_previous_foreign_files(previous))
+    return set(_previous_file_shas(previous))
 
 
 def parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: dict[str, str],
                  workers: "Workers", progress: bool
-                 ) -> tuple[dict[str, list[Node]], dict[str, ParsedFile], dict[str, ForeignFacts]]:
-    """The nodes of each file in `rels`, parsed in worker processes when there are many,
-    and the facts of the non-Python ones among them (`codenib.compiler.lang.facts`).
+                 ) -> tuple[dict[str, list[Node]], dict[str, FileRead], dict[str, ForeignFacts]]:
+    """The nodes of each file in `rels`, read by its language's reader (`codenib.compiler.lang`)
+    in worker processes when there are many, and the facts of those whose reads have facts.
 
-    Parsed here, the first Python files' trees are returned too (up to `KEEP_TREES_BYTES` of
-    source): the graph stage needs the same trees and need not parse those files again.
+    Parsed here, the first reads without facts are returned too (up to `KEEP_TREES_BYTES` of
+    source): their graph stage reads those files again, and takes these reads instead.
     """
     items = [(rel, sources[rel], read_errors.get(rel)) for rel in rels]
     if workers.size > 1 and len(items) >= PARALLEL_MIN_FILES:
@@ -89,14 +88,14 @@ def parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: 
     from codenib.core.progress import Progress
 
     nodes: dict[str, list[Node]] = {}
-    trees: dict[str, ParsedFile] = {}
+    trees: dict[str, FileRead] = {}
     facts: dict[str, ForeignFacts] = {}
     budget = KEEP_TREES_BYTES
     with Progress("parse", len(items), "files", enabled=progress) as bar:
         for rel, raw, error in items:
             pf = _parse_one(rel, raw, error)
             nodes[rel] = pf.nodes
-            if not isinstance(pf, ParsedFile):
+            if pf.facts is not None:
                 facts[rel] = pf.facts
             elif raw is not None and len(raw) <= budget:
                 budget -= len(raw)
@@ -107,20 +106,19 @@ def parse_files(rels: list[str], sources: dict[str, bytes | None], read_errors: 
 
 
 def _parse_chunk(items) -> list[tuple[str, list[Node], ForeignFacts | None]]:
-    """Worker task: (rel, bytes, read error) -> (rel, nodes, facts of a non-Python file)."""
+    """Worker task: (rel, bytes, read error) -> (rel, nodes, facts or None)."""
     gc.disable()    # in a worker process: nothing else runs there
     out = []
     for rel, raw, error in items:
         pf = _parse_one(rel, raw, error)
-        out.append((rel, pf.nodes, None if isinstance(pf, ParsedFile) else pf.facts))
+        out.append((rel, pf.nodes, pf.facts))
     return out
 
 
-def _parse_one(rel: str, raw: bytes | None, error: str | None):
-    """A Python file's `ParsedFile`, or another language's `ForeignParse`."""
-    if is_foreign(rel):
-        return read_unreadable(rel, error) if raw is None else read_foreign(rel, raw)
-    return parse_unreadable(rel, error) if raw is None else parse_source(rel, raw)
+def _parse_one(rel: str, raw: bytes | None, error: str | None) -> FileRead:
+    """A file read by its language's reader."""
+    reader = reader_of(rel, raw)
+    return reader.unreadable(rel, error) if raw is None else reader.read(rel, raw)
 
 
 def node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tuple[pa.Table, list]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codenib.compiler.lang import reader_versions
-from codenib.compiler.parse import PARSE_VERSION
+from codenib.compiler.lang.python_parse import PARSE_VERSION
 from codenib.engines.languages import languages_of
 from codenib.core.tokens import TokenizerConfig
 from codenib.core.types import NODES_SCHEMA, Node

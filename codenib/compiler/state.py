@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.core import artifact
-from codenib.compiler.graph import FileFacts, GraphState
+from codenib.compiler.lang.python_graph import FileFacts, GraphState
 from codenib.compiler.lang import reader_versions
-from codenib.compiler.parse import PARSE_VERSION
-from codenib.compiler.resolve.deps import RESOLVE_VERSION
+from codenib.compiler.lang.python_parse import PARSE_VERSION
+from codenib.compiler.lang.python_resolve.deps import RESOLVE_VERSION
 from codenib.compiler.sparse import DocTerms
 from codenib.core.tokens import TokenizerConfig
 

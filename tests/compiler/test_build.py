@@ -14,8 +14,8 @@ from codenib.commands.cli import main
 from codenib.compiler import build as build_module
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
-from codenib.compiler.parse import parse_file
-from codenib.compiler.resolve import build_edges
+from codenib.compiler.lang.python_parse import parse_file
+from codenib.compiler.lang.python_resolve import build_edges
 from codenib.compiler.walk import walk_repository
 from codenib.core.errors import BadInputError, IndexFormatError
 from codenib.index.loaded import load_index

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codenib.compiler.lang import read_foreign, read_foreign_spans
-from codenib.compiler.parse import definition_spans, parse_source
+from codenib.compiler.lang.python_parse import definition_spans, parse_source
 from tests.compiler.test_lang_golden import _sources
 
 HERE = Path(__file__).parent

@@ -286,23 +286,24 @@ def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
     a chunk's first pure deletion, written by the next chunk's last commit, is parsed once
     (each chunk parsed it again before), and the tables are those of one chunk."""
     from codenib.compiler import history as hist
-    from codenib.compiler import history_commits
+    from codenib.compiler.history import commits as history_commits
+    from codenib.compiler.lang.sweep import SweepReader
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     parsed: Counter = Counter()
-    definitions, python_spans = history_commits._definitions, history_commits._python_spans
+    spans, outlined = SweepReader.spans, history_commits._outlined_spans
 
-    def counting(path, raw, language):
+    def counting(self, path, raw):
         parsed[(path, raw)] += 1
-        return definitions(path, raw, language)
+        return spans(self, path, raw)
 
-    def counting_python(repo, path, raw, blob, cache):
+    def counting_outlined(repo, reader, path, raw, key, cache):
         parsed[(path, raw)] += 1
-        return python_spans(repo, path, raw, blob, cache)
+        return outlined(repo, reader, path, raw, key, cache)
 
-    monkeypatch.setattr(history_commits, "_definitions", counting)
-    monkeypatch.setattr(history_commits, "_python_spans", counting_python)
+    monkeypatch.setattr(SweepReader, "spans", counting)
+    monkeypatch.setattr(history_commits, "_outlined_spans", counting_outlined)
     cut = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     twice = sorted(path for (path, _), n in parsed.items() if n > 1)
     assert parsed and not twice, twice
@@ -316,24 +317,24 @@ def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
 
 def test_outlines_derived_from_neighbouring_versions_give_the_tables_of_full_parses(tmp_path, monkeypatch):
     """A Python version next to one already outlined is outlined from the diff between them
-    (`parse_delta.derive`, re-parsing the touched statements only): the tables equal those
+    (`PythonReader.derive`, re-parsing the touched statements only): the tables equal those
     of a read that parses every version in full, and most versions were derived."""
-    from codenib.compiler import history_commits
+    from codenib.compiler.lang.python import PythonReader
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     derived: list[bool] = []
-    derive = history_commits.derive
+    derive = PythonReader.derive
 
-    def counting(base, raw, hunks):
-        outline = derive(base, raw, hunks)
-        derived.append(outline is not None)
-        return outline
+    def counting(self, base, path, raw, hunks):
+        got = derive(self, base, path, raw, hunks)
+        derived.append(got is not None)
+        return got
 
-    monkeypatch.setattr(history_commits, "derive", counting)
+    monkeypatch.setattr(PythonReader, "derive", counting)
     fast = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert sum(derived) >= 100, f"{sum(derived)} of 110 versions derived"
-    monkeypatch.setattr(history_commits, "derive", lambda base, raw, hunks: None)
+    monkeypatch.setattr(PythonReader, "derive", lambda self, base, path, raw, hunks: None)
     full = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert fast.commits.equals(full.commits) and fast.changes.equals(full.changes)
     assert pc.sum(pc.starts_with(fast.changes["node_id"], "m.py::")).as_py() > 100
@@ -379,18 +380,18 @@ def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
     short-lived nodes took a third of the CPU), and it runs again after the read."""
     import gc
 
-    from codenib.compiler import history_commits
+    from codenib.compiler.lang.sweep import SweepReader
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     collecting: list[bool] = []
-    definitions = history_commits._definitions
+    spans = SweepReader.spans
 
-    def watching(path, raw, language):
+    def watching(self, path, raw):
         collecting.append(gc.isenabled())
-        return definitions(path, raw, language)
+        return spans(self, path, raw)
 
-    monkeypatch.setattr(history_commits, "_definitions", watching)
+    monkeypatch.setattr(SweepReader, "spans", watching)
     assert gc.isenabled()
     read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert collecting and not any(collecting)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from codenib.compiler.build import build_index
 
 from codenib.compiler.build_options import BuildOptions
-from codenib.compiler.resolve.deps import key_string
+from codenib.compiler.lang.python_resolve.deps import key_string
 from codenib.compiler.state import INCR_DIR, load_previous
 from codenib.core.tokens import TokenizerConfig
 from tests.fixture_repo import FILES, write_repo

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codenib.compiler.parse import parse_source
+from codenib.compiler.lang.python_parse import parse_source
 
 jedi = pytest.importorskip("jedi")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from codenib.commands.cli import main
-from codenib.compiler.lang import is_foreign, read_foreign
-from codenib.compiler.lang.graph import foreign_edges, read_manifests
+from codenib.compiler.lang import graph_of, read_foreign
+from codenib.compiler.lang.facts_graph import foreign_edges, read_manifests
 from codenib.core.types import nodes_to_table
 
 FIXTURES = Path(__file__).parent / "graph_fixtures"
@@ -136,7 +136,7 @@ def fixture_edges(folder: Path) -> set[tuple[str, str, str]]:
     paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     nodes, facts = [], {}
     for rel in paths:
-        if is_foreign(rel):
+        if graph_of(rel) == "facts":
             parsed = read_foreign(rel, (folder / rel).read_bytes())
             nodes += parsed.nodes
             facts[rel] = parsed.facts

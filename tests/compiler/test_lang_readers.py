@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codenib.compiler.lang import READERS, is_foreign, read_foreign, reader_for, reader_versions
+from codenib.compiler.lang import LANGUAGES, READERS, graph_of, read_foreign, reader_for, reader_of, reader_versions
 from codenib.compiler.lang.contains import file_contains
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.engines.languages import LANGUAGE_OF_SUFFIX, language_of
@@ -230,14 +230,38 @@ def test_containment_hangs_out_of_line_definitions_under_their_type():
 
 def test_the_registry_covers_every_suffix_and_tsx_uses_the_tsx_grammar():
     for suffix, language in LANGUAGE_OF_SUFFIX.items():
-        assert language == "python" or language in READERS
-        assert is_foreign(f"x{suffix}") == (language != "python")
+        assert language in READERS and reader_of(f"x{suffix}").language == language
+        assert graph_of(f"x{suffix}") == ("python" if language == "python" else "facts")
     assert language_of("include/fmt/format.h") == "c" and language_of("a.hpp") == "cpp"
-    assert reader_for("a.py") is None and reader_for("README.md") is None
+    assert reader_for("a.py") is None and reader_for("README.md") is None      # no tree-sitter reader
+    assert reader_of("README.md") is None and graph_of("README.md") is None
     tsx = b"export const App = () => <div onClick={() => go()}>hi</div>;\n"
     parsed = read_foreign("src/App.tsx", tsx)
     assert parsed.parse_error is None and [n.qualname for n in parsed.nodes[1:]] == ["App"]
     assert set(reader_versions()) == set(READERS) | {"facts"}
+    assert list(reader_versions())[0] == "python"       # the order manifests list them in
+
+
+def test_every_language_offers_the_reader_interface():
+    """Build and history ask every reader the same things; only Python's derives outlines."""
+    src = {"python": b"class A:\n    def f(self):\n        pass\n", "javascript": b"function f() {}\n"}
+    for language in LANGUAGES:
+        reader = reader_of(f"x{next(s for s, lang in LANGUAGE_OF_SUFFIX.items() if lang == language)}")
+        assert reader.language == language and reader.version == reader_versions()[language]
+        assert reader.derives == (language == "python") and reader.error_note
+    py, js = reader_of("a.py"), reader_of("a.js")
+    read = py.read("a.py", src["python"])
+    assert read.facts is None and [n.node_id for n in read.nodes] == ["a.py", "a.py::A", "a.py::A.f"]
+    assert py.spans("a.py", src["python"]) == [("a.py::A", 1, 3), ("a.py::A.f", 2, 3)]
+    spans, base = py.outline("a.py", src["python"])
+    assert spans == py.spans("a.py", src["python"]) and base is not None
+    grown = src["python"] + b"def g():\n    pass\n"
+    assert py.derive(base, "a.py", grown, [(3, 0, 4, 2)])[0] == py.spans("a.py", grown)
+    assert js.read("a.js", src["javascript"]).facts is not None
+    assert js.outline("a.js", src["javascript"]) == (js.spans("a.js", src["javascript"]), None)
+    assert js.derive(None, "a.js", src["javascript"], []) is None
+    gone = js.unreadable("a.js", "unreadable: denied")
+    assert gone.parse_error == "unreadable: denied" and len(gone.nodes) == 1
 
 
 def test_no_grammar_is_fetched_at_run_time():
@@ -247,7 +271,8 @@ def test_no_grammar_is_fetched_at_run_time():
 
     assert tree_sitter.Language(tree_sitter_go.language()) is not None
     for language in READERS:
-        parsed = read_foreign(f"x{next(s for s, l in LANGUAGE_OF_SUFFIX.items() if l == language)}", b"")
+        path = f"x{next(s for s, l in LANGUAGE_OF_SUFFIX.items() if l == language)}"
+        parsed = reader_of(path).read(path, b"")
         assert parsed.nodes[0].kind == "file" and parsed.parse_error is None
 
 
@@ -379,7 +404,7 @@ CALL_TRAPS = {
 @pytest.mark.parametrize("rel", sorted(CALL_TRAPS))
 def test_call_sites_read_from_text_are_what_the_call_nodes_fields_give(rel):
     from codenib.compiler.lang.base import TreeReader
-    from codenib.compiler.lang.walk import read_file
+    from codenib.compiler.lang.sweep import read_file
 
     raw, call_patterns = CALL_TRAPS[rel]
     reader = reader_for(rel, raw)
@@ -435,6 +460,6 @@ def test_reading_a_file_leaves_the_cycle_collector_as_it_found_it():
 def test_a_comment_loses_its_markers_line_by_line(comment, words):
     # The markers are matched over the whole comment at once: a marker must not reach
     # across a line break (`/**` then a line: the line keeps its words).
-    from codenib.compiler.lang.walk import clean_comment
+    from codenib.compiler.lang.sweep import clean_comment
 
     assert clean_comment(comment) == words

@@ -1,6 +1,6 @@
 """Node ids, kinds, spans and the parse-error rules of DESIGN.md."""
 
-from codenib.compiler.parse import parse_source
+from codenib.compiler.lang.python_parse import parse_source
 
 
 def ids(src: str, path: str = "m.py") -> dict[str, tuple]:

@@ -7,8 +7,8 @@ import pygit2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codenib.compiler.parse import Outline, definition_spans, outline_spans, source_outline
-from codenib.compiler.parse_delta import derive, plain_text
+from codenib.compiler.lang.python_parse import Outline, definition_spans, outline_spans, source_outline
+from codenib.compiler.lang.python_delta import derive, plain_text
 
 BASE = (b'"""Module."""\n'                           # 1
         b"import os\n"                               # 2
@@ -49,7 +49,7 @@ def test_an_edit_inside_a_class_is_derived_and_named_as_a_full_parse_names_it():
 def test_an_edit_to_a_later_method_parses_that_method_alone(monkeypatch):
     """Behind a stand-in header (`class A:` and an indented `pass`), only the class's touched
     body statement is parsed again; the class's span grows with it."""
-    from codenib.compiler import parse_delta
+    from codenib.compiler.lang import python_delta as parse_delta
 
     parsed: list[str] = []
     outline = parse_delta.text_outline

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from codenib.compiler.lang import read_foreign, read_foreign_spans
-from codenib.compiler.parse import definition_spans, parse_source
+from codenib.compiler.lang.python_parse import definition_spans, parse_source
 from codenib.core.types import UniqueQualnames
 
 # --- unique ids (DESIGN, Identity: "ids are unique in every language") ----------------------
@@ -159,9 +159,9 @@ def _nested_js(depth: int) -> bytes:
 
 
 def test_definitions_nested_past_the_cap_fold_into_their_ancestor(monkeypatch):
-    from codenib.compiler.lang import walk
+    from codenib.compiler.lang import sweep
 
-    monkeypatch.setattr(walk, "MAX_NESTING", 3, raising=False)
+    monkeypatch.setattr(sweep, "MAX_NESTING", 3, raising=False)
     parsed = read_foreign("deep.js", _nested_js(5))
     assert [n.qualname for n in parsed.nodes[1:]] == ["f0", "f0.f1", "f0.f1.f2"]
     # f3 and f4 are part of f2: their lines, and the call in f4, are f2's.
@@ -193,7 +193,7 @@ class _CountingList(list):
 def test_the_graph_walks_a_files_definitions_a_constant_number_of_times():
     """Pass 2 looked every unit's definitions up in a map of the file's definitions built anew
     per unit: quadratic in one-line defs (10k -> 20k defs: 19 -> 61 s)."""
-    from codenib.compiler.resolve import build_edges
+    from codenib.compiler.lang.python_resolve import build_edges
 
     source = "".join(f"def f{i}():\n    return f{i - 1}()\n" for i in range(1, 41)).encode()
     pf = parse_source("m.py", source)

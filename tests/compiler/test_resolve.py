@@ -2,11 +2,11 @@
 
 import pytest
 
-from codenib.compiler.parse import parse_source, parse_syntax
-from codenib.compiler.resolve import build_edges, collect_edges
-from codenib.compiler.resolve.infer import Resolver
+from codenib.compiler.lang.python_parse import parse_source, parse_syntax
+from codenib.compiler.lang.python_resolve import build_edges, collect_edges
+from codenib.compiler.lang.python_resolve.infer import Resolver
 from codenib.compiler.walk import walk_repository
-from codenib.compiler.parse import parse_file
+from codenib.compiler.lang.python_parse import parse_file
 from codenib.engines.modules import module_name_for
 
 

@@ -6,7 +6,7 @@ and containers), `@call` and `@import` nodes, and says what each captured node i
 (`define`, `call`, `imports`; `call_site` where `call` and `call_imports` share work;
 `call_sites` where finer captures than `@call` give the call sites more cheaply, e.g. from
 the callee's text with `identifier_sites` and `member_sites`).
-Everything else is shared, in `codenib.compiler.lang.walk`: the nesting of definitions, node
+Everything else is shared, in `codenib.compiler.lang.sweep`: the nesting of definitions, node
 ids, spans, signatures, doc comments, node texts and parse errors.
 """
 

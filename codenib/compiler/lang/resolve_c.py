@@ -21,7 +21,7 @@ from __future__ import annotations
 import posixpath
 
 from codenib.compiler.lang.facts import CallFact, ImportFact
-from codenib.compiler.lang.graph import Def, Repo, Rules, norm_join, only
+from codenib.compiler.lang.facts_graph import Def, Repo, Rules, norm_join, only
 from codenib.engines.languages import language_of
 
 INCLUDE_DIRS: tuple[str, ...] = ("include", "src", "")

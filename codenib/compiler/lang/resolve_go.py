@@ -19,7 +19,7 @@ import posixpath
 import re
 
 from codenib.compiler.lang.facts import CallFact, ImportFact
-from codenib.compiler.lang.graph import Def, Repo, Rules
+from codenib.compiler.lang.facts_graph import Def, Repo, Rules
 
 _MODULE_LINE = re.compile(rb"^\s*module\s+\"?([^\s\"]+)\"?", re.MULTILINE)
 _RECEIVER = re.compile(r"^func\s*\(\s*([A-Za-z_]\w*)\s")

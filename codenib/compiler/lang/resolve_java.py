@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from codenib.compiler.lang.facts import CallFact, ImportFact
-from codenib.compiler.lang.graph import Def, Repo, Rules
+from codenib.compiler.lang.facts_graph import Def, Repo, Rules
 
 
 class JavaRules(Rules):

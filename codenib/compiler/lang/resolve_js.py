@@ -20,7 +20,7 @@ from __future__ import annotations
 import posixpath
 
 from codenib.compiler.lang.facts import CallFact, ImportFact
-from codenib.compiler.lang.graph import Def, Repo, Rules, norm_join
+from codenib.compiler.lang.facts_graph import Def, Repo, Rules, norm_join
 
 EXTENSIONS: tuple[str, ...] = (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs")
 #: How many `export ... from` hops a named import is followed through.

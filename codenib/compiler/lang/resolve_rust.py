@@ -19,7 +19,7 @@ import posixpath
 import re
 
 from codenib.compiler.lang.facts import BaseFact, CallFact, ImportFact
-from codenib.compiler.lang.graph import Def, Repo, Rules
+from codenib.compiler.lang.facts_graph import Def, Repo, Rules
 
 _PACKAGE_NAME = re.compile(rb"^\s*\[package\][^\[]*?^\s*name\s*=\s*\"([^\"]+)\"", re.MULTILINE | re.DOTALL)
 _ROOT_FILES = ("lib.rs", "main.rs")

@@ -1,7 +1,8 @@
 """`--history`'s commit reader, run in worker processes: each commit of a chunk as a commit row
 and, per changed file, change rows (the file, and the definitions its hunks touch in the blob
-of that commit, parsed once by the index's own readers in their spans-only mode; a Python
-blob's outline is derived from a neighbouring version's when one is cached, `parse_delta`).
+of that commit, parsed once by the index's own readers in their spans-only mode; for a
+reader that `derives`, a blob's outline is derived from a neighbouring version's when one
+is cached, `Reader.derive`).
 
 `codenib.compiler.history` cuts the commits into chunks, maps `read_chunk` over them and
 writes the tables; the decisions (merges, deletions, ids, `is_fix`) are documented there.
@@ -16,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from codenib.compiler.gcpause import collector_paused
-from codenib.compiler.parse import Outline, outline_spans, source_outline
-from codenib.compiler.parse_delta import derive, plain_text
+from codenib.compiler.lang import LANGUAGES, Reader, reader_named, reader_of
 from codenib.compiler.walk import is_utf8
+from codenib.engines.languages import language_of
 from codenib.core.types import ID_SEP
 
 #: Commit messages that say a defect was repaired.
@@ -27,13 +28,13 @@ FIX_PATTERN = re.compile(
     r"|\b(?:issue|close[sd]?|fixe[sd]|resolve[sd]?)\s*#\d+", re.IGNORECASE)
 #: Parsed blobs a worker keeps (a blob is needed again when the file next changes).
 BLOB_CACHE = 4096
-#: Neighbouring versions remembered per Python blob (the commits before and after it).
+#: Neighbouring versions remembered per blob of a reader that derives (the commits before and after it).
 MAX_DIFFS = 4
 
 
 #: This process's parsed blobs and the read they belong to: kept from one chunk of a read to
 #: the next (a worker takes consecutive chunks, whose commits change the same files). At most
-#: `BLOB_CACHE` entries (a name list, a line array and a Python outline each); a worker
+#: `BLOB_CACHE` entries (a name list, a line array and an outline or None each); a worker
 #: process drops them when the next read starts or the pool closes, the reading process at
 #: the end of the read.
 _CACHE: dict = {"read": None, "blobs": None}
@@ -41,9 +42,10 @@ _CACHE: dict = {"read": None, "blobs": None}
 
 @dataclass(slots=True)
 class _Blobs:
-    """A worker's parsed blobs, by (blob id, language): (names, line owners, Python outline
-    or None); and per Python blob, the neighbouring versions it differs from by known hunks
-    (`_note_diff`), most recent use last in both."""
+    """A worker's parsed blobs, by (blob id, language): (names, line owners, the outline a
+    neighbour may be derived from, or None); and per blob of a reader that derives, the
+    neighbouring versions it differs from by known hunks (`_note_diff`), most recent use last
+    in both."""
 
     parsed: OrderedDict = field(default_factory=OrderedDict)
     diffs: OrderedDict = field(default_factory=OrderedDict)
@@ -55,8 +57,8 @@ def read_chunk(args: tuple[str, list[str], str, frozenset]) -> tuple[list[tuple]
     `ids` of the repository at `gitdir` (`read` names the read, whose parsed blobs this process
     keeps between chunks; `boundary`: a shallow clone's boundary commits, whose parents are
     not in the repository)."""
-    # Without the cycle collector, as the index's own parsing: `ast.parse` makes millions of
-    # short-lived nodes, which refcounting frees, and the collector's passes over them took
+    # Without the cycle collector, as the index's own parsing: a parse makes millions of
+    # short-lived objects, which refcounting frees, and the collector's passes over them took
     # a third of a Python history read's CPU (sphinx, 2,391 commits: 18.5 s -> 12.3 s).
     with collector_paused():
         return _read_commits(args)
@@ -165,7 +167,7 @@ def _file_changes(repo, diff, i: int, delta, cache: _Blobs) -> list[tuple]:
         return [(path, path, None)]
     counts: Counter = Counter()
     hunks = _hunks(patch)
-    if language == "python" and delta.status == pygit2.enums.DeltaStatus.MODIFIED:
+    if reader_named(language).derives and delta.status == pygit2.enums.DeltaStatus.MODIFIED:
         _note_diff(cache, str(delta.new_file.id), str(delta.old_file.id), hunks)
     total = 0
     new_index = old_index = None
@@ -200,7 +202,7 @@ def _hunks(patch) -> list[tuple[int, int, int, int]]:
 
 
 def _note_diff(cache: _Blobs, new: str, old: str, hunks: list[tuple]) -> None:
-    """Remember that blobs `old` and `new` of a Python file differ by `hunks`: either one's
+    """Remember that blobs `old` and `new` of a file differ by `hunks`: either one's
     outline is then derived from the other's when that one is parsed first."""
     diffs = cache.diffs
     for blob, base, oriented in ((new, old, hunks), (old, new, [(c, d, a, b) for a, b, c, d in hunks])):
@@ -221,11 +223,11 @@ def _spans(repo, oid, path: str, language: str, cache: _Blobs) -> tuple[list[str
         cache.parsed.move_to_end(key)
         return hit[:2]
     raw = repo[oid].data
-    outline = None
-    if language == "python":
-        spans, outline = _python_spans(repo, path, raw, key[0], cache)
+    reader = reader_of(path, raw)
+    if reader.derives:
+        spans, outline = _outlined_spans(repo, reader, path, raw, key, cache)
     else:
-        spans = _definitions(path, raw, language)
+        spans, outline = reader.spans(path, raw), None
     n_lines = raw.count(b"\n") + 2
     owner = np.full(n_lines + 1, -1, dtype=np.int32)
     names: list[str] = []
@@ -240,55 +242,41 @@ def _spans(repo, oid, path: str, language: str, cache: _Blobs) -> tuple[list[str
     return names, owner
 
 
-def _python_spans(repo, path: str, raw: bytes, blob: str, cache: _Blobs) -> tuple[list, Outline | None]:
-    """A Python blob's definition spans, and its outline when a neighbour's may be derived
-    from it: derived from another version's outline when one is cached and the diff allows
-    (`parse_delta.derive`), else parsed in full. The other version is one a commit read
-    changed into this one or this one into (its hunks known), else the path's last outlined
-    version (diffed here: a merge's result is no commit's diff side)."""
+def _outlined_spans(repo, reader: Reader, path: str, raw: bytes, key: tuple[str, str], cache: _Blobs
+                    ) -> tuple[list, object | None]:
+    """A blob's definition spans, and its outline when a neighbour's may be derived from it:
+    derived from another version's outline when one is cached and the diff allows
+    (`reader.derive`), else read in full (`reader.outline`). The other version is one a
+    commit read changed into this one or this one into (its hunks known), else the path's
+    last outlined version (diffed here: a merge's result is no commit's diff side)."""
     import pygit2
 
-    outline = None
+    blob, language = key
+    got = None
     for base, hunks in cache.diffs.get(blob, ()):
-        hit = cache.parsed.get((base, "python"))
+        hit = cache.parsed.get((base, language))
         if hit is not None and hit[2] is not None:
-            outline = derive(hit[2], raw, hunks)
-            if outline is not None:
+            got = reader.derive(hit[2], path, raw, hunks)
+            if got is not None:
                 break
     last = cache.latest.get(path)
-    if outline is None and last is not None and last != blob:
-        hit = cache.parsed.get((last, "python"))
+    if got is None and last is not None and last != blob:
+        hit = cache.parsed.get((last, language))
         if hit is not None and hit[2] is not None:
             patch = pygit2.Patch.create_from(repo[pygit2.Oid(hex=last)].data, raw, context_lines=0)
-            outline = derive(hit[2], raw, _hunks(patch))
-    if outline is None:
-        outline = source_outline(path, raw)
-        if outline is None:
-            return [], None
-        if plain_text(raw) is None:
-            return outline_spans(path, outline), None
-    cache.latest[path] = blob
-    return outline_spans(path, outline), outline
-
-
-def _definitions(path: str, raw: bytes, language: str) -> list[tuple[str, int, int]]:
-    """(node id, start line, end line) of each non-file node a tree-sitter reader finds in
-    `raw`, read in the readers' spans-only mode: the same walk and ids, without node texts,
-    signatures, docs, calls or imports (Python blobs: `_python_spans`)."""
-    from codenib.compiler.lang import read_foreign_spans
-
-    return read_foreign_spans(path, raw)
+            got = reader.derive(hit[2], path, raw, _hunks(patch))
+    if got is None:
+        got = reader.outline(path, raw)
+    if got[1] is not None:
+        cache.latest[path] = blob
+    return got
 
 
 def _language(path: str) -> str | None:
-    """'python', a foreign reader's language, or None (the file is recorded, not parsed)."""
-    from codenib.compiler.lang import READERS
-    from codenib.engines.languages import language_of
-
-    if path.endswith(".py"):
-        return "python"
+    """The language of a reader that takes the file by its name, or None (the file is
+    recorded, not parsed)."""
     language = language_of(path)
-    return language if language in READERS else None
+    return language if language in LANGUAGES else None
 
 
 def _is_submodule(delta) -> bool:

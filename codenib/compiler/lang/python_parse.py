@@ -1,4 +1,5 @@
-"""Parse one Python file with `ast` into nodes (file, class, function, method)."""
+"""Parse one Python file with `ast` into nodes (file, class, function, method); the
+Python reader (`codenib.compiler.lang.python`) answers the build and `--history` with these."""
 
 from __future__ import annotations
 
@@ -67,6 +68,12 @@ class ParsedFile:
     def file_node(self) -> Node:
         return self.nodes[0]
 
+    @property
+    def facts(self) -> None:
+        """None: the Python graph stage parses the file's bytes again (`parse_syntax`), or
+        takes this read, tree and all, when the build keeps it in-process."""
+        return None
+
 
 def parse_source(rel_path: str, raw: bytes) -> ParsedFile:
     """Parse the bytes of one file into nodes; errors become the file node's `parse_error`."""
@@ -115,7 +122,7 @@ class Outline:
     """Where a Python text's top-level statements, the statements of its top-level classes,
     and its definitions lie: what `definition_spans` reports, kept so that a neighbouring
     version of the file can be outlined by parsing only the statements a diff touches
-    (`codenib.compiler.parse_delta`)."""
+    (`codenib.compiler.lang.python_delta`)."""
 
     tops: tuple[tuple[int, int], ...]                   # each top-level statement's first and last line
     bodies: tuple[tuple[tuple[int, int], ...], ...]     # per top: a class's body statements, else ()

@@ -9,10 +9,10 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from codenib.compiler.parse import Definition, ParsedFile
-from codenib.compiler.resolve.imports import ModuleTable
-from codenib.compiler.resolve.syntax import annotation_name
-from codenib.compiler.resolve.values import Value
+from codenib.compiler.lang.python_parse import Definition, ParsedFile
+from codenib.compiler.lang.python_resolve.imports import ModuleTable
+from codenib.compiler.lang.python_resolve.syntax import annotation_name
+from codenib.compiler.lang.python_resolve.values import Value
 from codenib.core.types import make_node_id
 
 #: Statement types that open a class or function scope.

@@ -16,11 +16,11 @@ Decisions, documented in docs/history.md:
   against the first parent repeats the changes of the merged commits, which are read on
   their own, and would count them twice.
 - Each changed file gets a row whose node_id is the file's path. For files a CodeNib reader
-  takes (Python, and the tree-sitter languages), each hunk is mapped onto the definitions of
-  the file *at that commit* (the blob parsed once, cached by blob id; a Python blob next to
-  a version already outlined has its outline derived from that one's and the diff between
-  them, `parse_delta`, re-parsing only the statements the diff touches): added and modified
-  lines on the new side, pure deletions on the old side; a line counts for its innermost
+  takes (`codenib.compiler.lang`), each hunk is mapped onto the definitions of the file *at
+  that commit* (the blob read once by its reader's spans-only mode, cached by blob id; for a
+  reader that `derives` (Python's), a blob next to a version already outlined has its
+  outline derived from that one's and the diff between them, re-reading only the
+  statements the diff touches): added and modified lines on the new side, pure deletions on the old side; a line counts for its innermost
   definition. `lines` is the number of changed lines attributed to the row (null for files
   no reader takes: their diff is not computed, only that they changed).
 - Node ids are those of the commit's tree (`path::qualname`); `exists` says whether that id
@@ -40,7 +40,7 @@ Decisions, documented in docs/history.md:
   empty tree would say it changed every file it holds, and co-change and change counts would
   read that as one commit touching everything. The build log says so and the manifest's
   history entry names them (`shallow`).
-- `is_fix`: the message matches `history_commits.FIX_PATTERN` (fix, bug, error, crash, regression, or
+- `is_fix`: the message matches `commits.FIX_PATTERN` (fix, bug, error, crash, regression, or
   "issue/closes/fixes/resolves #N"). A heuristic, as in the bug-localisation literature.
 
 History only grows: a build with `--reuse OLD`, where OLD's history head is an ancestor of
@@ -61,7 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from codenib.compiler.history_commits import clear_blob_cache, read_chunk
+from codenib.compiler.history.commits import clear_blob_cache, read_chunk
 from codenib.core.artifact import HISTORY_DIR
 from codenib.core.errors import BadInputError
 
@@ -258,9 +258,8 @@ def _check_ancestry(source: HistorySource, repo_root: Path, history_repo) -> Non
 def reader_versions() -> dict:
     """The readers' versions: a history read by others is not reused."""
     from codenib.compiler import lang
-    from codenib.compiler.parse import PARSE_VERSION
 
-    return {"history": HISTORY_VERSION, "python": PARSE_VERSION, **lang.reader_versions()}
+    return {"history": HISTORY_VERSION, **lang.reader_versions()}
 
 
 def read_history(source: HistorySource, node_ids: set[str], previous: Path | None,

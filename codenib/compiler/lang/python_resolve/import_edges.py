@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from codenib.compiler.resolve.infer import Resolver
-from codenib.compiler.resolve.scopes import Scope
-from codenib.compiler.resolve.values import Value
+from codenib.compiler.lang.python_resolve.infer import Resolver
+from codenib.compiler.lang.python_resolve.scopes import Scope
+from codenib.compiler.lang.python_resolve.values import Value
 
 
 def import_edges(resolver: Resolver, stmts: list[ast.stmt], scope: Scope, file_id: str,

@@ -22,8 +22,8 @@ import ast
 import hashlib
 from typing import Callable
 
-from codenib.compiler.resolve.infer import Resolver
-from codenib.compiler.resolve.scopes import Scope
+from codenib.compiler.lang.python_resolve.infer import Resolver
+from codenib.compiler.lang.python_resolve.scopes import Scope
 from codenib.core.types import file_of
 
 #: Bumped whenever what a file's edges are, or what they read, can change for the same

@@ -3,23 +3,27 @@ its captures (`TreeReader`) -> its nodes and its `ForeignFacts`.
 
 The nesting of definitions is a sweep over the captures in source order (so Python visits
 only captured nodes); here too are node ids with `#N` duplicates, spans, signatures, doc
-comments, node texts, file outlines and parse errors.
+comments, node texts, file outlines and parse errors. `SweepReader` is what the registry
+(`codenib.compiler.lang`) hands out for a tree-sitter language: its `Reader`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
+from codenib.compiler.lang.reader import Hunk, Span
 from codenib.compiler.gcpause import collector_paused
 from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.core.types import Node, UniqueQualnames, make_node_id
 
-#: The same caps as the Python reader (`codenib.compiler.parse`): giant generated
+#: The same caps as the Python reader (`codenib.compiler.lang.python_parse`): giant generated
 #: definitions must not dominate BM25 lengths, and a file node holds an outline only.
 MAX_TEXT_CHARS = 16_000
 MAX_FILE_TEXT_CHARS = 6_000
@@ -55,6 +59,47 @@ def read_spans(reader: TreeReader, rel_path: str, raw: bytes) -> list[tuple[str,
         root = parser.parse(raw).root_node
         sweep = _sweep(reader, raw, rel_path, cursor.captures(root), spans_only=True)
     return [(d.node_id, d.start, d.end) for d in sweep.defs]
+
+
+class SweepReader:
+    """The `Reader` of a tree-sitter language: its `TreeReader` (`tree`) through the sweep.
+    Outlines are spans only: no version is derived from another."""
+
+    derives = False
+    error_note = "indexed as far as it parses"
+
+    def __init__(self, tree: TreeReader):
+        self.tree = tree
+
+    @property
+    def language(self) -> str:
+        return self.tree.language
+
+    @property
+    def version(self) -> int:
+        return self.tree.version
+
+    def read(self, rel_path: str, raw: bytes) -> ForeignParse:
+        """`read_file`."""
+        return read_file(self.tree, rel_path, raw)
+
+    def unreadable(self, rel_path: str, error: str) -> ForeignParse:
+        """The file node of no bytes, with `error` as its parse error."""
+        parsed = read_file(self.tree, rel_path, b"")
+        node = dataclasses.replace(parsed.nodes[0], parse_error=error)
+        return ForeignParse(rel_path, [node], parsed.facts, error)
+
+    def spans(self, rel_path: str, raw: bytes) -> list[Span]:
+        """`read_spans`."""
+        return read_spans(self.tree, rel_path, raw)
+
+    def outline(self, rel_path: str, raw: bytes) -> tuple[list[Span], None]:
+        """`read_spans`, and no base for `derive`."""
+        return read_spans(self.tree, rel_path, raw), None
+
+    def derive(self, base: object, rel_path: str, raw: bytes, hunks: Sequence[Hunk]) -> None:
+        """None: `derives` is False."""
+        return None
 
 
 # --- the shared walk ---------------------------------------------------------------------

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterable
 
-from codenib.compiler.resolve.scopes import Bindings, Scope
-from codenib.compiler.resolve.syntax import annotation_name, generic_origin
-from codenib.compiler.resolve.values import Value
+from codenib.compiler.lang.python_resolve.scopes import Bindings, Scope
+from codenib.compiler.lang.python_resolve.syntax import annotation_name, generic_origin
+from codenib.compiler.lang.python_resolve.values import Value
 
 #: Inference recursion cap: deeper chains are rare and usually cyclic. 14, not 12: with caches
 #: per unit, a chain is always followed from its start (no value cached by an earlier file at

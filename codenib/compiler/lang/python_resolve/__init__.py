@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from codenib.compiler.parse import ParsedFile
-from codenib.compiler.resolve.edges import Unit, contains_edges, file_units, unit_edges
-from codenib.compiler.resolve.infer import Resolver
+from codenib.compiler.lang.python_parse import ParsedFile
+from codenib.compiler.lang.python_resolve.edges import Unit, contains_edges, file_units, unit_edges
+from codenib.compiler.lang.python_resolve.infer import Resolver
 from codenib.core.types import Edge
 
 __all__ = ["build_edges", "collect_edges", "resolve_file", "resolve_unit"]
@@ -56,7 +56,7 @@ def collect_edges(resolver: Resolver, files: Iterable[ParsedFile]) -> list[Edge]
 def resolve_file(resolver: Resolver, pf: ParsedFile, record: bool = False
                  ) -> tuple[Counter[tuple[str, str, str]], set[tuple]]:
     """Pass 2 for one file, unit by unit: its edges counted, and (with `record`) the keys
-    its units read outside themselves (`codenib.compiler.resolve.deps`)."""
+    its units read outside themselves (`codenib.compiler.lang.python_resolve.deps`)."""
     counts: Counter[tuple[str, str, str]] = Counter(contains_edges(pf))
     reads: set[tuple] = set()
     units = file_units(pf)

@@ -1,10 +1,10 @@
 """The code graph of one snapshot; with the state of an earlier build, only the units whose
 edges can have changed are resolved again.
 
-Pass 2 runs per unit (`codenib.compiler.resolve.edges.file_units`: each function or method
+Pass 2 runs per unit (`codenib.compiler.lang.python_resolve.edges.file_units`: each function or method
 defined directly in a module or class body, and the rest of each file), with caches emptied
 first, so a unit's edges are a function of its own text and of the bindings it read outside
-itself (`codenib.compiler.resolve.deps`). A unit keeps its earlier edges when its text is
+itself (`codenib.compiler.lang.python_resolve.deps`). A unit keeps its earlier edges when its text is
 the same and every key it read still has its digest. Only files with a unit to resolve again
 are parsed for pass 2, and only the files that those lookups reach are scanned.
 """
@@ -21,12 +21,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from codenib.compiler._arrays import ranges
-from codenib.compiler.parse import ParsedFile, parse_syntax
-from codenib.compiler.resolve import resolve_unit
-from codenib.compiler.resolve.edges import contains_edges, file_units
-from codenib.compiler.resolve.infer import Resolver
-from codenib.compiler.resolve.deps import key_digest, key_owner, key_string, key_tuple
-from codenib.compiler.resolve.scopes import trim_file
+from codenib.compiler.lang.python_parse import ParsedFile, parse_syntax
+from codenib.compiler.lang.python_resolve import resolve_unit
+from codenib.compiler.lang.python_resolve.edges import contains_edges, file_units
+from codenib.compiler.lang.python_resolve.infer import Resolver
+from codenib.compiler.lang.python_resolve.deps import key_digest, key_owner, key_string, key_tuple
+from codenib.compiler.lang.python_resolve.scopes import trim_file
 from codenib.core.types import EDGES_SCHEMA
 
 #: Pass 2 of a file scanned on demand reuses its tree while the trees kept this way hold

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ast
 
-from codenib.compiler.resolve.names import MAX_DEPTH, Names, merge, tuple_item
-from codenib.compiler.resolve.scopes import Scope
-from codenib.compiler.resolve.syntax import annotation_name, is_none, is_super_call
-from codenib.compiler.resolve.values import Value
+from codenib.compiler.lang.python_resolve.names import MAX_DEPTH, Names, merge, tuple_item
+from codenib.compiler.lang.python_resolve.scopes import Scope
+from codenib.compiler.lang.python_resolve.syntax import annotation_name, is_none, is_super_call
+from codenib.compiler.lang.python_resolve.values import Value
 
 #: Annotations around one type: the name holds the type inside them.
 _WRAPPER_ANNOTATIONS = frozenset({"Optional", "Final", "ClassVar", "Annotated", "Type", "type"})

@@ -16,11 +16,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
-from codenib.compiler.parse import ParsedFile
-from codenib.compiler.resolve.import_edges import import_edges
-from codenib.compiler.resolve.infer import Resolver
-from codenib.compiler.resolve.scopes import Scope
-from codenib.compiler.resolve.syntax import FUNC_TYPES, generic_origin
+from codenib.compiler.lang.python_parse import ParsedFile
+from codenib.compiler.lang.python_resolve.import_edges import import_edges
+from codenib.compiler.lang.python_resolve.infer import Resolver
+from codenib.compiler.lang.python_resolve.scopes import Scope
+from codenib.compiler.lang.python_resolve.syntax import FUNC_TYPES, generic_origin
 from codenib.core.types import make_node_id, source_lines
 
 

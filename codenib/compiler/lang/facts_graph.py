@@ -29,21 +29,15 @@ from typing import Iterable, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from codenib.compiler.lang import LANGUAGES
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.engines.languages import language_of
 from codenib.core.types import EDGES_SCHEMA, plain_qualname
 
-#: Language -> the module whose `RULES` class resolves its files (one instance per build) (JavaScript and TypeScript
-#: share one, so do C and C++: they import each other's files).
-RULES: dict[str, str] = {
-    "javascript": "codenib.compiler.lang.resolve_js",
-    "typescript": "codenib.compiler.lang.resolve_js",
-    "go": "codenib.compiler.lang.resolve_go",
-    "java": "codenib.compiler.lang.resolve_java",
-    "rust": "codenib.compiler.lang.resolve_rust",
-    "c": "codenib.compiler.lang.resolve_c",
-    "cpp": "codenib.compiler.lang.resolve_c",
-}
+#: Language -> the module whose `RULES` class resolves its files (one instance per build): the
+#: resolvers of the languages of the facts graph in `codenib.compiler.lang.LANGUAGES`
+#: (JavaScript and TypeScript share one, so do C and C++: they import each other's files).
+RULES: dict[str, str] = {language: entry.resolver for language, entry in LANGUAGES.items() if entry.graph == "facts"}
 
 #: Project manifests the rules read (beside the source files; never indexed themselves).
 MANIFEST_NAMES: tuple[str, ...] = ("go.mod", "Cargo.toml")

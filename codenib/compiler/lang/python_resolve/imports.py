@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from codenib.compiler.resolve.values import Value
+from codenib.compiler.lang.python_resolve.values import Value
 from codenib.engines.modules import module_name_for, package_dirs_of
 from codenib.core.types import make_node_id
 
@@ -13,7 +13,7 @@ class ModuleTable:
     """Every file's dotted module name and the file that each module name stands for.
 
     While one unit's edges are collected (`Names.begin_unit`), what it reads outside itself
-    is noted in `reads` as keys (`codenib.compiler.resolve.deps`): an incremental build
+    is noted in `reads` as keys (`codenib.compiler.lang.python_resolve.deps`): an incremental build
     resolves a unit again only when one of those keys changed.
     """
 

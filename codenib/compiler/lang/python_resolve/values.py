@@ -1,4 +1,4 @@
-"""The value type every resolve module shares: the bottom of `codenib.compiler.resolve`."""
+"""The value type every resolve module shares: the bottom of `codenib.compiler.lang.python_resolve`."""
 
 # A value the inferencer can name: (kind, ref) with kind module | class | instance | func,
 # ("funcs", ids joined by newlines) for a name bound to one of several definitions, and for
