@@ -5,7 +5,7 @@ process on the localisation feature tables (`swebench_dev.py --history`, `mswe_d
 A `Case` is one report on its snapshot's index: its feature table, the localisation weights
 its repository is ranked with (fitted without it), each history signal's evidence, and the
 co_changed partners its ranking can reach. `rank` ranks it as the `bug_localisation` plan
-does (`history_evidence.rank_with_history`, then `cochange.expand`) for any history weights.
+does (`history.evidence.rank_with_history`, then `cochange.expand`) for any history weights.
 
 Every ablation row chooses its weights for a held-out repository on the other repositories
 only (grid `GRID`, objective: the mean over those repositories of (file Acc@5 + function
@@ -25,8 +25,9 @@ import numpy as np
 import devsets
 
 from codenib.core.querytext import clean_query_text
-from codenib.model import cochange, history_evidence as he, localise
-from codenib.model.report import read_report
+from codenib.model import localise
+from codenib.model.history import cochange, evidence as he
+from codenib.model.reports.report import read_report
 
 #: The weights tried for each signal.
 GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
@@ -179,7 +180,7 @@ def held_out(scorer: Scorer, repos: Sequence[str], signals: Sequence[str], grid:
 
 
 def shipped() -> Weights:
-    """The plan's own weights: `history_evidence.WEIGHTS` and `cochange.COCHANGE_WEIGHT`."""
+    """The plan's own weights: `history.evidence.WEIGHTS` and `history.cochange.COCHANGE_WEIGHT`."""
     return tuple((n, w) for n, w in he.WEIGHTS if w) + (((CO_CHANGE, cochange.COCHANGE_WEIGHT),)
                                                          if cochange.COCHANGE_WEIGHT else ())
 

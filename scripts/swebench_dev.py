@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                          "measure it as evidence (leave-one-repository-out)")
     ap.add_argument("--history-fit", action="store_true",
                     help="with --history: also measure localisation weights fitted per repository on its own "
-                         "past (codenib.model.history_fit; prior: the weights fitted without that repository), "
+                         "past (codenib.model.history.fit; prior: the weights fitted without that repository), "
                          "leave-one-repository-out, with and without history evidence")
     a = ap.parse_args(argv)
     if a.history_fit and not a.history:
@@ -245,8 +245,8 @@ def _history_inputs(queries, idx_root):
     """Per issue: every history signal's evidence for its text, and the index look-ups the
     scorer needs (nodes, row of node id, file rows)."""
     from codenib.index.loaded import load_index
-    from codenib.model import history_evidence as he
-    from codenib.model.report import read_report
+    from codenib.model.history import evidence as he
+    from codenib.model.reports.report import read_report
     from codenib.core.querytext import clean_query_text
 
     evidence, meta = {}, {}
@@ -262,10 +262,10 @@ def _history_inputs(queries, idx_root):
 
 def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs) -> None:
     """History as evidence, measured leave-one-repository-out with the plan's own scorer
-    (`history_evidence.rank_with_history`), in process on the same feature tables."""
+    (`history.evidence.rank_with_history`), in process on the same feature tables."""
     import itertools
 
-    from codenib.model import history_evidence as he
+    from codenib.model.history import evidence as he
 
     evidence, meta = _history_inputs(queries, idx_root)
     repo_of = {q: instances[q]["repo_short"] for q in tables}
@@ -328,7 +328,7 @@ def _history_report(queries, tables, instances, repos, idx_root, rankings, gold_
             f"without {r}: " + ", ".join(f"{n} {w:g}" for n, w in hw) for r, hw in chosen.items()))
     shipped = tuple((n, w) for n, w in he.WEIGHTS if w)
     results["shipped weights"], _ = held_out((), fixed=shipped)
-    print(f"  shipped weights (history_evidence.WEIGHTS): {shipped}")
+    print(f"  shipped weights (history.evidence.WEIGHTS): {shipped}")
     if "codenib auto" in rankings:
         results["codenib auto (run)"] = rankings["codenib auto"]
     _loo_table(results, groups, gold_files, gold_funcs)
@@ -341,7 +341,7 @@ FIT_C_GRID = (0.1, 1.0, 10.0)
 
 def _history_fit_report(queries, tables, instances, repos, idx_root, rankings, gold_files, gold_funcs,
                         folds, mirror_of, work) -> None:
-    """Localisation weights fitted per repository on its own past (`codenib.model.history_fit`,
+    """Localisation weights fitted per repository on its own past (`codenib.model.history.fit`,
     what `codenib index --fit-weights` runs), leave-one-repository-out: the prior of a
     held-out repository is the weights fitted on the other repositories' dev issues (`folds`),
     never the packaged ones (fitted on all of them). One fit per repository, on the index of
@@ -350,8 +350,8 @@ def _history_fit_report(queries, tables, instances, repos, idx_root, rankings, g
     import pickle
 
     from codenib.index.loaded import load_index
-    from codenib.model import history_evidence as he
-    from codenib.model import history_fit
+    from codenib.model.history import evidence as he
+    from codenib.model.history import fit as history_fit
 
     evidence, meta = _history_inputs(queries, idx_root)
     repo_of = {q: instances[q]["repo_short"] for q in tables}

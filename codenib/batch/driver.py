@@ -160,7 +160,7 @@ def _local_reason(options: RunOptions, queries: int) -> str | None:
 
 def index_cache_dir(options: RunOptions, storage: StorageConfig) -> IndexCacheDir:
     """The node-local cache of index copies (`--index-cache`, default `CACHE/indexes`)."""
-    from codenib.engines.export_cache import cache_root
+    from codenib.engines.export.cache import cache_root
 
     root = options.index_cache or str(cache_root() / "indexes")
     return IndexCacheDir(str(Path(root).absolute()), options.index_cache_bytes, storage)
@@ -260,6 +260,6 @@ def _public_llm(llm: dict | None) -> dict | None:
     from the environment)."""
     if not llm:
         return None
-    from codenib.engines.llm_client import LLMConfig
+    from codenib.engines.llm.client import LLMConfig
 
     return LLMConfig.from_dict(llm).to_dict()

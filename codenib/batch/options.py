@@ -110,7 +110,7 @@ class RunOptions(JobOptions):
         if self.rerank == "llm" and not self.llm:
             raise BadInputError("--rerank llm needs an LLM configuration", fix="pass --llm-config FILE (endpoint, model)")
         if self.llm:
-            from codenib.engines.llm_client import LLMConfig
+            from codenib.engines.llm.client import LLMConfig
 
             # The budget may pick the LLM for any query: a key it could not send is refused now,
             # before the output folder or Ray, not as a folder of error rows.
@@ -189,7 +189,7 @@ class RerankOptions(JobOptions):
         if self.reranker == "llm":
             if not self.llm:
                 raise BadInputError("--reranker llm needs an LLM configuration", fix="pass --llm-config FILE")
-            from codenib.engines.llm_client import LLMConfig
+            from codenib.engines.llm.client import LLMConfig
 
             LLMConfig.from_dict(self.llm).check_key_route()
         from codenib.core.storage import is_uri

@@ -63,12 +63,13 @@ def stdout_reader_gone() -> bool:
 
 
 def _registry() -> dict[str, Command]:
-    from codenib.commands import demo, eval, index, query, rerank, run, submit
+    from codenib.commands import demo, eval, index, qrels, query, rerank, run, submit
 
     return {
         "index": index.COMMAND,
         "query": query.COMMAND,
         "run": run.COMMAND,
+        "qrels": qrels.COMMAND,
         "eval": eval.COMMAND,
         "rerank": rerank.COMMAND,
         "submit": submit.COMMAND,

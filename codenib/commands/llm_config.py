@@ -14,7 +14,7 @@ from codenib.core.specs import read_config_file
 def read_llm_config(path: str | Path) -> dict[str, Any]:
     """The LLM reranker settings of a TOML/JSON file (its [llm] table or the whole file),
     checked here so that a bad setting names the file."""
-    from codenib.engines.llm_client import LLMConfig
+    from codenib.engines.llm.client import LLMConfig
 
     data = read_config_file(path, section="llm")
     try:

@@ -144,7 +144,7 @@ def _llm_config(path: str | None) -> dict | None:
     if not path:
         return None
     from codenib.commands.llm_config import read_llm_config
-    from codenib.engines.llm_client import LLMConfig
+    from codenib.engines.llm.client import LLMConfig
 
     config = read_llm_config(path)
     LLMConfig.from_dict(config).check_key_route()   # before the index loads

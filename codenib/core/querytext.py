@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-#: Longest query kept: ten times what the bug-report reader reads (model/report.py MAX_CHARS,
-#: which records its own cut in the trace); beyond that the text is pasted data that only costs
-#: every engine time and memory (the encoder reads the first ~256 word pieces anyway).
+#: Longest query kept: ten times what the bug-report reader reads (model/reports/report.py
+#: MAX_CHARS, which records its own cut in the trace); beyond that the text is pasted data that
+#: only costs every engine time and memory (the encoder reads the first ~256 word pieces anyway).
 MAX_QUERY_CHARS = 1_000_000
 #: What an undecodable byte or a lone surrogate becomes (the Unicode replacement character).
 REPLACEMENT = "\ufffd"

@@ -36,7 +36,7 @@ def choose_backend(spec, device: str, log: Logger | None = None, *, encoder: Cal
     in, so that the two modules do not import each other)."""
     if device == "cuda":
         return "torch"
-    from codenib.engines.export_cache import encoders_dir, local_model_folder, source_digest
+    from codenib.engines.export.cache import encoders_dir, local_model_folder, source_digest
 
     log = log or _stderr
     candidates = [name for name, b in BACKENDS.items() if b.auto and b.available()]

@@ -58,7 +58,7 @@ class Encoder:
             self.tokenizer = TextTokenizer(fast, self.max_seq_length) if fast is not None else None
             self._runners = {None: TorchRunner(self.model)}
         else:
-            from codenib.engines.export import exported_model
+            from codenib.engines.export.exported import exported_model
 
             # The query export first: a query-only process (a dense actor) loads nothing else.
             first = exported_model(spec, self.backend.queries_by, log)
@@ -96,7 +96,7 @@ class Encoder:
 
     def _export(self, recipe: str):
         if recipe not in self._exports:
-            from codenib.engines.export import exported_model
+            from codenib.engines.export.exported import exported_model
 
             self._exports[recipe] = exported_model(self.spec, recipe, self._log)
         return self._exports[recipe]

@@ -21,7 +21,7 @@ import numpy as np
 
 from codenib.model.literals import Literal, literal_holders
 from codenib.model.names import distinctive, name_words
-from codenib.model.report import BugReport, Prior, about_tests, read_report, resolve_mentions
+from codenib.model.reports.report import BugReport, Prior, about_tests, read_report, resolve_mentions
 from codenib.ops.filter import is_test_definition, is_test_path
 
 #: Runs a report is searched with: node-level BM25 of the whole text, of its title and of its
@@ -83,7 +83,7 @@ class LocaliseWeights:
     """One weight per feature (`FEATURES`); a missing feature weighs 0.
 
     `source` names where they come from (the trace shows it); `history` holds the weights of
-    history signals fitted with them (`codenib.model.history_fit`), which replace the plan's
+    history signals fitted with them (`codenib.model.history.fit`), which replace the plan's
     for those signals (`history_weights`)."""
 
     values: Mapping[str, float] = field(default_factory=lambda: dict(_HAND_WEIGHTS))
@@ -109,7 +109,7 @@ class LocaliseInputs:
     Args:
         runs: run name (`RUNS`) -> (rows, scores) of that search; absent runs count as empty
             (an index without vectors has no `dense`).
-        priors: resolved mentions (`codenib.model.report.resolve_mentions`).
+        priors: resolved mentions (`codenib.model.reports.report.resolve_mentions`).
         about_tests: the report is about test code (tests are then not demoted).
     """
 

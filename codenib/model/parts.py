@@ -59,7 +59,7 @@ class PlanParts:
         self._file_rows: dict[str, int] | None = None
         self._history = None
         if history is not None:   # a `History` (loaded at the edge, by the session)
-            from codenib.model.history_evidence import EvidenceCache
+            from codenib.model.history.evidence import EvidenceCache
 
             self._history = EvidenceCache(history)
 

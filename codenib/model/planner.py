@@ -24,7 +24,7 @@ from codenib.model.planspec import (
     QueryPlan,
     RetrievalPathPlan,
 )
-from codenib.model.intent_tokens import SymbolTable
+from codenib.model.intent.tokens import SymbolTable
 from codenib.model.signals import QuerySignals, query_signals
 
 MODES = ("auto", *MODE_PLANS)

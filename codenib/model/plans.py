@@ -17,10 +17,11 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from codenib.core.errors import BadInputError
-from codenib.model import cochange, history_evidence, localise
+from codenib.model import localise
+from codenib.model.history import cochange, evidence as history_evidence
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan, Search
-from codenib.model.report import read_report
+from codenib.model.reports.report import read_report
 from codenib.model.signals import QuerySignals
 from codenib.model.traversal import WalkSpec, ranked_walk
 from codenib.ops.retrieve import Candidates, dedup
@@ -302,7 +303,7 @@ class BugLocalisation(RetrievalPlan):
 
     def with_capabilities(self, plan, caps, reasons):
         # An index built with --history: similar past changes and change-proneness are
-        # evidence, each added to the localisation score with its weight (`history_evidence`).
+        # evidence, each added to the localisation score with its weight (`history.evidence`).
         weights = tuple((n, w) for n, w in history_evidence.WEIGHTS if w)
         if not getattr(caps, "history", False):
             return plan
@@ -311,7 +312,7 @@ class BugLocalisation(RetrievalPlan):
                            + " added to the localisation scores")
             plan = dataclasses.replace(plan, history=weights)
         if cochange.COCHANGE_WEIGHT:
-            # The co_changed edges are walked from the best results (`codenib.model.cochange`).
+            # The co_changed edges are walked from the best results (`codenib.model.history.cochange`).
             reasons.append(f"history: co_changed walk (weight {cochange.COCHANGE_WEIGHT:g})")
             plan = dataclasses.replace(plan, cochange=cochange.COCHANGE_WEIGHT)
         return plan

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
-from codenib.model.report import BugReport
+from codenib.model.reports.report import BugReport
 from codenib.model.signals import QuerySignals
 
 

@@ -36,8 +36,8 @@ def llm_reranker(config: dict | None):
     """
     if not config:
         return None
-    from codenib.engines.llm_client import LLMConfig
-    from codenib.engines.llm_connect import connect
+    from codenib.engines.llm.client import LLMConfig
+    from codenib.engines.llm.connect import connect
     from codenib.ops.llm import LLMReranker
 
     return LLMReranker(LLMConfig.from_dict(dict(config)), connect)

@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codenib.model.courtesy import strip_courtesy
-from codenib.model.intent import parse_intent
-from codenib.model.intent_lexicon import LOOKUP_WORDS, RELATIONS
-from codenib.model.intent_reading import Intent
-from codenib.model.intent_targets import TargetEvidence
-from codenib.model.intent_tokens import SymbolTable
+from codenib.model.intent.parse import parse_intent
+from codenib.model.intent.lexicon import LOOKUP_WORDS, RELATIONS
+from codenib.model.intent.reading import Intent
+from codenib.model.intent.targets import TargetEvidence
+from codenib.model.intent.tokens import SymbolTable
 from codenib.ops.transform import QueryKeywords, extract_keywords, looks_symbol
 from codenib.core.tokens import ENGLISH_STOPWORDS
 

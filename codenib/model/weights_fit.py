@@ -1,6 +1,6 @@
 """`codenib index --history --fit-weights`: the localisation weights of a staged index fitted
 on its own history and saved beside it (`codenib.model.weights.FITTED_PATH`), with the
-manifest entry that lists them. The fit itself is `codenib.model.history_fit`; reading the
+manifest entry that lists them. The fit itself is `codenib.model.history.fit`; reading the
 weights back is `codenib.model.weights.load_index_weights`.
 
 Called by the index command once the build is complete (the compiler imports no model code:
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from codenib.index.loaded import load_index
-from codenib.model import history_evidence, history_fit
+from codenib.model.history import evidence as history_evidence, fit as history_fit
 from codenib.model.weights import FITTED_PATH, load_packaged_weights
 
 

@@ -12,7 +12,7 @@ delimited blocks, text inside them that looks like a delimiter or an answer is d
 answers are parsed strictly against the identifiers of the window.
 
 The HTTP client, prompts and limits are built on the first `rerank` call, by the `connect`
-the reranker was given (`codenib.engines.llm_connect`: it reads the API key from the
+the reranker was given (`codenib.engines.llm.connect`: it reads the API key from the
 environment variable the config names); no repr, log line or error contains the key.
 """
 
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from codenib.core.errors import BadInputError, RerankError
-from codenib.engines.llm_client import ChatClient, LLMConfig
-from codenib.engines.llm_connect import connect as connect_endpoint
-from codenib.engines.llm_prompts import (CHARS_PER_TOKEN, LISTWISE_SYSTEM, POINTWISE_SYSTEM, listwise_user,
+from codenib.engines.llm.client import ChatClient, LLMConfig
+from codenib.engines.llm.connect import connect as connect_endpoint
+from codenib.engines.llm.prompts import (CHARS_PER_TOKEN, LISTWISE_SYSTEM, POINTWISE_SYSTEM, listwise_user,
                                      parse_listwise, parse_pointwise, pointwise_user, prompt_messages)
 from codenib.ops.retrieve import Candidates, QueriedNode
 

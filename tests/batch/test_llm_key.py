@@ -68,7 +68,7 @@ def test_rerank_refuses_it_too_and_https_or_loopback_pass_the_check(guarded, tmp
     err = capsys.readouterr().err
     assert code == 2 and "would go in clear text over http to llm.example.com" in err and KEY not in err, err
     assert not out.exists()
-    from codenib.engines.llm_client import LLMConfig
+    from codenib.engines.llm.client import LLMConfig
 
     for endpoint in ("https://llm.example.com/v1", "http://127.0.0.1:9/v1", "http://localhost:9/v1"):
         LLMConfig(endpoint, "m").check_key_route()   # raises for a key in clear text only

@@ -12,7 +12,8 @@ import pytest
 
 from codenib.core.artifact import sha256_file
 from codenib.engines import backends as backends_mod
-from codenib.engines import calibrate, export, export_cache, export_recipes
+from codenib.engines import calibrate
+from codenib.engines.export import cache, exported, recipes
 from codenib.engines.backends import BACKENDS, TextTokenizer, get_backend
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
@@ -80,34 +81,34 @@ def test_tokenizer_matches_the_models_own_tokenizer(torch_encoder, sample):
 
 @pytest.mark.skipif("onnx" not in EXPORTED, reason="onnxruntime is not installed")
 def test_exports_are_cached_by_content_hash(monkeypatch):
-    first = export.exported_model(SPEC, "onnx")
-    meta = json.loads((first.folder / export_cache.META_FILE).read_text())
-    assert meta["key"] == first.key and meta["onnx_sha256"] == export_cache.file_digests([first.onnx_path])[0]
-    assert first.folder.parent == export_cache.encoders_dir() and first.key[:16] in first.folder.name
+    first = exported.exported_model(SPEC, "onnx")
+    meta = json.loads((first.folder / cache.META_FILE).read_text())
+    assert meta["key"] == first.key and meta["onnx_sha256"] == cache.file_digests([first.onnx_path])[0]
+    assert first.folder.parent == cache.encoders_dir() and first.key[:16] in first.folder.name
 
     def no_export(*args, **kwargs):
         raise AssertionError("exported again")
 
-    monkeypatch.setattr(export, "_make", no_export)
-    assert export.exported_model(SPEC, "onnx").folder == first.folder
+    monkeypatch.setattr(exported, "_make", no_export)
+    assert exported.exported_model(SPEC, "onnx").folder == first.folder
     # A different recipe setting is a different key (and folder).
-    other = export._key(export_recipes.RECIPES["onnx"].__class__("onnx", 0.9999, parent="graph", settings="other"),
-                        meta["source_sha256"])
+    other = exported._key(recipes.RECIPES["onnx"].__class__("onnx", 0.9999, parent="graph", settings="other"),
+                          meta["source_sha256"])
     assert other != first.key
 
 
 def test_a_damaged_export_is_not_used(tmp_path):
     folder = tmp_path / "x"
     folder.mkdir()
-    (folder / export_cache.ONNX_FILE).write_bytes(b"onnx")
-    (folder / export_cache.TOKENIZER_FILE).write_text("{}")
-    meta = {"key": "k", "onnx_size": 4, "onnx_sha256": sha256_file(folder / export_cache.ONNX_FILE),
+    (folder / cache.ONNX_FILE).write_bytes(b"onnx")
+    (folder / cache.TOKENIZER_FILE).write_text("{}")
+    meta = {"key": "k", "onnx_size": 4, "onnx_sha256": sha256_file(folder / cache.ONNX_FILE),
             "max_seq_length": 256, "dimension": 384}
-    (folder / export_cache.META_FILE).write_text(json.dumps(meta))
-    assert export._read_export(folder, "onnx", "k") is not None
-    assert export._read_export(folder, "onnx", "other key") is None
-    (folder / export_cache.ONNX_FILE).write_bytes(b"ONNX")   # same size, other bytes
-    assert export._read_export(folder, "onnx", "k") is None
+    (folder / cache.META_FILE).write_text(json.dumps(meta))
+    assert exported._read_export(folder, "onnx", "k") is not None
+    assert exported._read_export(folder, "onnx", "other key") is None
+    (folder / cache.ONNX_FILE).write_bytes(b"ONNX")   # same size, other bytes
+    assert exported._read_export(folder, "onnx", "k") is None
 
 
 def test_unknown_and_missing_backends_say_what_to_do(monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 from codenib.model.weights import load_packaged_weights
 from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, features,
                                     rank)
-from codenib.model.report import Mention, Prior
+from codenib.model.reports.report import Mention, Prior
 
 NODES = SimpleNamespace(
     node_id=["lib/a.py", "lib/a.py::f", "lib/a.py::g", "tests/test_a.py", "tests/test_a.py::test_f",

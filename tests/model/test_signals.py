@@ -29,7 +29,7 @@ def test_long_runs_are_read_in_linear_time(unit):
     """A query of 300,000 characters made of one repeated unit is read whole: the patterns that
     used to rescan a run from every position inside it (a run of digits in the tokenizer, of
     dashes in the courtesy stripper, "-a-a..." in the path finder) took minutes to hours here."""
-    from codenib.model.intent import parse_intent
+    from codenib.model.intent.parse import parse_intent
     from codenib.ops.transform import extract_keywords
 
     text = (unit * (300_000 // len(unit) + 1))[:300_000]

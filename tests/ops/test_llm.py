@@ -9,8 +9,8 @@ import pytest
 
 from codenib.core.errors import BadInputError
 from codenib.ops.llm import LLMReranker, listwise_windows
-from codenib.engines.llm_client import LLMConfig
-from codenib.engines.llm_prompts import (LISTWISE_SYSTEM, MalformedAnswerError, neutralize_untrusted, parse_listwise,
+from codenib.engines.llm.client import LLMConfig
+from codenib.engines.llm.prompts import (LISTWISE_SYSTEM, MalformedAnswerError, neutralize_untrusted, parse_listwise,
                                      parse_pointwise)
 from codenib.ops.retrieve import QueriedNode
 from tests.ops.llm_server import (FakeChatServer, Reply, answer, by_marker, echo_authorization, http_error,
@@ -308,7 +308,7 @@ def test_a_key_never_goes_in_clear_text_to_another_machine(monkeypatch, endpoint
 
 
 def test_a_key_goes_over_https_or_to_loopback_and_no_key_goes_anywhere(monkeypatch, llm_server):
-    from codenib.engines.llm_client import ChatClient
+    from codenib.engines.llm.client import ChatClient
 
     assert "auth=bearer" in repr(ChatClient(LLMConfig("https://llm.example.com/v1", "m"), SECRET))
     assert "auth=bearer" in repr(ChatClient(LLMConfig("http://localhost:8000/v1", "m"), SECRET))

@@ -7,8 +7,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from codenib.model.intent_lexicon import AND, NEAR, SKIP, MAX_TARGETS
-from codenib.model.intent_tokens import SymbolTable, Token
+from codenib.model.intent.lexicon import AND, NEAR, SKIP, MAX_TARGETS
+from codenib.model.intent.tokens import SymbolTable, Token
 from codenib.core.tokens import ENGLISH_STOPWORDS
 
 

@@ -29,10 +29,10 @@ from typing import Sequence
 import numpy as np
 
 from codenib.core.querytext import clean_query_text
-from codenib.model import history_evidence
+from codenib.model.history import evidence as history_evidence
 from codenib.model.localise import (FEATURES, FeatureTable, LocaliseWeights, features, file_rows_of,
                                     inputs_for, is_nonlib_path, search_runs, sparse_texts)
-from codenib.model.report import read_report
+from codenib.model.reports.report import read_report
 from codenib.ops.filter import is_test_path
 
 #: Bumped when what is fitted from the same history changes (sample, features, objective).

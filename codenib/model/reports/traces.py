@@ -3,8 +3,8 @@
 `parse_frames` reads CPython, IPython/Jupyter, pytest, Java/Kotlin, Go, Rust, JavaScript/Node,
 sanitizer and gdb frames (behind logging prefixes too) into `Frame`s, each placed in its printed
 stack with its depth from the innermost frame. The per-format line readers are
-`codenib.model.trace_formats`'s, the name normalisers `trace_names`'; `trace_files` maps a
-frame's path onto the indexed files.
+`codenib.model.reports.formats`'s, the name normalisers `names`'; `files` maps a frame's path
+onto the indexed files.
 
 Linear in the text: every pattern is matched at a line start (only CPython's, unchanged from
 the report reader, is searched within a line), no pattern nests unbounded repeats, and lines
@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codenib.model.trace_formats import CONTINUATION, READERS
-from codenib.model.trace_names import last_segment
+from codenib.model.reports.formats import CONTINUATION, READERS
+from codenib.model.reports.names import last_segment
 
 #: A frame line is never longer than this (gdb frames with long argument lists are the longest);
 #: longer lines are logs or minified code, and skipping them bounds every pattern's cost.

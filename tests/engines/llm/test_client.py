@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from codenib.engines.llm_client import ChatClient, LLMConfig, RequestFailedError
+from codenib.engines.llm.client import ChatClient, LLMConfig, RequestFailedError
 from tests.ops.llm_server import http_error, llm_server
 
 __all__ = ["llm_server"]  # the fixture, imported for pytest

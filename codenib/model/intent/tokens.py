@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from codenib.model.intent_lexicon import CODE, LEXICON, PHRASES, SKIP, TOKEN, TYPO_TARGETS, VOCABULARY, WH
+from codenib.model.intent.lexicon import CODE, LEXICON, PHRASES, SKIP, TOKEN, TYPO_TARGETS, VOCABULARY, WH
 from codenib.core.tokens import ENGLISH_STOPWORDS
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codenib.model.report import about_tests, read_report, resolve_mentions
+from codenib.model.reports.report import about_tests, read_report, resolve_mentions
 from tests.model import bug_repo
 
 

@@ -10,24 +10,25 @@ specific it is (one definition or hundreds) and by how close it stands to the re
 
 Deterministic and free of I/O: the symbol table is loaded with the index and passed in.
 
-The parts live beside this module: `intent_lexicon` (the words and patterns), `intent_tokens`
-(a question as tokens), `intent_targets` (whom it is about), `intent_reading` (relation and
-direction around one relation word) and `courtesy` (greetings and thanks stripped first).
+The parts live beside this module in `codenib.model.intent`: `lexicon` (the words and
+patterns), `tokens` (a question as tokens), `targets` (whom it is about), `reading` (relation
+and direction around one relation word); `codenib.model.courtesy` strips greetings and thanks
+first.
 """
 
 from __future__ import annotations
 
 from codenib.model.courtesy import strip_courtesy
-from codenib.model.intent_lexicon import (
+from codenib.model.intent.lexicon import (
     ASKING,
     AUX,
     CLAUSE,
     PRONOUNS,
     WH,
 )
-from codenib.model.intent_reading import Intent, read_relation
-from codenib.model.intent_targets import candidate_targets
-from codenib.model.intent_tokens import SymbolTable, MemoSymbols, resolve_pronoun, Token, tokenize_question
+from codenib.model.intent.reading import Intent, read_relation
+from codenib.model.intent.targets import candidate_targets
+from codenib.model.intent.tokens import SymbolTable, MemoSymbols, resolve_pronoun, Token, tokenize_question
 
 #: The public names of intent parsing, wherever they are defined.
 __all__ = ["parse_intent"]

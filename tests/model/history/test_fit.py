@@ -24,7 +24,7 @@ from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
 from codenib.index.loaded import load_index
-from codenib.model import history_evidence, history_fit
+from codenib.model.history import evidence as history_evidence, fit as history_fit
 from codenib.model.pipelines import RetrieveRerankPipeline
 from codenib.model.planner import plan_options
 from tests.git_history import git_commit

@@ -8,7 +8,7 @@ import pytest
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
-from codenib.model.report import read_report, resolve_mentions
+from codenib.model.reports.report import read_report, resolve_mentions
 from tests.fixture_repo import write_repo
 
 REPO = {

@@ -8,8 +8,8 @@ by the sha256 of those, holding `model.onnx`, the model's `tokenizer.json` and
 sentence-transformers when it was made). A second process that needs the same export
 waits on a lock instead of exporting it again.
 
-The parts live beside this module: `export_cache` (cache folders, model folder, digests),
-`export_recipes` (how each backend's file is made) and `export_onnx` (the torch -> ONNX
+The parts live beside this module in `codenib.engines.export`: `cache` (cache folders, model
+folder, digests), `recipes` (how each backend's file is made) and `onnx` (the torch -> ONNX
 export and its check).
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from codenib.core.artifact import sha256_file
-from codenib.engines.export_cache import (
+from codenib.engines.export.cache import (
     META_FILE,
     ONNX_FILE,
     TOKENIZER_FILE,
@@ -38,7 +38,7 @@ from codenib.engines.export_cache import (
     slug,
     source_digest,
 )
-from codenib.engines.export_onnx import (
+from codenib.engines.export.onnx import (
     OPSET,
     EncoderExportError,
     architecture,
@@ -47,7 +47,7 @@ from codenib.engines.export_onnx import (
     torch_model,
     write_onnx,
 )
-from codenib.engines.export_recipes import RECIPES, Recipe
+from codenib.engines.export.recipes import RECIPES, Recipe
 from codenib.engines.models import model_dimension
 
 #: The public names of encoder exports, wherever they are defined.

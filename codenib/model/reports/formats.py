@@ -3,7 +3,8 @@ JavaScript/Node and browsers, sanitizer and gdb), in the order `READERS` tries t
 
 A reader sees the body of one line (logging prefixes removed) and the parser's registers
 (`LineState`); it emits the frames it reads and says what the line was. The patterns keep
-`codenib.model.traces`'s bound: matched at the start of the body, no unbounded nested repeats.
+`codenib.model.reports.traces`'s bound: matched at the start of the body, no unbounded nested
+repeats.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Protocol
 
-from codenib.model.trace_names import go_name, js_name, native_name, python_name, rust_name
+from codenib.model.reports.names import go_name, js_name, native_name, python_name, rust_name
 
 #: Lines after a multi-line frame's first line that may complete it (gdb's wrapped arguments,
 #: an old Rust panic's message, a Rust backtrace's `at` line).
@@ -19,7 +20,7 @@ CONTINUATION = {"gdb": 6, "rust_panic": 12, "rust": 2, "ipython": 40}
 
 
 class LineState(Protocol):
-    """What a reader sees of the line parser (`codenib.model.traces`): its frames so far, the
+    """What a reader sees of the line parser (`codenib.model.reports.traces`): its frames so far, the
     line it is on, the previous line, and the multi-line frames still open."""
 
     out: list[list]                     # [path, line, function, format, start, end, trace]

@@ -27,7 +27,7 @@ import httpx
 from codenib import __version__
 from codenib.core.errors import BadInputError, RerankError
 from codenib.core.hosts import is_loopback
-from codenib.engines.llm_prompts import MalformedAnswerError, excerpt, min_prompt_tokens
+from codenib.engines.llm.prompts import MalformedAnswerError, excerpt, min_prompt_tokens
 
 #: The two ways of asking the model.
 MODES = ("listwise", "pointwise")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codenib.model.intent_lexicon import (
+from codenib.model.intent.lexicon import (
     CLOSERS,
     CLOSING_PREPS,
     FRAME,
@@ -26,8 +26,8 @@ from codenib.model.intent_lexicon import (
     MAX_RESIDUAL_WORDS,
     RELATIONS,
 )
-from codenib.model.intent_targets import TargetEvidence, stands_near, position_of, candidate_targets
-from codenib.model.intent_tokens import SymbolTable, Token
+from codenib.model.intent.targets import TargetEvidence, stands_near, position_of, candidate_targets
+from codenib.model.intent.tokens import SymbolTable, Token
 
 
 @dataclass(frozen=True, slots=True)

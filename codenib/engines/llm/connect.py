@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from codenib.engines.llm_client import ChatClient, LLMConfig
+from codenib.engines.llm.client import ChatClient, LLMConfig
 from codenib.core.errors import BadInputError
 
 

@@ -15,7 +15,7 @@ from codenib.model.session import RetrievalSession
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
-from codenib.model import cochange, history_evidence
+from codenib.model.history import cochange, evidence as history_evidence
 from codenib.model.planner import plan_options
 from tests.git_history import git_commit
 

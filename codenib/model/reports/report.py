@@ -3,7 +3,7 @@ with spans, resolved against an index's symbol table into file and node priors.
 
 Pure and deterministic: `read_report` sees only the text, `resolve_mentions` only a
 `SymbolIndex` and the node table; neither loads anything. Stack frames of every format come
-from `codenib.model.traces`.
+from `codenib.model.reports.traces`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from codenib.model.trace_files import repository_files
-from codenib.model.traces import parse_frames
+from codenib.model.reports.files import repository_files
+from codenib.model.reports.traces import parse_frames
 from codenib.core.querytext import CODE_IDENTIFIER
 
 #: Mention kinds, with the confidence that a resolved mention of that kind points at the fix.
@@ -87,7 +87,7 @@ class Mention:
     end: int
     line: int | None = None    # a frame's or `path:line` mention's line number
     function: str | None = None  # a frame's function name
-    format: str | None = None  # a frame's trace format (`codenib.model.traces.Frame.format`)
+    format: str | None = None  # a frame's trace format (`codenib.model.reports.traces.Frame.format`)
     trace: int = -1            # a frame's stack, in text order
     depth: int = 0             # a frame's place in its stack: 0 is the innermost
     located: bool = True       # a frame printed a file (else `text` is its function)
@@ -201,7 +201,7 @@ def resolve_mentions(report: BugReport, symbols, nodes, max_definitions: int = M
     the line (else, for a frame, at the definition of its function's name in the file).
 
     A frame of any format maps to the repository by the longest suffix of its path that is an
-    indexed file (`trace_files.repository_files`), and weighs by its place in its stack: the
+    indexed file (`files.repository_files`), and weighs by its place in its stack: the
     innermost frame that resolves has full confidence, the k-th after it 1/(k+1).
 
     Args:
@@ -262,7 +262,7 @@ def _stack_priors(mentions, symbols, nodes, spans: "_SpanLookup",
     each stack's resolved frames rank from the innermost out, so the innermost repository
     frame is the strongest evidence whatever the format prints first.
     """
-    from codenib.model.trace_names import last_segment
+    from codenib.model.reports.names import last_segment
 
     hits: dict[int, list[tuple[str, int | None]]] = {}
     files_of: dict[str, list[str]] = {}

@@ -16,7 +16,7 @@ from codenib.model.session import RetrievalSession
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
-from codenib.model import history_evidence
+from codenib.model.history import evidence as history_evidence
 from codenib.model.planner import plan_options
 from tests.git_history import git_commit
 

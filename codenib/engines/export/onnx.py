@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from codenib.engines.export_cache import ONNX_FILE, TOKENIZER_FILE
+from codenib.engines.export.cache import ONNX_FILE, TOKENIZER_FILE
 from codenib.engines.models import ModelSpec, load_sentence_transformer
 from codenib.core.errors import CodeNibError, MissingDependencyError
 

@@ -17,11 +17,11 @@ from codenib.compiler.build_options import BuildOptions
 from codenib.index.loaded import load_index
 from codenib.index.symbols import SymbolIndex
 from codenib.model.localise import LocaliseWeights
-from codenib.model.report import read_report, resolve_mentions
-from codenib.model.trace_files import clean_path, repository_files
-from codenib.model.traces import parse_frames
+from codenib.model.reports.report import read_report, resolve_mentions
+from codenib.model.reports.files import clean_path, repository_files
+from codenib.model.reports.traces import parse_frames
 from tests.fixture_repo import write_repo
-from tests.model.trace_fixtures import TRACES
+from tests.model.reports.trace_fixtures import TRACES
 
 
 def _tuples(frames):
