@@ -34,7 +34,7 @@ from codenib.compiler.build_parse import (
 from codenib.compiler.build_graph import resolve_graph
 from codenib.compiler.build_terms import term_counts
 from codenib.compiler.lang import reader_of
-from codenib.compiler.walk import walk_repository
+from codenib.compiler.source import FolderTree, GitTree, SourceTree
 from codenib.compiler.workers import Workers
 from codenib.core.errors import BadInputError
 from codenib.core.tokens import Tokenizer
@@ -115,9 +115,10 @@ def _read_history(source, nodes, options: BuildOptions, workers: Workers, log: L
                              Path(options.reuse) if options.reuse is not None else None, map_chunks, log)
 
 
-def build_index(repo: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
+def build_index(repo: "str | Path | SourceTree", out: str | Path, options: BuildOptions = BuildOptions(),
                 log: Logger | None = None, finish: Callable[[Path, Logger], dict] | None = None) -> BuildSummary:
-    """Compile `repo` into the index folder `out`, atomically.
+    """Compile `repo` (a folder, or a `SourceTree` such as one commit of a git repository)
+    into the index folder `out`, atomically.
 
     `finish(staging, log)`, when given, runs on the complete staged index (manifest written)
     before it replaces `out`: it may add files to the staging folder and returns entries
@@ -133,7 +134,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             is not a CodeNib index or also holds files CodeNib did not write (without `force`).
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    repo = Path(repo)
+    tree = repo if isinstance(repo, (FolderTree, GitTree)) else FolderTree(repo)
     out = Path(out)
     artifact.check_output_dir(out, options.force)
     # The old index is verified here, once: `Previous` carries its manifest to the later stages.
@@ -143,27 +144,29 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
     if options.history is not None:     # a bad GITDIR or REV fails here too
         from codenib.compiler import history as hist
 
-        history_source = hist.resolve(options.history, repo)
+        # A commit's tree is its own snapshot: its history is that repository's, at that commit.
+        spec = options.history if isinstance(tree, FolderTree) else hist.HistorySpec(Path(tree.gitdir), tree.commit)
+        history_source = hist.resolve(spec, tree.root if isinstance(tree, FolderTree) else Path(tree.gitdir))
     seconds: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    files, skipped = walk_repository(repo, options.max_file_bytes)
+    files, skipped = tree.walk(options.max_file_bytes)
     for s in skipped:
         log(f"warning: {s.rel_path}: skipped: {s.reason}")
     if not files:
         raise BadInputError(
             "no source files found in the repository" + (f" ({len(skipped)} skipped, named above)" if skipped else ""),
-            path=str(repo), fix="pass --max-file-bytes N to index larger files" if any(
+            path=tree.describe(), fix="pass --max-file-bytes N to index larger files" if any(
                 s.reason.startswith("larger than") for s in skipped) else
             "pass the root of a repository that holds source files "
             "(Python, JavaScript, TypeScript, Go, Java, Rust, C or C++)")
     # A root that is itself a package (indexing `codenib/`) keeps its name in module paths.
-    root_package = repo.resolve().name if (repo / "__init__.py").is_file() else None
+    root_package = tree.name if tree.read_path("__init__.py") is not None else None
     with Workers(options.jobs) as workers:
         with gc_paused():
-            sources, read_errors = read_sources(files)
-            if history_source is not None:      # before any parse: REV must be this snapshot
-                hist.check_snapshot(history_source, sources, repo)
+            sources, read_errors = read_sources(files, tree.read)
+            if history_source is not None and isinstance(tree, FolderTree):
+                hist.check_snapshot(history_source, sources, tree.root)   # before any parse: REV must be this snapshot
             previous = None
             if options.reuse is not None:
                 previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log,
@@ -182,7 +185,7 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
             t0 = time.perf_counter()
             nodes, origin = node_table(parsed, previous, kept)
             facts = file_facts(nodes)
-            resolved = resolve_graph(repo, sources, nodes, facts, read_facts, trees, previous, root_package,
+            resolved = resolve_graph(tree.read_path, sources, nodes, facts, read_facts, trees, previous, root_package,
                                      options.progress)
             graph, graph_choice, edges = resolved.python, resolved.choice, resolved.edges
             if graph_choice is not None:
@@ -243,9 +246,9 @@ def build_index(repo: str | Path, out: str | Path, options: BuildOptions = Build
                          "graph": graph_choice.describe() if graph_choice is not None else None}
             extra = {} if history_tables is None else {"history": hist.manifest_entry(history_tables)}
             fields = {
-                "source_root_name": repo.resolve().name,
+                "source_root_name": tree.name,
                 "root_package": root_package,
-                "git_commit": artifact.git_commit(repo.resolve()),
+                "git_commit": tree.commit,
                 "tokenizer": options.tokenizer.to_dict(),
                 "model": dense_info,
                 "counts": {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,13 +37,15 @@ class Graph:
     choice: StageChoice | None          # whether the Python graph reused the earlier state
 
 
-def resolve_graph(repo: Path, sources: Mapping[str, bytes | None], nodes: pa.Table,
+def resolve_graph(read_path: Callable[[str], bytes | None], sources: Mapping[str, bytes | None], nodes: pa.Table,
                   file_facts: Mapping[str, tuple], fresh_facts: Mapping[str, ForeignFacts],
                   reads: dict[str, FileRead], previous: Previous | None, root_package: str | None,
                   progress: bool) -> Graph:
     """Resolve every file of `sources` (the bytes the build read) into edges.
 
     Args:
+        read_path: the snapshot's bytes at a relative path (None when none): the package
+            manifests (`go.mod`, `Cargo.toml`) module paths resolve through.
         nodes: the nodes table; file_facts: `build_parse.file_facts` of it.
         fresh_facts: the facts of the files read now (the rest come from `previous` or are
             read again). reads: reads kept in-process for the graph stage that re-reads them.
@@ -64,7 +66,7 @@ def resolve_graph(repo: Path, sources: Mapping[str, bytes | None], nodes: pa.Tab
                          progress, reads)
     facts = _facts(nodes, fresh_facts, previous, sources)
     edges = _all_edges(python.edges, nodes, {rel: f for rel, (_, f) in facts.items()}, list(sources),
-                       read_manifests(repo, sources))
+                       read_manifests(read_path, sources))
     return Graph(edges, python, facts, choice)
 
 

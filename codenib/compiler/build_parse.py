@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,13 +35,15 @@ def gc_paused() -> Iterator[None]:
         yield
 
 
-def read_sources(files: Sequence[SourceFile]) -> tuple[dict[str, bytes | None], dict[str, str]]:
-    """The bytes of every file, read once (None and the reason when unreadable)."""
+def read_sources(files: Sequence[SourceFile], read: Callable[[SourceFile], bytes] | None = None
+                 ) -> tuple[dict[str, bytes | None], dict[str, str]]:
+    """The bytes of every file, read once by `read` (default: from its path on disk; None
+    and the reason when unreadable)."""
     sources: dict[str, bytes | None] = {}
     errors: dict[str, str] = {}
     for f in files:
         try:
-            sources[f.rel_path] = f.abs_path.read_bytes()
+            sources[f.rel_path] = read(f) if read is not None else f.abs_path.read_bytes()
         except OSError as exc:
             sources[f.rel_path] = None
             errors[f.rel_path] = f"unreadable: {exc.strerror}"

@@ -24,10 +24,9 @@ GENERATED_MEAN_LINE_BYTES = 1_000
 def generated_reason(path: Path, rel_path: str) -> str | None:
     """Why the file at `path` is minified or generated code, None when it looks hand-written
     (or cannot be read: the walk's own checks report that)."""
-    name = rel_path.rsplit("/", 1)[-1].lower()
-    for ending in GENERATED_NAME_ENDINGS:
-        if name.endswith(ending):
-            return f"minified or generated code (a {ending} file name)"
+    named = generated_name_reason(rel_path)
+    if named is not None:
+        return named
     try:
         if path.stat().st_size < GENERATED_MIN_BYTES:
             return None
@@ -35,6 +34,15 @@ def generated_reason(path: Path, rel_path: str) -> str | None:
     except OSError:
         return None
     return generated_text_reason(raw)
+
+
+def generated_name_reason(rel_path: str) -> str | None:
+    """Why a file of this name is minified or generated code (its ending), else None."""
+    name = rel_path.rsplit("/", 1)[-1].lower()
+    for ending in GENERATED_NAME_ENDINGS:
+        if name.endswith(ending):
+            return f"minified or generated code (a {ending} file name)"
+    return None
 
 
 def generated_text_reason(raw: bytes) -> str | None:

@@ -86,13 +86,7 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
             rel = (rel_dir / name).as_posix()
             reason = _skip_file(path, root_real, max_file_bytes)
             reason = reason or generated_reason(path, rel)
-            if not is_utf8(rel):
-                # Node ids are UTF-8 strings in Parquet; an undecodable name cannot be one.
-                rel, reason = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), \
-                    reason or "file name is not valid UTF-8"
-            elif reason is None and ID_SEP in rel:
-                # `x.py::C.py` would also be the id of `C.py` in `x.py`: ids split at the first `::`.
-                reason = f"path contains {ID_SEP!r}, which separates a node id's file from its name"
+            rel, reason = path_reason(rel, reason)
             if reason:
                 skipped.append(SkippedFile(rel, reason))
             else:
@@ -110,10 +104,39 @@ def is_utf8(text: str) -> bool:
     return True
 
 
-def _skip_dir(path: Path, name: str, top: bool) -> bool:
+def skip_folder_name(name: str, top: bool) -> bool:
+    """Whether a folder of this name holds no code of the project (hidden, dependencies,
+    caches, `*.egg-info`, and at the top build outputs)."""
     if name.startswith(".") or name in SKIP_DIR_NAMES or name.endswith(".egg-info"):
         return True
-    if top and name in SKIP_TOP_DIR_NAMES:
+    return top and name in SKIP_TOP_DIR_NAMES
+
+
+def content_reason(size: int, head: bytes, max_file_bytes: int) -> str | None:
+    """Why a regular file of `size` bytes starting with `head` is left out (too large, binary)."""
+    if size > max_file_bytes:
+        return f"larger than {max_file_bytes} bytes ({size} bytes; see --max-file-bytes)"
+    # A NUL byte in a source file is kept (it becomes a parse error); other binaries are skipped.
+    if b"\0" in head and _looks_binary(head):
+        return "binary file"
+    return None
+
+
+def path_reason(rel: str, reason: str | None) -> tuple[str, str | None]:
+    """The path as a node id can hold it, and why it is left out (`reason`, or a name that is
+    not UTF-8, or one holding the id separator)."""
+    if not is_utf8(rel):
+        # Node ids are UTF-8 strings in Parquet; an undecodable name cannot be one.
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), \
+            reason or "file name is not valid UTF-8"
+    if reason is None and ID_SEP in rel:
+        # `x.py::C.py` would also be the id of `C.py` in `x.py`: ids split at the first `::`.
+        return rel, f"path contains {ID_SEP!r}, which separates a node id's file from its name"
+    return rel, reason
+
+
+def _skip_dir(path: Path, name: str, top: bool) -> bool:
+    if skip_folder_name(name, top):
         return True
     if path.is_symlink():
         return True
@@ -142,18 +165,14 @@ def _skip_file(path: Path, root_real: Path, max_file_bytes: int) -> str | None:
     if not stat.S_ISREG(info.st_mode):
         # Opening a named pipe blocks until a writer comes; devices and sockets are no source.
         return f"not a regular file ({_file_type(info.st_mode)})"
-    size = info.st_size
-    if size > max_file_bytes:
-        return f"larger than {max_file_bytes} bytes ({size} bytes; see --max-file-bytes)"
+    if info.st_size > max_file_bytes:
+        return content_reason(info.st_size, b"", max_file_bytes)
     try:
         with open(path, "rb") as fh:
             head = fh.read(BINARY_SNIFF_BYTES)
     except OSError as exc:
         return f"unreadable: {exc.strerror}"
-    # A NUL byte in a source file is kept (it becomes a parse error); other binaries are skipped.
-    if b"\0" in head and _looks_binary(head):
-        return "binary file"
-    return None
+    return content_reason(info.st_size, head, max_file_bytes)
 
 
 def _file_type(mode: int) -> str:

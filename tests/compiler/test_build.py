@@ -63,8 +63,8 @@ def test_every_stage_sees_the_bytes_read_once_even_if_a_file_changes_meanwhile(t
     (repo / "a.py").write_text("def f():\n    return g()\n\ndef g():\n    return 1\n")
     real = build_module.read_sources
 
-    def read_then_edit(files):
-        read = real(files)
+    def read_then_edit(files, read_file=None):
+        read = real(files, read_file)
         (repo / "a.py").write_text("def h():\n    return 2\n")
         return read
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from codenib.commands.cli import main
+from codenib.compiler.source import FolderTree
 from codenib.compiler.lang import graph_of, read_foreign
 from codenib.compiler.lang.facts_graph import foreign_edges, read_manifests
 from codenib.core.types import nodes_to_table
@@ -140,7 +141,7 @@ def fixture_edges(folder: Path) -> set[tuple[str, str, str]]:
             parsed = read_foreign(rel, (folder / rel).read_bytes())
             nodes += parsed.nodes
             facts[rel] = parsed.facts
-    table = foreign_edges(nodes_to_table(nodes), facts, paths, read_manifests(folder, paths))
+    table = foreign_edges(nodes_to_table(nodes), facts, paths, read_manifests(FolderTree(folder).read_path, paths))
     return {(e["src"], e["dst"], e["type"]) for e in table.to_pylist()}
 
 

@@ -24,7 +24,7 @@ import importlib
 import posixpath
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -319,12 +319,10 @@ def foreign_edges(nodes: pa.Table, facts: Mapping[str, ForeignFacts], paths: Ite
                      "type": [k[2] for k, _ in rows], "count": [n for _, n in rows]}, schema=EDGES_SCHEMA)
 
 
-def read_manifests(root, paths: Iterable[str]) -> dict[str, bytes]:
+def read_manifests(read_path: Callable[[str], bytes | None], paths: Iterable[str]) -> dict[str, bytes]:
     """`go.mod` and `Cargo.toml` files in the folders of the Go and Rust sources and above
-    them (relative path -> bytes): what module paths and crate names are resolved through."""
-    from pathlib import Path
-
-    root = Path(root)
+    them (relative path -> bytes, read by `read_path`, None when there is none): what module
+    paths and crate names are resolved through."""
     dirs: set[str] = set()
     for rel in paths:
         if language_of(rel) in ("go", "rust"):
@@ -338,10 +336,9 @@ def read_manifests(root, paths: Iterable[str]) -> dict[str, bytes]:
     for d in sorted(dirs):
         for name in MANIFEST_NAMES:
             rel = posixpath.join(d, name) if d else name
-            try:
-                out[rel] = (root / rel).read_bytes()
-            except OSError:
-                continue
+            data = read_path(rel)
+            if data is not None:
+                out[rel] = data
     return out
 
 
