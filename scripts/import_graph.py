@@ -70,7 +70,7 @@ def figures(root: Path) -> dict:
         "largest_folder_share": round(folder_lines[largest] / total, 3),
         "folder_lines": dict(sorted(folder_lines.items())),
         "folder_modules": dict(sorted(folder_modules.items())),
-        "cycles": [sorted(c) for c in _cycles(edges)],
+        "cycles": [sorted(c) for c in cycles(edges)],
     }
 
 
@@ -116,10 +116,12 @@ def _targets(node: ast.AST, name: str, is_pkg: bool) -> list[str]:
         for _ in range(node.level - 1):
             here = here.rpartition(".")[0]
         base = f"{here}.{base}" if base else here
-    return [f"{base}.{a.name}" for a in node.names] + [base]
+    # `from pkg import mod` imports the module (the walk up in `module_graph` maps a name that
+    # is no module, `from pkg import X`, to the package).
+    return [f"{base}.{a.name}" for a in node.names]
 
 
-def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iterative)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

@@ -3,7 +3,7 @@ no import cycle between any two modules (`import_graph`)."""
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -66,70 +66,24 @@ def test_an_import_that_breaks_a_contract_fails(lint_available, tmp_path, module
 # `Command` back from it) or between modules of different packages escapes it. This graph is of
 # modules, with every import in them.
 
-def import_graph(package_dir: Path) -> dict[str, set[str]]:
-    """{module: the modules of the package it imports} for every module under `package_dir`:
-    every import statement, at the top or inside a function (or under TYPE_CHECKING); relative
-    imports resolved; `from pkg import mod` is an import of the module `pkg.mod`."""
-    package_dir = Path(package_dir)
-    top = package_dir.name
-    files = {}
-    for path in sorted(package_dir.rglob("*.py")):
-        parts = path.relative_to(package_dir.parent).with_suffix("").parts
-        is_pkg = parts[-1] == "__init__"
-        name = ".".join(parts[:-1] if is_pkg else parts)
-        files[name] = (path, is_pkg)
-    graph = {}
-    for name, (path, is_pkg) in files.items():
-        here = name if is_pkg else name.rpartition(".")[0]
-        deps = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = here.split(".")
-                    base = base[:len(base) - node.level + 1]
-                    mod = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    mod = node.module
-                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in files else mod for a in node.names]
-            else:
-                continue
-            deps.update(t for t in targets if t in files and t != name)
-        graph[name] = deps
-    return graph
+def _load_import_graph_script():
+    spec = importlib.util.spec_from_file_location("import_graph_script", ROOT / "scripts" / "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
-    """The import cycles: strongly connected components of more than one module (Tarjan)."""
-    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+_SCRIPT = _load_import_graph_script()
 
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            scc = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                scc.append(w)
-                if w == v:
-                    break
-            if len(scc) > 1:
-                out.append(frozenset(scc))
 
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (scripts/import_graph.py's graph)."""
+    return _SCRIPT.module_graph(root)[0]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles: strongly connected components of more than one module."""
+    return _SCRIPT.cycles(graph)
 
 
 def test_no_module_of_the_package_is_in_an_import_cycle():
