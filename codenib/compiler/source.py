@@ -23,6 +23,8 @@ from codenib.engines.languages import language_of
 MAX_LINK_HOPS = 40
 #: Tree entry file modes (git's): a symbolic link, and the executable and plain blobs.
 LINK_MODE = 0o120000
+#: `_resolve`'s answer for a link to a folder (the walk passes over it without a word).
+FOLDER_LINK = "not a regular file (folder)"
 #: A virtual environment announces itself with this file at its top.
 VENV_MARKER = "pyvenv.cfg"
 
@@ -140,6 +142,8 @@ class GitTree:
                 continue        # a folder (below), a submodule (a checkout leaves it empty), no reader's
             rel = posixpath.join(rel_dir, entry.name) if rel_dir else entry.name
             reason, data = self._select(entry, rel, max_file_bytes)
+            if reason is None and data is None:
+                continue
             rel, reason = path_reason(rel, reason)
             if reason:
                 skipped.append(SkippedFile(rel, reason))
@@ -157,6 +161,8 @@ class GitTree:
         blob = entry
         if entry.filemode == LINK_MODE:
             blob, problem = self._resolve(rel)
+            if problem == FOLDER_LINK:
+                return None, None       # a checkout's walk sees a folder, and follows no link to one
             if problem:
                 return problem, None
         if blob.size > max_file_bytes:
@@ -175,7 +181,7 @@ class GitTree:
             except KeyError:
                 return None, "broken symlink: No such file or directory"
             if entry.type_str == "tree":
-                return None, "not a regular file (folder)"
+                return None, FOLDER_LINK
             if entry.type_str != "blob":
                 return None, "not a regular file (a submodule)"
             if entry.filemode != LINK_MODE:
