@@ -23,7 +23,9 @@ from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
+from codenib.compiler.source import GitTree
 from codenib.core.errors import BadInputError
+from codenib.core.mirrors import find_git_dir
 from codenib.core.patches import FileChange, read_patch
 
 #: Node kinds that are not definitions (a file's own node).
@@ -89,7 +91,7 @@ def judge(rows: Sequence[PatchRow], index_root: str | os.PathLike, mirror_root: 
                     where = f" under --mirror-root {mirror_root}" if mirror_root is not None else ""
                     raise BadInputError(f"no git directory for repo {row.repo!r}{where}",
                                         fix="fetch the repository's mirror, or pass --mirror-root its folder")
-                lines_of = GitSnapshot.from_repo(gitdir, row.rev).lines
+                lines_of = _lines_of(GitTree.open(gitdir, row.rev, row.index))
             gold = gold_of(read_patch(row.patch), spans_of[folder], lines_of)
         except BadInputError as exc:
             errors.append({"qid": row.qid, "index": row.index, "error": str(exc)})
@@ -192,60 +194,12 @@ def read_patch_rows(path: str | os.PathLike) -> list[PatchRow]:
     return rows
 
 
-class GitSnapshot:
-    """The files of one revision of a git repository, read from its object store (pygit2)."""
-
-    def __init__(self, repo, tree):
-        self._repo = repo
-        self._tree = tree
-
-    @classmethod
-    def from_repo(cls, gitdir: str | os.PathLike, rev: str) -> "GitSnapshot":
-        """Open `gitdir` (a bare mirror or a clone's .git) at `rev`.
-
-        Raises:
-            BadInputError: not a git repository, or `rev` is not a commit of it.
-        """
-        import pygit2
-
-        try:
-            repo = pygit2.Repository(str(gitdir))
-        except pygit2.GitError as exc:
-            raise BadInputError(f"not a git repository: {exc}", path=str(gitdir),
-                                fix="give `repo` a bare mirror or a clone (or --mirror-root the folder of mirrors)") from exc
-        try:
-            commit = repo.revparse_single(rev).peel(pygit2.Commit)
-        except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
-            raise BadInputError(f"revision {rev!r} is not a commit of the repository", path=str(gitdir),
-                                fix="fetch the mirror again, or correct `rev`/`base_commit`") from exc
-        return cls(repo, commit.tree)
-
-    def lines(self, path: str) -> list[str] | None:
-        """The lines of `path` at the revision (None when it holds no such file)."""
-        try:
-            entry = self._tree[path]
-        except KeyError:
-            return None
-        blob = self._repo[entry.id]
-        if blob.type_str != "blob":
-            return None
-        return blob.data.decode("utf-8", "replace").splitlines()
-
-
-def find_git_dir(repo: str, mirror_root: str | os.PathLike | None) -> Path | None:
-    """The git directory of a row's `repo`: a path as given, or under `mirror_root` a
-    SWE-bench name `owner/name` as `owner+name/repo`, `owner+name`, `owner/name`, `name.git`
-    or `name` (None when none exists)."""
-    if mirror_root is None:
-        path = Path(repo)
-        return path if path.exists() else None
-    root = Path(mirror_root)
-    owner, _, name = repo.rpartition("/")
-    flat = f"{owner}+{name}" if owner else name
-    for candidate in (root / flat / "repo", root / flat, root / repo, root / f"{name}.git", root / name):
-        if candidate.is_dir():
-            return candidate
-    return None
+def _lines_of(tree) -> Callable[[str], list[str] | None]:
+    """A snapshot's file lines by path (None when it holds no such file)."""
+    def lines(path: str) -> list[str] | None:
+        data = tree.read_path(path)
+        return data.decode("utf-8", "replace").splitlines() if data is not None else None
+    return lines
 
 
 def _index_folder(name: str, root: str | os.PathLike) -> str:

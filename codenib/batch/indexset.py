@@ -1,0 +1,301 @@
+"""`codenib index-set`: many repository snapshots indexed from git objects, as Ray tasks.
+
+A snapshot set names, per row, an index (a folder name under `--index-root`), a git directory
+and a revision; SWE-bench-shaped rows (`instance_id`, `repo`, `base_commit`) are read as they
+are, their `repo` found under `--mirror-root`. Each snapshot is one Ray task that reads the
+commit's tree from the object store (`codenib.compiler.source.GitTree`; nothing is checked
+out) and builds a standalone index folder, so every command reads it as any other.
+
+What is shared: the per-file store (`--store`, default `ROOT/.codenib-store`) keeps the nodes
+and term counts of each file version, keyed by path, content, reader versions and tokenizer
+settings, so a file version that many snapshots hold is parsed and tokenized once. Each
+snapshot's graph, BM25 statistics, vectors and history are still computed per snapshot.
+
+Resume: a snapshot whose folder holds an index of the same commit built with the same
+settings (recorded in its manifest under `index_set`) is kept; an interrupted job re-run
+builds only the rest. Each build replaces its folder atomically, so a task that dies (a node
+lost) leaves no half index, and Ray runs it again. A row whose revision is not in its
+repository, or whose build fails, becomes an error row of `ROOT/_index_set.parquet`; the
+job goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from codenib.core.errors import BadInputError, CodeNibError
+from codenib.core.mirrors import find_git_dir
+
+#: Snapshots one Ray worker process builds before it exits: each build's parsed trees and
+#: tables are freed, and a fresh process hands back what fragmentation kept (a worker's memory
+#: stays bounded however many snapshots the set holds).
+SNAPSHOTS_PER_WORKER = 4
+#: Ray runs a task again this many times when its worker or node dies (a build is idempotent).
+TASK_RETRIES = 3
+#: The report of a run, beside the indexes.
+REPORT_NAME = "_index_set.parquet"
+#: The per-file store's folder under the index root when `--store` is not given.
+DEFAULT_STORE_NAME = ".codenib-store"
+#: The manifest key under which a snapshot records how it was built (for resume).
+MANIFEST_KEY = "index_set"
+REPORT_SCHEMA = pa.schema([("index", pa.string()), ("repo", pa.string()), ("rev", pa.string()),
+                           ("commit", pa.string()), ("status", pa.string()), ("error", pa.string()),
+                           ("seconds", pa.float64()), ("files", pa.int64()), ("nodes", pa.int64()),
+                           ("files_from_store", pa.int64())])
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One row of a snapshot set: the index name, its git directory and revision."""
+
+    index: str
+    repo: str
+    gitdir: str
+    rev: str
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSetOptions:
+    """What `codenib index-set` was asked."""
+
+    snapshots: str
+    index_root: str
+    store: str | None = None
+    mirror_root: str | None = None
+    address: str | None = None
+    dense: bool = True
+    history: bool = False
+    model: str | None = None
+    max_file_bytes: int | None = None
+    progress: bool = True
+
+    def settings(self) -> dict[str, Any]:
+        """What makes two builds of one commit the same index (compared on resume)."""
+        return {"dense": self.dense, "history": self.history, "model": self.model,
+                "max_file_bytes": self.max_file_bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSetSummary:
+    """How a run went: counts by status and where the report is."""
+
+    report: str
+    built: int
+    kept: int
+    errors: int
+    seconds: float
+
+    def render(self) -> str:
+        return (f"index-set: {self.built} built, {self.kept} kept (already current), {self.errors} error row(s) "
+                f"in {self.seconds:.1f}s; report: {self.report}")
+
+
+def read_snapshot_set(path: str | os.PathLike, mirror_root: str | os.PathLike | None = None) -> list[Snapshot]:
+    """The rows of a snapshot set (Parquet or JSONL): `index`, `repo` (a git directory, or
+    with `mirror_root` a name `owner/name` found under it) and `rev`; or SWE-bench rows
+    (`instance_id` as the index, `repo`, `base_commit`).
+
+    Raises:
+        BadInputError: naming the file and row: an unreadable set, a missing column, an empty
+            or repeated index, an index that is not a plain folder name, a repo with no git
+            directory.
+    """
+    p = Path(path)
+    records = _records(p)
+    names = set().union(*(r.keys() for r in records)) if records else set()
+    index_col = "index" if "index" in names else "instance_id" if "instance_id" in names else None
+    rev_col = "rev" if "rev" in names else "base_commit" if "base_commit" in names else None
+    lacking = [w for w, ok in (("index (or instance_id)", index_col), ("repo", "repo" in names),
+                               ("rev (or base_commit)", rev_col)) if not ok]
+    if lacking:
+        raise BadInputError(f"snapshot set {p} lacks column(s) {', '.join(lacking)} "
+                            f"(has: {', '.join(sorted(names)) or 'no rows'})", path=str(p),
+                            fix="write one row per snapshot with index, repo (a git directory) and rev, or pass a "
+                                "SWE-bench-shaped file (instance_id, repo, base_commit) with --mirror-root")
+    out: list[Snapshot] = []
+    seen: set[str] = set()
+    for n, r in enumerate(records, 1):
+        where = f"snapshot set {p}, row {n}"
+        index, repo, rev = (_text(r.get(c)) for c in (index_col, "repo", rev_col))
+        if not (index and repo and rev):
+            empty = [c for c, v in ((index_col, index), ("repo", repo), (rev_col, rev)) if not v][0]
+            raise BadInputError(f"{where}: {empty} is empty", path=str(p), fix=f"give every row a {empty}")
+        if index in seen:
+            raise BadInputError(f"{where}: index {index!r} is named twice", path=str(p),
+                                fix="give every snapshot its own index name")
+        if "/" in index or "\\" in index or index in (".", "..") or index.startswith("."):
+            raise BadInputError(f"{where}: index {index!r} is not a plain folder name", path=str(p),
+                                fix="name each index with one folder name (no '/', no leading '.')")
+        seen.add(index)
+        gitdir = find_git_dir(repo, mirror_root)
+        if gitdir is None:
+            under = f" under --mirror-root {mirror_root}" if mirror_root is not None else ""
+            raise BadInputError(f"{where}: no git directory for repo {repo!r}{under}", path=str(p),
+                                fix="fetch the repository's mirror, give repo as the path of a git directory, "
+                                    "or pass --mirror-root the folder of mirrors")
+        out.append(Snapshot(index, repo, str(gitdir.absolute()), rev))
+    return out
+
+
+def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = None) -> IndexSetSummary:
+    """Index every snapshot of `options.snapshots` under `options.index_root` on Ray (see the
+    module docstring); returns the summary. Bad input raises before any work."""
+    from codenib.batch.raysession import start_ray, stop_ray
+    from codenib.core.outputs import refuse_uri
+    from codenib.core.progress import Progress
+
+    log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+    for flag, value in (("--index-root", options.index_root), ("--store", options.store),
+                        ("--snapshots", options.snapshots)):
+        refuse_uri(value, f"codenib index-set {flag}",
+                   "pass a local folder (an object-storage store is not built yet)")
+    t0 = time.perf_counter()
+    snapshots = read_snapshot_set(options.snapshots, options.mirror_root)
+    root = Path(options.index_root)
+    if root.exists() and not root.is_dir():
+        raise BadInputError("--index-root is a file", path=str(root), fix="pass a folder for the indexes")
+    root.mkdir(parents=True, exist_ok=True)
+    store = Path(options.store) if options.store else root / DEFAULT_STORE_NAME
+    rows: dict[str, dict] = {}
+    todo: list[tuple[Snapshot, str]] = []
+    for snap, commit, error in _resolved(snapshots):
+        if error is not None:
+            rows[snap.index] = _row(snap, commit, "error", error)
+        elif _current(root / snap.index, commit, options.settings()):
+            rows[snap.index] = _row(snap, commit, "kept")
+        else:
+            todo.append((snap, commit))
+    if todo:
+        started = start_ray(options.address, False, log)
+        try:
+            import ray
+
+            build = ray.remote(num_cpus=1, max_calls=SNAPSHOTS_PER_WORKER, max_retries=TASK_RETRIES)(build_snapshot)
+            pending = {build.remote(snap, commit, str(root), str(store), options): snap for snap, commit in todo}
+            with Progress("index-set", len(pending), "snapshots", enabled=options.progress) as bar:
+                while pending:
+                    done, _ = ray.wait(list(pending), num_returns=1)
+                    snap = pending.pop(done[0])
+                    try:
+                        row = ray.get(done[0])
+                    except Exception as exc:   # noqa: BLE001 - a task that failed after its retries: its row
+                        row = _row(snap, None, "error", f"{type(exc).__name__}: {exc}".splitlines()[0])
+                    rows[snap.index] = row
+                    if row["status"] == "error":
+                        log(f"index-set: {snap.index}: {row['error']}")
+                    bar.update(1)
+        finally:
+            if started:
+                stop_ray()
+    report = root / REPORT_NAME
+    _write_report([rows[s.index] for s in snapshots], report)
+    statuses = [r["status"] for r in rows.values()]
+    return IndexSetSummary(str(report), statuses.count("built"), statuses.count("kept"), statuses.count("error"),
+                           time.perf_counter() - t0)
+
+
+def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, options: IndexSetOptions) -> dict:
+    """Build one snapshot's index from its git objects (a Ray task); returns its report row.
+    A bad revision or a failed build is the row's error, never the job's."""
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
+    from codenib.compiler.history import HistorySpec
+    from codenib.compiler.source import GitTree
+
+    t0 = time.perf_counter()
+    try:
+        tree = GitTree.open(snap.gitdir, commit, snap.index)
+        extra = {} if options.max_file_bytes is None else {"max_file_bytes": options.max_file_bytes}
+        build = BuildOptions(dense=options.dense, model=options.model, progress=False, jobs=1, cache=Path(store),
+                             history=HistorySpec() if options.history else None, **extra)
+        record = {"repo": snap.repo, "rev": snap.rev, "commit": commit, "settings": options.settings()}
+        summary = build_index(tree, Path(index_root) / snap.index, build, log=lambda message: None,
+                              finish=lambda staging, log: {MANIFEST_KEY: record})
+    except CodeNibError as exc:
+        return _row(snap, commit, "error", str(exc), time.perf_counter() - t0)
+    manifest = summary.manifest
+    return _row(snap, commit, "built", None, time.perf_counter() - t0, files=manifest["counts"]["files"],
+                nodes=manifest["counts"]["nodes"], from_store=(manifest.get("cache") or {}).get("files_found"))
+
+
+# --- private helpers ---------------------------------------------------------------------------
+
+def _records(p: Path) -> list[dict]:
+    if not p.is_file():
+        raise BadInputError("no such snapshot set", path=str(p),
+                            fix="pass a Parquet or JSONL file with index, repo and rev columns")
+    if p.suffix in (".jsonl", ".json"):
+        from codenib.core.specs import read_jsonl
+
+        return read_jsonl(p)
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(p).to_pylist()
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInputError(f"cannot read the snapshot set as Parquet: {exc}", path=str(p),
+                            fix="pass a Parquet file, or JSONL with a .jsonl name") from exc
+
+
+def _resolved(snapshots: list[Snapshot]):
+    """Each snapshot with its revision's commit id, or the error that makes it an error row."""
+    import pygit2
+
+    repos: dict[str, Any] = {}
+    for snap in snapshots:
+        try:
+            repo = repos.get(snap.gitdir) or repos.setdefault(snap.gitdir, pygit2.Repository(snap.gitdir))
+            commit = str(repo.revparse_single(snap.rev).peel(pygit2.Commit).id)
+        except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
+            yield snap, None, f"revision {snap.rev!r} is not a commit of {snap.gitdir} ({type(exc).__name__})"
+            continue
+        yield snap, commit, None
+
+
+def _current(folder: Path, commit: str, settings: dict) -> bool:
+    """Whether `folder` holds a whole index of `commit` built with `settings`."""
+    from codenib.core.artifact import is_index_dir, read_manifest
+
+    if not is_index_dir(folder):
+        return False
+    try:
+        manifest = read_manifest(folder, verify=True)
+    except CodeNibError:
+        return False
+    record = manifest.get(MANIFEST_KEY) or {}
+    return manifest.get("git_commit") == commit and record.get("settings") == settings
+
+
+def _row(snap: Snapshot, commit: str | None, status: str, error: str | None = None, seconds: float = 0.0,
+         files: int | None = None, nodes: int | None = None, from_store: int | None = None) -> dict:
+    return {"index": snap.index, "repo": snap.repo, "rev": snap.rev, "commit": commit, "status": status,
+            "error": error, "seconds": round(seconds, 3), "files": files, "nodes": nodes,
+            "files_from_store": from_store}
+
+
+def _write_report(rows: list[dict], path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from codenib.core.outputs import tmp_path, writing
+
+    tmp = tmp_path(path)
+    try:
+        with writing(path):
+            pq.write_table(pa.Table.from_pylist(rows, schema=REPORT_SCHEMA), tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _text(v) -> str | None:
+    if v is None:
+        return None
+    s = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    return s.strip() or None

@@ -1,0 +1,116 @@
+"""`codenib index-set`: snapshots indexed from git objects as Ray tasks (a real local Ray), equal
+to standalone indexes of checkouts; the shared store, resume, and error rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pyarrow.parquet as pq
+import pygit2
+import pytest
+
+from codenib.batch.indexset import REPORT_NAME
+from codenib.commands.cli import main
+from tests.git_history import archive, git_commit
+
+V1 = {"pkg/__init__.py": "", "pkg/a.py": "def f():\n    return g()\n\n\ndef g():\n    return 1\n",
+      "pkg/b.py": "from pkg.a import f\n\n\ndef h():\n    return f()\n",
+      "web/x.js": "const { y } = require('./y');\nfunction q() { return y(); }\n",
+      "web/y.js": "function y() { return 1; }\nmodule.exports = { y };\n"}
+#: The second commit changes one file of five.
+V2 = {"pkg/a.py": "def f():\n    return g() + 1\n\n\ndef g():\n    return 2\n"}
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    base = tmp_path_factory.mktemp("iset")
+    repo = pygit2.init_repository(str(base / "repo"))
+    c1 = git_commit(repo, V1, "one", 1_700_000_000, [])
+    c2 = git_commit(repo, V2, "two", 1_700_000_100, [c1])
+    return repo, base / "repo" / ".git", str(c1), str(c2)
+
+
+def _set(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def _report(root):
+    return {r["index"]: r for r in pq.read_table(root / REPORT_NAME).to_pylist()}
+
+
+def test_snapshots_equal_standalone_indexes_share_the_store_and_resume(ray_session, history, tmp_path, capsys):
+    repo, gitdir, c1, c2 = history
+    root = tmp_path / "indexes"
+    first = _set(tmp_path / "one.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1}])
+    assert main(["index-set", first, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    both = _set(tmp_path / "both.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1},
+                                          {"index": "s2", "repo": str(gitdir), "rev": c2},
+                                          {"index": "s3", "repo": str(gitdir), "rev": "f" * 40}])
+    assert main(["index-set", both, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    report = _report(root)
+    assert [report[i]["status"] for i in ("s1", "s2", "s3")] == ["kept", "built", "error"]
+    # The store holds every file version s1 parsed: s2 parses only the one file that changed.
+    assert (report["s2"]["files"], report["s2"]["files_from_store"]) == (5, 4)
+    assert "is not a commit of" in report["s3"]["error"]
+    assert "1 built, 1 kept (already current), 1 error row(s)" in capsys.readouterr().err
+
+    # Each equals `codenib index` of a checkout of its commit (a folder of the same name).
+    for name, rev in (("s1", c1), ("s2", c2)):
+        checkout = archive(repo, rev, tmp_path / "checkouts" / name)
+        alone = tmp_path / "alone" / name
+        assert main(["index", str(checkout), "--out", str(alone), "--no-dense", "--quiet", "--no-cache"]) == 0
+        for table in ("nodes.parquet", "edges.parquet"):
+            assert pq.read_table(root / name / table).equals(pq.read_table(alone / table)), (name, table)
+        capsys.readouterr()
+        ranked = []
+        for folder in (root / name, alone):
+            assert main(["query", str(folder), "who calls g?", "--json"]) == 0
+            ranked.append([(r["node_id"], r["score"]) for r in json.loads(capsys.readouterr().out)["results"]])
+        assert ranked[0] == ranked[1] and ranked[0]
+
+    # Killed mid-job: what finished stays, a re-run builds only what is missing.
+    shutil.rmtree(root / "s2")
+    assert main(["index-set", both, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    report = _report(root)
+    assert [report[i]["status"] for i in ("s1", "s2", "s3")] == ["kept", "built", "error"]
+    assert report["s2"]["files_from_store"] == 5
+
+
+def test_swe_bench_rows_find_their_mirror(ray_session, history, tmp_path):
+    _, gitdir, c1, _ = history
+    mirrors = tmp_path / "mirrors"
+    (mirrors / "acme+demo").mkdir(parents=True)
+    (mirrors / "acme+demo" / "repo").symlink_to(gitdir)
+    rows = [{"instance_id": "acme__demo-1", "repo": "acme/demo", "base_commit": c1, "problem_statement": "f fails",
+             "patch": ""}]
+    snapshots = tmp_path / "swe.parquet"
+    import pyarrow as pa
+
+    pq.write_table(pa.Table.from_pylist(rows), snapshots)
+    assert main(["index-set", str(snapshots), "--index-root", str(tmp_path / "idx"), "--mirror-root", str(mirrors),
+                 "--no-dense", "--quiet"]) == 0
+    assert _report(tmp_path / "idx")["acme__demo-1"]["status"] == "built"
+
+
+@pytest.mark.parametrize("rows,message", [
+    ([{"index": "a", "repo": "/nowhere/repo.git", "rev": "HEAD"}], "row 1: no git directory for repo '/nowhere/repo.git'"),
+    ([{"index": "a", "repo": "GITDIR", "rev": "HEAD"}, {"index": "a", "repo": "GITDIR", "rev": "HEAD"}],
+     "row 2: index 'a' is named twice"),
+    ([{"index": "../a", "repo": "GITDIR", "rev": "HEAD"}], "row 1: index '../a' is not a plain folder name"),
+    ([{"index": "a", "repo": "GITDIR"}], "lacks column(s) rev (or base_commit)"),
+])
+def test_bad_snapshot_sets_exit_2_naming_the_row_and_write_nothing(history, tmp_path, capsys, rows, message):
+    _, gitdir, _, _ = history
+    path = _set(tmp_path / "set.jsonl", [{k: str(gitdir) if v == "GITDIR" else v for k, v in r.items()} for r in rows])
+    assert main(["index-set", path, "--index-root", str(tmp_path / "idx"), "--no-dense", "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "idx").exists()
+
+
+def test_a_snapshot_set_that_is_not_parquet_exits_2(tmp_path, capsys):
+    bad = tmp_path / "set.parquet"
+    bad.write_bytes(b"not parquet")
+    assert main(["index-set", str(bad), "--index-root", str(tmp_path / "idx"), "--quiet"]) == 2
+    assert "cannot read the snapshot set as Parquet" in capsys.readouterr().err
