@@ -2,14 +2,18 @@
 
 A snapshot set names, per row, an index (a folder name under `--index-root`), a git directory
 and a revision; SWE-bench-shaped rows (`instance_id`, `repo`, `base_commit`) are read as they
-are, their `repo` found under `--mirror-root`. Each snapshot is one Ray task that reads the
-commit's tree from the object store (`codenib.compiler.source.GitTree`; nothing is checked
-out) and builds a standalone index folder, so every command reads it as any other.
+are, their `repo` found under `--mirror-root`. Every snapshot is read from the object store
+(`codenib.compiler.source.GitTree`; nothing is checked out) into a standalone index folder,
+so every command reads it as any other.
 
-What is shared: the per-file store (`--store`, default `ROOT/.codenib-store`) keeps the nodes
-and term counts of each file version, keyed by path, content, reader versions and tokenizer
-settings, so a file version that many snapshots hold is parsed and tokenized once. Each
-snapshot's graph, BM25 statistics, vectors and history are still computed per snapshot.
+The work: each repository's snapshots in commit order, cut into as many contiguous runs as
+the cluster has CPUs; a run is one Ray task that builds its first snapshot afresh and each
+next one as `codenib index --reuse` of the one before (unchanged files keep their nodes,
+edges, terms and vectors; the graph is resolved again only where something changed). Across
+runs, the per-file store (`--store`, default `ROOT/.codenib-store`) keeps the nodes and term
+counts of each file version, keyed by path, content, reader versions and tokenizer settings,
+so the first snapshot of a run parses only what no other run parsed. Corpus statistics,
+vectors of changed files and history are computed per snapshot.
 
 Resume: a snapshot whose folder holds an index of the same commit built with the same
 settings (recorded in its manifest under `index_set`) is kept; an interrupted job re-run
@@ -33,10 +37,14 @@ import pyarrow as pa
 from codenib.core.errors import BadInputError, CodeNibError
 from codenib.core.mirrors import find_git_dir
 
-#: Snapshots one Ray worker process builds before it exits: each build's parsed trees and
-#: tables are freed, and a fresh process hands back what fragmentation kept (a worker's memory
-#: stays bounded however many snapshots the set holds).
-SNAPSHOTS_PER_WORKER = 4
+#: Runs one Ray worker process builds before it exits: a fresh process hands back what
+#: fragmentation kept, so a worker's memory stays bounded however many snapshots the set holds
+#: (a run holds one snapshot's build at a time, and the index before it on disk).
+RUNS_PER_WORKER = 1
+#: The fewest snapshots a run is cut to: a run's first build costs about two reused ones
+#: (sphinx, 905 files: ~10 s afresh, ~5 s as --reuse of a nearby commit), so shorter runs
+#: spend more CPU than their parallelism gives back in time.
+MIN_RUN_SNAPSHOTS = 4
 #: Ray runs a task again this many times when its worker or node dies (a build is idempotent).
 TASK_RETRIES = 3
 #: The report of a run, beside the indexes.
@@ -48,7 +56,8 @@ MANIFEST_KEY = "index_set"
 REPORT_SCHEMA = pa.schema([("index", pa.string()), ("repo", pa.string()), ("rev", pa.string()),
                            ("commit", pa.string()), ("status", pa.string()), ("error", pa.string()),
                            ("seconds", pa.float64()), ("files", pa.int64()), ("nodes", pa.int64()),
-                           ("files_from_store", pa.int64())])
+                           ("files_from_store", pa.int64()), ("files_kept", pa.int64()),
+                           ("reused_from", pa.string())])
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,36 +173,39 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
     root.mkdir(parents=True, exist_ok=True)
     store = Path(options.store) if options.store else root / DEFAULT_STORE_NAME
     rows: dict[str, dict] = {}
-    todo: list[tuple[Snapshot, str]] = []
-    for snap, commit, error in _resolved(snapshots):
+    resolved: list[tuple[Snapshot, str, int]] = []
+    for snap, commit, when, error in _resolved(snapshots):
         if error is not None:
             rows[snap.index] = _row(snap, commit, "error", error)
-        elif _current(root / snap.index, commit, options.settings()):
-            rows[snap.index] = _row(snap, commit, "kept")
         else:
-            todo.append((snap, commit))
-    if todo:
+            resolved.append((snap, commit, when))
+    if any(not _current(root / snap.index, commit, options.settings()) for snap, commit, _ in resolved):
         started = start_ray(options.address, False, log)
         try:
             import ray
 
-            build = ray.remote(num_cpus=1, max_calls=SNAPSHOTS_PER_WORKER, max_retries=TASK_RETRIES)(build_snapshot)
-            pending = {build.remote(snap, commit, str(root), str(store), options): snap for snap, commit in todo}
-            with Progress("index-set", len(pending), "snapshots", enabled=options.progress) as bar:
+            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            build = ray.remote(num_cpus=1, max_calls=RUNS_PER_WORKER, max_retries=TASK_RETRIES)(build_run)
+            pending = {build.remote(run, str(root), str(store), options): run for run in runs_of(resolved, cpus)}
+            with Progress("index-set", len(resolved), "snapshots", enabled=options.progress) as bar:
                 while pending:
                     done, _ = ray.wait(list(pending), num_returns=1)
-                    snap = pending.pop(done[0])
+                    run = pending.pop(done[0])
                     try:
-                        row = ray.get(done[0])
-                    except Exception as exc:   # noqa: BLE001 - a task that failed after its retries: its row
-                        row = _row(snap, None, "error", f"{type(exc).__name__}: {exc}".splitlines()[0])
-                    rows[snap.index] = row
-                    if row["status"] == "error":
-                        log(f"index-set: {snap.index}: {row['error']}")
-                    bar.update(1)
+                        finished = ray.get(done[0])
+                    except Exception as exc:   # noqa: BLE001 - a task that failed after its retries: its rows
+                        error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                        finished = [_row(snap, commit, "error", error) for snap, commit in run]
+                    for row in finished:
+                        rows[row["index"]] = row
+                        if row["status"] == "error":
+                            log(f"index-set: {row['index']}: {row['error']}")
+                    bar.update(len(finished))
         finally:
             if started:
                 stop_ray()
+    else:
+        rows.update((snap.index, _row(snap, commit, "kept")) for snap, commit, _ in resolved)
     report = root / REPORT_NAME
     _write_report([rows[s.index] for s in snapshots], report)
     statuses = [r["status"] for r in rows.values()]
@@ -201,9 +213,45 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
                            time.perf_counter() - t0)
 
 
-def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, options: IndexSetOptions) -> dict:
-    """Build one snapshot's index from its git objects (a Ray task); returns its report row.
-    A bad revision or a failed build is the row's error, never the job's."""
+def runs_of(snapshots: list[tuple[Snapshot, str, int]], n: int) -> list[list[tuple[Snapshot, str]]]:
+    """Each repository's snapshots in commit order (commit time, then id), cut into contiguous
+    runs: about `n` in all, at least one per repository, the longer repositories cut more,
+    none shorter than `MIN_RUN_SNAPSHOTS` unless its repository has fewer."""
+    by_repo: dict[str, list[tuple[int, str, Snapshot]]] = {}
+    for snap, commit, when in snapshots:
+        by_repo.setdefault(snap.gitdir, []).append((when, commit, snap))
+    total = len(snapshots)
+    runs: list[list[tuple[Snapshot, str]]] = []
+    for gitdir in sorted(by_repo):
+        ordered = [(snap, commit) for _, commit, snap in sorted(by_repo[gitdir], key=lambda t: (t[0], t[1]))]
+        k = max(1, min(len(ordered) // MIN_RUN_SNAPSHOTS, round(n * len(ordered) / total)))
+        runs += [ordered[i * len(ordered) // k:(i + 1) * len(ordered) // k] for i in range(k)]
+    return runs
+
+
+def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: str, options: IndexSetOptions) -> list[dict]:
+    """Build a run of one repository's snapshots in commit order (a Ray task), each after
+    the first reusing the one before it; returns their report rows. A snapshot already
+    current is kept (and serves the next as its base)."""
+    rows: list[dict] = []
+    base: Path | None = None
+    for snap, commit in run:
+        folder = Path(index_root) / snap.index
+        if _current(folder, commit, options.settings()):
+            rows.append(_row(snap, commit, "kept"))
+            base = folder
+            continue
+        row = build_snapshot(snap, commit, index_root, store, options, reuse=base)
+        rows.append(row)
+        base = folder if row["status"] == "built" else base
+    return rows
+
+
+def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, options: IndexSetOptions,
+                   reuse: Path | None = None) -> dict:
+    """Build one snapshot's index from its git objects (with `reuse`, as `--reuse` of that
+    index); returns its report row. A bad revision or a failed build is the row's error,
+    never the job's."""
     from codenib.compiler.build import build_index
     from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.history import HistorySpec
@@ -214,15 +262,17 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, opt
         tree = GitTree.open(snap.gitdir, commit, snap.index)
         extra = {} if options.max_file_bytes is None else {"max_file_bytes": options.max_file_bytes}
         build = BuildOptions(dense=options.dense, model=options.model, progress=False, jobs=1, cache=Path(store),
-                             history=HistorySpec() if options.history else None, **extra)
+                             history=HistorySpec() if options.history else None, reuse=reuse, **extra)
         record = {"repo": snap.repo, "rev": snap.rev, "commit": commit, "settings": options.settings()}
         summary = build_index(tree, Path(index_root) / snap.index, build, log=lambda message: None,
                               finish=lambda staging, log: {MANIFEST_KEY: record})
     except CodeNibError as exc:
         return _row(snap, commit, "error", str(exc), time.perf_counter() - t0)
     manifest = summary.manifest
+    reused = summary.reuse or {}
     return _row(snap, commit, "built", None, time.perf_counter() - t0, files=manifest["counts"]["files"],
-                nodes=manifest["counts"]["nodes"], from_store=(manifest.get("cache") or {}).get("files_found"))
+                nodes=manifest["counts"]["nodes"], from_store=(manifest.get("cache") or {}).get("files_found"),
+                kept=reused.get("files_kept"), reused_from=reuse.name if reuse is not None else None)
 
 
 # --- private helpers ---------------------------------------------------------------------------
@@ -245,18 +295,19 @@ def _records(p: Path) -> list[dict]:
 
 
 def _resolved(snapshots: list[Snapshot]):
-    """Each snapshot with its revision's commit id, or the error that makes it an error row."""
+    """Each snapshot with its revision's commit id and commit time, or the error that makes
+    it an error row."""
     import pygit2
 
     repos: dict[str, Any] = {}
     for snap in snapshots:
         try:
             repo = repos.get(snap.gitdir) or repos.setdefault(snap.gitdir, pygit2.Repository(snap.gitdir))
-            commit = str(repo.revparse_single(snap.rev).peel(pygit2.Commit).id)
+            commit = repo.revparse_single(snap.rev).peel(pygit2.Commit)
         except (KeyError, ValueError, TypeError, pygit2.GitError) as exc:
-            yield snap, None, f"revision {snap.rev!r} is not a commit of {snap.gitdir} ({type(exc).__name__})"
+            yield snap, None, 0, f"revision {snap.rev!r} is not a commit of {snap.gitdir} ({type(exc).__name__})"
             continue
-        yield snap, commit, None
+        yield snap, str(commit.id), int(commit.commit_time), None
 
 
 def _current(folder: Path, commit: str, settings: dict) -> bool:
@@ -274,10 +325,11 @@ def _current(folder: Path, commit: str, settings: dict) -> bool:
 
 
 def _row(snap: Snapshot, commit: str | None, status: str, error: str | None = None, seconds: float = 0.0,
-         files: int | None = None, nodes: int | None = None, from_store: int | None = None) -> dict:
+         files: int | None = None, nodes: int | None = None, from_store: int | None = None,
+         kept: int | None = None, reused_from: str | None = None) -> dict:
     return {"index": snap.index, "repo": snap.repo, "rev": snap.rev, "commit": commit, "status": status,
             "error": error, "seconds": round(seconds, 3), "files": files, "nodes": nodes,
-            "files_from_store": from_store}
+            "files_from_store": from_store, "files_kept": kept, "reused_from": reused_from}
 
 
 def _write_report(rows: list[dict], path: Path) -> None:

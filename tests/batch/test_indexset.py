@@ -51,8 +51,8 @@ def test_snapshots_equal_standalone_indexes_share_the_store_and_resume(ray_sessi
     assert main(["index-set", both, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
     report = _report(root)
     assert [report[i]["status"] for i in ("s1", "s2", "s3")] == ["kept", "built", "error"]
-    # The store holds every file version s1 parsed: s2 parses only the one file that changed.
-    assert (report["s2"]["files"], report["s2"]["files_from_store"]) == (5, 4)
+    # s2 follows s1 in commit order: built as --reuse of it, only the one changed file is read.
+    assert (report["s2"]["files"], report["s2"]["files_kept"], report["s2"]["reused_from"]) == (5, 4, "s1")
     assert "is not a commit of" in report["s3"]["error"]
     assert "1 built, 1 kept (already current), 1 error row(s)" in capsys.readouterr().err
 
@@ -75,7 +75,33 @@ def test_snapshots_equal_standalone_indexes_share_the_store_and_resume(ray_sessi
     assert main(["index-set", both, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
     report = _report(root)
     assert [report[i]["status"] for i in ("s1", "s2", "s3")] == ["kept", "built", "error"]
-    assert report["s2"]["files_from_store"] == 5
+    assert report["s2"]["reused_from"] == "s1"
+
+
+def test_runs_without_a_base_share_file_versions_through_the_store(ray_session, history, tmp_path):
+    # Two repositories' worth of runs: the same commits under two git directories are two
+    # repositories, so s2 has no base to reuse; the store still gives it every file s1 parsed.
+    _, gitdir, c1, c2 = history
+    twin = tmp_path / "twin.git"
+    shutil.copytree(gitdir, twin)
+    root = tmp_path / "indexes"
+    assert main(["index-set", _set(tmp_path / "a.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1}]),
+                 "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    assert main(["index-set", _set(tmp_path / "b.jsonl", [{"index": "s2", "repo": str(twin), "rev": c2}]),
+                 "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    row = _report(root)["s2"]
+    assert (row["files"], row["files_from_store"], row["reused_from"]) == (5, 4, None)
+
+
+def test_runs_follow_commit_order_and_cut_each_repository(history):
+    from codenib.batch.indexset import Snapshot, runs_of
+
+    snaps = [(Snapshot(f"r{i}", "r", "/g1", "x"), f"c{i}", 10 - i) for i in range(9)] + \
+            [(Snapshot("other", "o", "/g2", "x"), "d", 1)]
+    runs = runs_of(snaps, 3)
+    # 9 snapshots on 3 CPUs: two runs (none shorter than 4), oldest commit first; one for the other repository.
+    assert [[s.index for s, _ in run] for run in runs] == [["r8", "r7", "r6", "r5"], ["r4", "r3", "r2", "r1", "r0"],
+                                                          ["other"]]
 
 
 def test_swe_bench_rows_find_their_mirror(ray_session, history, tmp_path):
