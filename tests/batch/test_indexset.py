@@ -140,3 +140,14 @@ def test_a_snapshot_set_that_is_not_parquet_exits_2(tmp_path, capsys):
     bad.write_bytes(b"not parquet")
     assert main(["index-set", str(bad), "--index-root", str(tmp_path / "idx"), "--quiet"]) == 2
     assert "cannot read the snapshot set as Parquet" in capsys.readouterr().err
+
+
+def test_history_is_read_from_the_snapshots_own_repository_up_to_its_commit(ray_session, history, tmp_path):
+    _, gitdir, c1, c2 = history
+    root = tmp_path / "indexes"
+    rows = [{"index": "s1", "repo": str(gitdir), "rev": c1}, {"index": "s2", "repo": str(gitdir), "rev": c2}]
+    assert main(["index-set", _set(tmp_path / "set.jsonl", rows), "--index-root", str(root), "--no-dense",
+                 "--history", "--quiet"]) == 0
+    for name, commits in (("s1", [c1]), ("s2", [c2, c1])):
+        assert pq.read_table(root / name / "history" / "commits.parquet").column("id").to_pylist() == commits
+        assert json.loads((root / name / "manifest.json").read_text())["history"]["head"] == commits[0]
