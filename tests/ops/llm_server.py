@@ -187,11 +187,20 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             fake._in_flight += 1
             fake.peak_in_flight = max(fake.peak_in_flight, fake._in_flight)
+        self._counted = True
         try:
             self._answer(fake)
         except (ConnectionError, TimeoutError):
             pass  # the client gave up first
         finally:
+            self._leave(fake)
+
+    def _leave(self, fake: FakeChatServer) -> None:
+        """The request stops counting as in flight (once): before its answer goes out, since a
+        client that has its answer may send the next request before this thread runs on, and
+        counting it still would report one request more than the client had open."""
+        if self._counted:
+            self._counted = False
             with fake._lock:
                 fake._in_flight -= 1
 
@@ -220,6 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(reply.status, json.dumps(doc).encode())
 
     def _send(self, status: int, data: bytes) -> None:
+        self._leave(self.fake)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
