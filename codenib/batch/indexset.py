@@ -195,7 +195,9 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
                         finished = ray.get(done[0])
                     except Exception as exc:   # noqa: BLE001 - a task that failed after its retries: its rows
                         error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                        finished = [_row(snap, commit, "error", error) for snap, commit in run]
+                        # What the run finished before it failed is whole (each index is atomic).
+                        finished = [_row(snap, commit, "built") if _current(root / snap.index, commit, options.settings())
+                                    else _row(snap, commit, "error", error) for snap, commit in run]
                     for row in finished:
                         rows[row["index"]] = row
                         if row["status"] == "error":
@@ -268,6 +270,8 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, opt
                               finish=lambda staging, log: {MANIFEST_KEY: record})
     except CodeNibError as exc:
         return _row(snap, commit, "error", str(exc), time.perf_counter() - t0)
+    except Exception as exc:  # noqa: BLE001 - one snapshot's failure is its row; the run goes on
+        return _row(snap, commit, "error", f"{type(exc).__name__}: {exc}".splitlines()[0], time.perf_counter() - t0)
     manifest = summary.manifest
     reused = summary.reuse or {}
     return _row(snap, commit, "built", None, time.perf_counter() - t0, files=manifest["counts"]["files"],

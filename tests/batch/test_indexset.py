@@ -151,3 +151,25 @@ def test_history_is_read_from_the_snapshots_own_repository_up_to_its_commit(ray_
     for name, commits in (("s1", [c1]), ("s2", [c2, c1])):
         assert pq.read_table(root / name / "history" / "commits.parquet").column("id").to_pylist() == commits
         assert json.loads((root / name / "manifest.json").read_text())["history"]["head"] == commits[0]
+
+
+def test_an_unexpected_failure_is_one_rows_error_and_the_run_goes_on(history, tmp_path, monkeypatch):
+    # In-process (no Ray): a run of two snapshots whose first build raises something no
+    # CodeNib code expected; the second is still built (afresh: there is no base).
+    from codenib.batch.indexset import IndexSetOptions, Snapshot, build_run
+    from codenib.compiler import build as build_module
+
+    _, gitdir, c1, c2 = history
+    real = build_module.build_index
+
+    def flaky(tree, out, *args, **kwargs):
+        if tree.commit == c1:
+            raise RuntimeError("disk controller on fire")
+        return real(tree, out, *args, **kwargs)
+
+    monkeypatch.setattr(build_module, "build_index", flaky)
+    run = [(Snapshot("s1", "r", str(gitdir), c1), c1), (Snapshot("s2", "r", str(gitdir), c2), c2)]
+    rows = build_run(run, str(tmp_path / "idx"), str(tmp_path / "store"),
+                     IndexSetOptions(snapshots="-", index_root=str(tmp_path / "idx"), dense=False, progress=False))
+    assert [(r["index"], r["status"]) for r in rows] == [("s1", "error"), ("s2", "built")]
+    assert rows[0]["error"] == "RuntimeError: disk controller on fire" and rows[1]["reused_from"] is None
