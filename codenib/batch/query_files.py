@@ -27,6 +27,20 @@ COLUMN_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: SWE-bench's names for what a query set calls qid, query and index: a SWE-bench file is read
+#: as a query set as it is, each instance its own snapshot (`codenib index-set` names it so).
+SWE_BENCH_ALIASES = {"qid": "instance_id", "query": "problem_statement", "index": "instance_id"}
+
+
+def swe_bench_aliases(names) -> dict[str, str]:
+    """Query-set column -> the SWE-bench column it is read from, for a file with `instance_id`
+    and no `qid` (only the columns it lacks; a file with its own `qid` is read as written)."""
+    names = set(names)
+    if "qid" in names or "instance_id" not in names:
+        return {}
+    return {col: src for col, src in SWE_BENCH_ALIASES.items() if col not in names and src in names}
+
+
 def load_query_records(path: str | Path, storage: StorageConfig | None = None) -> tuple[pa.Table, list[dict]]:
     """A query set's table (for its column names and types) and its rows as dicts.
 
@@ -111,11 +125,15 @@ def file_schema(local: Path, shown: str) -> tuple[list[str], dict[str, pa.DataTy
             n_rows = pf.metadata.num_rows
         except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
             raise _unreadable(exc, shown) from exc
-        return list(schema.names), {f.name: f.type for f in schema}, n_rows
+        types = {f.name: f.type for f in schema}
+        aliases = swe_bench_aliases(types)
+        return list(schema.names) + list(aliases), {**types, **{c: types[s] for c, s in aliases.items()}}, n_rows
     columns = JsonlColumns(shown)
     for line, rec in _jsonl_rows(local, shown):
         columns.add(line, rec)
     types = columns.types()
+    aliases = swe_bench_aliases(types)
+    types = {**types, **{c: types[s] for c, s in aliases.items()}}
     return sorted(types), types, columns.rows
 
 
@@ -214,10 +232,14 @@ def record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | t
         try:
             pf = pq.ParquetFile(local)
             names = pf.schema_arrow.names
+            aliases = swe_bench_aliases(names)
             for batch in pf.iter_batches(batch_size=batch_rows):
                 columns = [_texts(batch.column(i)) if _is_text(batch.schema.field(i).type)
                            else batch.column(i).to_pylist() for i in range(batch.num_columns)]
-                yield [dict(zip(names, values)) for values in zip(*columns)]
+                rows = [dict(zip(names, values)) for values in zip(*columns)]
+                for row in rows:
+                    row.update((c, row[s]) for c, s in aliases.items())
+                yield rows
         except BadInputError:
             raise
         except Exception as exc:  # noqa: BLE001 - pyarrow and OS errors of many kinds
@@ -225,6 +247,7 @@ def record_batches(local: Path, batch_rows: int, shown: str, keys: list[str] | t
         return
     chunk: list[dict] = []
     for _, rec in _jsonl_rows(local, shown):
+        rec = {**rec, **{c: rec.get(s) for c, s in swe_bench_aliases(rec).items()}}
         if keys is None:
             chunk.append({k: _scalar(v) for k, v in rec.items()})
         else:

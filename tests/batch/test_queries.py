@@ -303,3 +303,33 @@ def test_jsonl_bytes_that_are_not_utf8_are_refused_naming_the_line(tmp_path, spa
     path.write_bytes(b'{"qid": "a", "query": "helper"}\n{"qid": "b", "query": "caf\xe9"}\n')
     with pytest.raises(BadInputError, match=r"line 2 is not UTF-8 text.*fix: save the file as UTF-8"):
         read_query_set(path, index=sparse_only_index_dir)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_a_swe_bench_file_is_read_as_a_query_set_as_it_is(tmp_path, sparse_only_index_dir, suffix):
+    # instance_id is the qid and the index name (its snapshot, as `codenib index-set` names
+    # it), problem_statement the query; the file's other columns are ignored.
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "indexes"
+    root.mkdir()
+    import shutil
+
+    for name in ("acme__x-1", "acme__x-2"):
+        shutil.copytree(sparse_only_index_dir, root / name)
+    rows = [{"instance_id": "acme__x-1", "repo": "acme/x", "base_commit": "a" * 40, "patch": "",
+             "problem_statement": "where is slugify defined"},
+            {"instance_id": "acme__x-2", "repo": "acme/x", "base_commit": "b" * 40, "patch": "",
+             "problem_statement": "callers of run_engine"}]
+    path = tmp_path / f"swe{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    else:
+        write_queries(path, rows)
+    out = tmp_path / "run"
+    assert main(["run", "--queries", str(path), "--index-root", str(root), "--out", str(out), "--quiet"]) == 0
+    plans = pq.read_table(out / "plans.parquet").to_pylist()
+    assert sorted((p["qid"], p["error"]) for p in plans) == [("acme__x-1", None), ("acme__x-2", None)]
+    results = [pq.read_table(p).to_pylist() for p in sorted(out.glob("part-*.parquet"))]
+    assert {(r["qid"], r["index"]) for part in results for r in part} == {("acme__x-1", "acme__x-1"),
+                                                                          ("acme__x-2", "acme__x-2")}
