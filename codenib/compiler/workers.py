@@ -38,7 +38,7 @@ def _run_guarded(fn: Callable, chunk):
     try:
         return fn(chunk)
     except Exception as exc:  # noqa: BLE001 - whatever a worker raises must reach the caller
-        if isinstance(exc, CodeNibError) and _pickles(exc):
+        if _pickles(exc):
             raise       # a typed error keeps its class (a BadInputError still exits 2)
         detail = "".join(traceback.format_exception(exc)).rstrip()
         raise WorkerError(f"a worker process failed: {type(exc).__name__}: {exc}\n"
@@ -46,14 +46,10 @@ def _run_guarded(fn: Callable, chunk):
 
 
 def _pickles(exc: BaseException) -> bool:
-    """Whether `exc` survives the trip back to the caller."""
-    import pickle
-
-    try:
-        pickle.loads(pickle.dumps(exc))
-    except Exception:  # noqa: BLE001 - any failure means it would not
-        return False
-    return True
+    """Whether `exc` survives the trip back to the caller: an exception pickles as its class
+    called with its `args`, which a CodeNib error keeping the base constructor accepts (its
+    `path` and `fix` travel in its `__dict__`); one with a constructor of its own may not."""
+    return isinstance(exc, CodeNibError) and type(exc).__init__ is CodeNibError.__init__
 
 
 def _die_with_parent(parent: int) -> None:
