@@ -166,7 +166,9 @@ def build_index(repo: "str | Path | SourceTree", out: str | Path, options: Build
         with gc_paused():
             sources, read_errors = read_sources(files, tree.read)
             if history_source is not None and isinstance(tree, FolderTree):
-                hist.check_snapshot(history_source, sources, tree.root)   # before any parse: REV must be this snapshot
+                from codenib.compiler.history.snapshot import check_snapshot
+
+                check_snapshot(history_source, sources, tree.root)   # before any parse: REV must be this snapshot
             previous = None
             if options.reuse is not None:
                 previous = incr_state.load_previous(Path(options.reuse), root_package, options.tokenizer, log,

@@ -51,7 +51,6 @@ tables equal a full read (commits are stored newest first, ties by id).
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,95 +163,6 @@ def resolve(spec: HistorySpec, repo_root: Path) -> HistorySource:
         raise BadInputError(f"--history revision {spec.rev!r} is a {obj.type_str}, not a commit",
                             path=str(gitdir), fix="pass a commit id, branch or tag after '@'") from exc
     return HistorySource(str(Path(gitdir).absolute()), spec.rev, str(commit.id), int(commit.author.time))
-
-
-def check_snapshot(source: HistorySource, sources: dict[str, bytes | None], repo_root: Path) -> None:
-    """Refuse a revision that is not the snapshot being indexed: an indexed file (`sources`,
-    the bytes the build read) that its tree lacks or holds with other bytes, or, where REPO
-    has a `.git`, a revision that is not its HEAD nor an ancestor of HEAD (a history would
-    then hold commits made after the snapshot). Unreadable files are not compared.
-
-    Raises:
-        BadInputError: naming the first file that differs, or the two commits.
-    """
-    import pygit2
-
-    repo = pygit2.Repository(source.gitdir)
-    tree = repo[pygit2.Oid(hex=source.head)].peel(pygit2.Tree)
-    fix = ("pass the commit the checkout was made from after '@' (--history GITDIR@BASE); uncommitted "
-           "changes to indexed files make a work tree no commit's snapshot: commit or stash them")
-    for rel in sorted(sources):
-        raw = sources[rel]
-        if raw is None:
-            continue
-        found = _tree_entry(tree, rel)
-        if found is _IN_SUBMODULE:
-            continue        # a submodule's files are another repository's: history reads none
-        if found is None:
-            problem = "is not in its tree"
-        elif found.filemode == pygit2.enums.FileMode.LINK:
-            link = repo_root / rel
-            same = link.is_symlink() and os.readlink(link).encode() == repo[found.id].data
-            problem = None if same else "is a symbolic link in its tree, with another target"
-        elif found.type_str != "blob":
-            problem = f"is a {found.type_str} in its tree"
-        else:
-            problem = None if pygit2.hash(raw) == found.id else "differs from the version in its tree"
-        if problem:
-            raise BadInputError(f"--history revision {source.rev!r} ({source.head[:12]}) is not the snapshot "
-                                f"being indexed: the indexed file {rel} {problem}",
-                                path=str(repo_root), fix=fix)
-    _check_ancestry(source, repo_root, repo)
-
-
-#: `_tree_entry`'s answer for a path inside a submodule (a commit entry of the tree).
-_IN_SUBMODULE = object()
-
-
-def _tree_entry(tree, rel: str):
-    """The tree entry at `rel`, None when there is none, `_IN_SUBMODULE` inside a submodule."""
-    try:
-        return tree[rel]
-    except KeyError:
-        pass
-    parts = rel.split("/")
-    for i in range(1, len(parts)):
-        try:
-            entry = tree["/".join(parts[:i])]
-        except KeyError:
-            return None
-        if entry.type_str == "commit":
-            return _IN_SUBMODULE
-    return None
-
-
-def _check_ancestry(source: HistorySource, repo_root: Path, history_repo) -> None:
-    """Where REPO has a `.git`: the revision is its HEAD or an ancestor of HEAD."""
-    import pygit2
-
-    if not (repo_root / ".git").exists():
-        return      # a `git archive` checkout: its files are all there is to compare
-    try:
-        own = pygit2.Repository(str(repo_root))
-        head = own.head.peel(pygit2.Commit).id
-    except (KeyError, ValueError, pygit2.GitError):
-        return      # an unborn HEAD (no commit yet) names nothing to compare with
-    rev = pygit2.Oid(hex=source.head)
-    if rev == head:
-        return
-    related = None
-    for repo in (own, history_repo):    # the GITDIR may be a mirror that holds more
-        try:
-            related = repo.descendant_of(head, rev)
-            break
-        except (KeyError, ValueError, pygit2.GitError):
-            continue
-    if not related:
-        raise BadInputError(f"--history revision {source.rev!r} ({source.head[:12]}) is not the checked-out "
-                            f"commit {str(head)[:12]} nor an ancestor of it: the history would hold commits "
-                            "made after the snapshot", path=str(repo_root),
-                            fix="pass the commit the checkout was made from after '@', or leave out '@REV' "
-                                "to read from the checkout's HEAD")
 
 
 def reader_versions() -> dict:
