@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from codenib.core.errors import BadInputError, CodeNibError
 from codenib.core.mirrors import find_git_dir
+from codenib.core.rows import column_of, read_rows
 
 #: Runs one Ray worker process builds before it exits: a fresh process hands back what
 #: fragmentation kept, so a worker's memory stays bounded however many snapshots the set holds
@@ -117,10 +118,9 @@ def read_snapshot_set(path: str | os.PathLike, mirror_root: str | os.PathLike | 
             directory.
     """
     p = Path(path)
-    records = _records(p)
+    records = read_rows(p, "snapshot set", "pass a Parquet or JSONL file with index, repo and rev columns")
     names = set().union(*(r.keys() for r in records)) if records else set()
-    index_col = "index" if "index" in names else "instance_id" if "instance_id" in names else None
-    rev_col = "rev" if "rev" in names else "base_commit" if "base_commit" in names else None
+    index_col, rev_col = column_of(names, "index"), column_of(names, "rev")
     lacking = [w for w, ok in (("index (or instance_id)", index_col), ("repo", "repo" in names),
                                ("rev (or base_commit)", rev_col)) if not ok]
     if lacking:
@@ -280,23 +280,6 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, opt
 
 
 # --- private helpers ---------------------------------------------------------------------------
-
-def _records(p: Path) -> list[dict]:
-    if not p.is_file():
-        raise BadInputError("no such snapshot set", path=str(p),
-                            fix="pass a Parquet or JSONL file with index, repo and rev columns")
-    if p.suffix in (".jsonl", ".json"):
-        from codenib.core.specs import read_jsonl
-
-        return read_jsonl(p)
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(p).to_pylist()
-    except (OSError, pa.ArrowException) as exc:
-        raise BadInputError(f"cannot read the snapshot set as Parquet: {exc}", path=str(p),
-                            fix="pass a Parquet file, or JSONL with a .jsonl name") from exc
-
 
 def _resolved(snapshots: list[Snapshot]):
     """Each snapshot with its revision's commit id and commit time, or the error that makes

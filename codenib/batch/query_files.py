@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.core.errors import BadInputError
+from codenib.core.rows import SWE_BENCH_COLUMNS
 from codenib.core.specs import iter_jsonl_lines
 from codenib.core.storage import Location, StorageConfig, split_name
 
@@ -27,9 +28,9 @@ COLUMN_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-#: SWE-bench's names for what a query set calls qid, query and index: a SWE-bench file is read
-#: as a query set as it is, each instance its own snapshot (`codenib index-set` names it so).
-SWE_BENCH_ALIASES = {"qid": "instance_id", "query": "problem_statement", "index": "instance_id"}
+#: The query-set columns a SWE-bench file is read for as it is: each instance its own snapshot
+#: (`codenib index-set` names it so).
+SWE_BENCH_ALIASES = {col: SWE_BENCH_COLUMNS[col] for col in ("qid", "query", "index")}
 
 
 def swe_bench_aliases(names) -> dict[str, str]:

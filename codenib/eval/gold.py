@@ -26,6 +26,7 @@ import pyarrow as pa
 from codenib.compiler.source import GitTree
 from codenib.core.errors import BadInputError
 from codenib.core.mirrors import find_git_dir
+from codenib.core.rows import column_of, read_rows
 from codenib.core.patches import FileChange, read_patch
 
 #: Node kinds that are not definitions (a file's own node).
@@ -35,8 +36,6 @@ QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("node_id", pa.string()), ("file
                           ("relevance", pa.int64())])
 #: Columns of the error rows written beside them.
 ERRORS_SCHEMA = pa.schema([("qid", pa.string()), ("index", pa.string()), ("error", pa.string())])
-#: Column names a SWE-bench-shaped file uses for what a query set calls qid and rev.
-ALIASES = {"qid": ("qid", "instance_id"), "rev": ("rev", "base_commit")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,26 +158,17 @@ def read_patch_rows(path: str | os.PathLike) -> list[PatchRow]:
         BadInputError: the file is missing or unreadable, lacks a qid or patch column, or
             repeats a qid.
     """
-    from codenib.core.specs import read_jsonl
-    from codenib.eval.io import read_parquet
-
     p = Path(path)
-    if not p.is_file():
-        raise BadInputError("no such query set", path=str(p),
-                            fix="pass a Parquet or JSONL file with qid (or instance_id) and patch columns")
-    if p.suffix in (".jsonl", ".json"):
-        records = read_jsonl(p)
-    else:
-        records = read_parquet(p, "query set").to_pylist()
+    records = read_rows(p, "query set", "pass a Parquet or JSONL file with qid (or instance_id) and patch columns")
     names = set().union(*(r.keys() for r in records)) if records else set()
-    qid_col = next((c for c in ALIASES["qid"] if c in names), None)
+    qid_col = column_of(names, "qid")
     if qid_col is None or "patch" not in names:
         lacking = [w for w, ok in (("qid (or instance_id)", qid_col), ("patch", "patch" in names)) if not ok]
         raise BadInputError(f"query set {p} lacks column(s) {', '.join(lacking)} "
                             f"(has: {', '.join(sorted(names)) or 'no rows'})", path=str(p),
                             fix="write one row per query with qid and patch (a unified diff against its snapshot), "
                                 "or pass a SWE-bench-shaped file (instance_id, patch, repo, base_commit)")
-    rev_col = next((c for c in ALIASES["rev"] if c in names), None)
+    rev_col = column_of(names, "rev")
     rows: list[PatchRow] = []
     seen: set[str] = set()
     for n, r in enumerate(records, 1):
