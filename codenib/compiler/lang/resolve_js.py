@@ -30,7 +30,7 @@ import posixpath
 import re
 
 from codenib.compiler.lang.facts import CallFact, ImportFact, ScopeFact
-from codenib.compiler.lang.facts_graph import Def, Repo, Rules, norm_join
+from codenib.compiler.lang.facts_graph import Def, Repo, Rules, family, norm_join
 
 EXTENSIONS: tuple[str, ...] = (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs")
 #: How many `export ... from` hops a named import is followed through.
@@ -119,8 +119,8 @@ class JsRules(Rules):
             holder = first if first is not None and plain == first.plain else defs.get(plain)
             if holder is None or holder.kind != "class":
                 d = defs.get(f"{plain}.{name}")
-                if d is not None:
-                    return "def", d
+                if d is not None and d.kind != "method" and not self._owned(d):
+                    return "def", d     # not `A.prototype.name` nor an object's member
             scope = self._scopes.get(holder.node_id) if holder is not None else None
             if scope is not None:
                 if name in scope.this_aliases:
@@ -146,10 +146,16 @@ class JsRules(Rules):
                 return repo.top(target, name)
             return None
         d = repo.top(rel, name)
-        if d is None:
-            return None
+        if d is None or not self._owned(d):
+            return d
+        # `const o = {check() {}}` before `function check`: the function is `check#2`
+        return next((other for other in repo.by_name.get((family(rel), name), ())
+                     if other.file == rel and other.plain == name and not self._owned(other)), None)
+
+    def _owned(self, d: Def) -> bool:
+        """Whether a function is an object's member (binding no name of its own)."""
         scope = self._scopes.get(d.node_id)
-        return None if scope is not None and scope.owner else d
+        return scope is not None and bool(scope.owner)
 
     def resolve_type(self, repo: Repo, rel: str, text: str, context: str) -> Def | None:
         head, _, last = text.rpartition(".")
