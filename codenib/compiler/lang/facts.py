@@ -131,8 +131,12 @@ class ForeignFacts:
     scopes: tuple[ScopeFact, ...] = ()      # where the reader gives them (JavaScript, TypeScript)
 
     def to_dict(self) -> dict:
-        """Plain JSON-ready data (lists for tuples)."""
-        return asdict(self)
+        """Plain JSON-ready data (lists for tuples); no `scopes` key when there are none
+        (the languages whose readers give none keep their stored shape)."""
+        data = asdict(self)
+        if not self.scopes:
+            del data["scopes"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "ForeignFacts":
