@@ -119,6 +119,7 @@ EXPECTED: dict[str, set[tuple[str, str, str]]] = {
         ("src/theme.ts::lighten", "src/theme.ts::scale", "calls"),
         ("src/theme.ts::scale", "src/model/color.ts::clamp", "calls"),
         ("src/theme.ts::darken", "src/theme.ts::scale", "calls"),              # clamp: a parameter
+        ("src/theme.ts::Palette.adapter.bright", "src/theme.ts::Palette.boost", "calls"),  # an arrow's this
     },
     "rust": {
         ("src/lib.rs", "src/config.rs", "imports"),

@@ -107,7 +107,8 @@ class ScopeFact:
     are the other names it is assigned to on the same object (`res.set = res.header =
     function header`: ("set",)). `binds` are the names its parameters and variables bind
     (not functions or `require`s, which the nodes and imports say) that the file calls or
-    calls through; `this_aliases` the variables set to `this` (`var self = this`).
+    calls through; `this_aliases` the variables set to `this` (`var self = this`). `arrow`:
+    an arrow function, whose `this` is that of the code around it, not its owner's.
     """
 
     node_id: str
@@ -115,6 +116,7 @@ class ScopeFact:
     aliases: tuple[str, ...] = ()
     binds: tuple[str, ...] = ()
     this_aliases: tuple[str, ...] = ()
+    arrow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,7 @@ class ForeignFacts:
                         for b in data.get("bases", ())),
             version=data.get("version", FACTS_VERSION),
             scopes=tuple(ScopeFact(c["node_id"], c.get("owner", ""), tuple(c.get("aliases", ())),
-                                   tuple(c.get("binds", ())), tuple(c.get("this_aliases", ())))
+                                   tuple(c.get("binds", ())), tuple(c.get("this_aliases", ())),
+                                   bool(c.get("arrow", False)))
                          for c in data.get("scopes", ())),
         )

@@ -223,7 +223,10 @@ class JavaScriptReader(TreeReader):
             bound = tuple(binds.get(node_id, ()))
             this = tuple(aliases_of_this.get(node_id, ()))
             if owner or bound or this:
-                out.append(ScopeFact(node_id, owner, aliases, bound, this))
+                value = node.child_by_field_name("right" if node.type == "assignment_expression" else "value") \
+                    if owner else None
+                out.append(ScopeFact(node_id, owner, aliases, bound, this,
+                                     value is not None and value.type == "arrow_function"))
         return out
 
     def imports(self, node, src):

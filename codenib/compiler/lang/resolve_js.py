@@ -14,7 +14,8 @@
 - `this.f()` (or `self.f()` after `var self = this`) is, for a function that is a member
   of an object (`res.json = function ...`, `A.prototype = {...}`, an object literal's key),
   that object's member `f` (its own name or another it is assigned to, `res.set =
-  res.header = function`); inside a class, the class's member, then its base classes'; in a
+  res.header = function`), unless it is an arrow function (its `this` is that of the code
+  around it); inside a class, the class's member, then its base classes'; in a
   constructor function `A` or `A.prototype.g`, a member of `A`. `super.f()` is a member of
   the base classes; `X.f()` with `X` a class is its static member, with `X` an object of the
   file its member, with `X` a namespace import (`* as ns`, `const ns = require()`) the
@@ -217,7 +218,7 @@ class JsRules(Rules):
             d = caller if plain == caller.plain else defs.get(plain)
             if d is not None:
                 scope = self._scopes.get(d.node_id)
-                if scope is not None and scope.owner:
+                if scope is not None and scope.owner and not scope.arrow:
                     return self._object_member(repo, rel, scope.owner, name)
                 if d.kind == "class":
                     return self._object_member(repo, rel, d.plain, name)

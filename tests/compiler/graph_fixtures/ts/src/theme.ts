@@ -13,3 +13,17 @@ export const theme = {
 export function darken(n: number, clamp?: (x: number) => number): number {
   return clamp ? clamp(n) : theme.scale(n, 0.5)
 }
+
+export class Palette {
+  base = 1
+
+  adapter() {
+    return {
+      bright: () => this.boost(2),
+    }
+  }
+
+  boost(n: number): number {
+    return n + this.base
+  }
+}
