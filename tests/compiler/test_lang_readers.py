@@ -374,7 +374,8 @@ _SCOPES_JS = (b"var send = require('send'), norm = require('./u').norm\n"
               b"A.prototype.f = function (k) { k() }\n"
               b"A.prototype = { g() {}, h: function () {} }\n"
               b"call({ m() {} })\n"
-              b"function top(n = 1, ...rest) { try { n() } catch (e) { e.z(); rest() } }\n")
+              b"function top(n = 1, ...rest) { try { n() } catch (e) { e.z(); rest() } }\n"
+              b"function inner() { const {q, w: [v]} = require('./q'); q(); v() }\n")
 
 
 def test_javascript_scopes_name_each_functions_object_bindings_and_this_aliases():
@@ -388,7 +389,9 @@ def test_javascript_scopes_name_each_functions_object_bindings_and_this_aliases(
         ScopeFact("lib/r.js::top", "", (), ("n", "rest", "e")),
     }
     # `require(...).norm` binds `norm`; the package's `send` binds `send`
-    assert [(i.spec, i.names) for i in facts.imports] == [("./u", (("norm", "norm"),)), ("send", (("*", "send"),))]
+    # (`inner`'s q and v are bound by a `require`: an import, no binding)
+    assert [(i.spec, i.names) for i in facts.imports] == [("./u", (("norm", "norm"),)), ("send", (("*", "send"),)),
+                                                          ("./q", (("q", "q"),))]
     assert ForeignFacts.from_dict(facts.to_dict()) == facts
 
 

@@ -307,10 +307,17 @@ _NAME = re.compile(r"[A-Za-z_$][\w$]*")
 _DEFINING_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
 
 
+#: Destructuring between a bound name and its declaration.
+_PATTERNS = frozenset({"object_pattern", "pair_pattern", "array_pattern", "assignment_pattern", "rest_pattern"})
+
+
 def _binding_kind(name) -> str:
     """'this' for `var self = this`, 'skip' for a variable holding a function, class or
     `require(...)` (a definition or an import), else 'bind'."""
     parent = name.parent
+    destructured = False
+    while parent is not None and parent.type in _PATTERNS:     # `const {a, b: [c]} = require(...)`
+        parent, destructured = parent.parent, True
     if parent is None or parent.type != "variable_declarator":
         return "bind"
     value = parent.child_by_field_name("value")
@@ -318,7 +325,7 @@ def _binding_kind(name) -> str:
         return "bind"
     t = value.type
     if t == "this":
-        return "this"
+        return "bind" if destructured else "this"
     if t in _DEFINING_VALUES:
         return "skip"
     if t == "member_expression":        # `require('x').y`
@@ -451,7 +458,9 @@ def _require_names(call, src: bytes) -> tuple[tuple[str, str], ...]:
             if part.type == "shorthand_property_identifier_pattern":
                 out.append((node_text(part, src), node_text(part, src)))
             elif part.type == "pair_pattern":
-                out.append((unquote(field_text(part, "key", src)), field_text(part, "value", src)))
+                value = part.child_by_field_name("value")
+                if value is not None and value.type == "identifier":    # not `{w: [v]}`: no one name
+                    out.append((unquote(field_text(part, "key", src)), node_text(value, src)))
     return tuple(out)
 
 
