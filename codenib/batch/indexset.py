@@ -58,7 +58,7 @@ REPORT_SCHEMA = pa.schema([("index", pa.string()), ("repo", pa.string()), ("rev"
                            ("commit", pa.string()), ("status", pa.string()), ("error", pa.string()),
                            ("seconds", pa.float64()), ("files", pa.int64()), ("nodes", pa.int64()),
                            ("files_from_store", pa.int64()), ("files_kept", pa.int64()),
-                           ("reused_from", pa.string())])
+                           ("reused_from", pa.string()), ("texts_encoded", pa.int64())])
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +276,8 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, opt
     reused = summary.reuse or {}
     return _row(snap, commit, "built", None, time.perf_counter() - t0, files=manifest["counts"]["files"],
                 nodes=manifest["counts"]["nodes"], from_store=(manifest.get("cache") or {}).get("files_found"),
-                kept=reused.get("files_kept"), reused_from=reuse.name if reuse is not None else None)
+                kept=reused.get("files_kept"), reused_from=reuse.name if reuse is not None else None,
+                encoded=(manifest.get("model") or {}).get("encoded"))
 
 
 # --- private helpers ---------------------------------------------------------------------------
@@ -313,10 +314,11 @@ def _current(folder: Path, commit: str, settings: dict) -> bool:
 
 def _row(snap: Snapshot, commit: str | None, status: str, error: str | None = None, seconds: float = 0.0,
          files: int | None = None, nodes: int | None = None, from_store: int | None = None,
-         kept: int | None = None, reused_from: str | None = None) -> dict:
+         kept: int | None = None, reused_from: str | None = None, encoded: int | None = None) -> dict:
     return {"index": snap.index, "repo": snap.repo, "rev": snap.rev, "commit": commit, "status": status,
             "error": error, "seconds": round(seconds, 3), "files": files, "nodes": nodes,
-            "files_from_store": from_store, "files_kept": kept, "reused_from": reused_from}
+            "files_from_store": from_store, "files_kept": kept, "reused_from": reused_from,
+            "texts_encoded": encoded}
 
 
 def _write_report(rows: list[dict], path: Path) -> None:
