@@ -28,6 +28,9 @@ def render_markdown(evaluation: Evaluation, figures: Sequence[str] = ()) -> str:
         f"{q['results_not_judged']}",
         "- measures are named as ir_measures names them; file level ranks a file where its first "
         "node ranks; Acc@k counts a query only when all its gold items are in the top k.",
+    ]
+    lines += [f"- {lv} level: {metrics.LEVELS[lv].about}" for lv in s["levels"] if lv not in ("node", "file")]
+    lines += [
         "",
         "## Measures",
         "",
