@@ -30,13 +30,6 @@ if TYPE_CHECKING:
     from codenib.batch.options import RunOptions
     from codenib.commands.jobs import JobSpec
 
-#: [index_set] keys: `codenib index-set`'s options (index_root defaults to [run]'s, address and
-#: progress to [run]'s).
-INDEX_SET_KEYS = ("snapshots", "index_root", "mirror_root", "store", "address", "dense", "history", "model",
-                  "max_file_bytes")
-#: [qrels] keys: where the judgments go, and where they come from (`files`, or the `patches`
-#: of a row file; by default [run]'s queries).
-QRELS_KEYS = ("out", "files", "patches", "mirror_root", "force")
 _INDEX_SET_TYPES: dict[str, tuple[type, str]] = {
     "snapshots": (str, '"swe.jsonl"'), "index_root": (str, '"idx/swe"'), "mirror_root": (str, '"mirrors"'),
     "store": (str, '"idx/.codenib-store"'), "address": (str, '"ray://127.0.0.1:10001"'),

@@ -27,6 +27,13 @@ from codenib.core.specs import read_config_file
 
 SECTIONS = ("index_set", "qrels", "run", "eval", "rerank", "llm", "submit")
 EVAL_KEYS = ("qrels", "queries", "out", "measures", "levels", "compare", "auto", "export_trec", "plan", "no_plots", "html", "force")
+#: [index_set] keys: `codenib index-set`'s options (read by codenib/commands/job_steps.py; index_root,
+#: address and progress default to [run]'s).
+INDEX_SET_KEYS = ("snapshots", "index_root", "mirror_root", "store", "address", "dense", "history", "model",
+                  "max_file_bytes")
+#: [qrels] keys: where the job's judgments go (`out`) and where they come from (given `files`
+#: merged, or the `patches` of a row file, by default [run]'s queries).
+QRELS_KEYS = ("out", "files", "patches", "mirror_root", "force")
 # [submit] keys, read by codenib/commands/submission.py and packaging.py (values are checked there).
 SUBMIT_KEYS = ("entrypoint", "entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_memory", "pip", "env_vars",
                "excludes", "runtime_env", "address")
@@ -64,8 +71,6 @@ def load_job_spec(path: str | Path) -> JobSpec:
     _check_keys(spec.run, _run_keys(), "run", path)
     _check_keys(spec.eval, EVAL_KEYS, "eval", path)
     _check_keys(spec.submit, SUBMIT_KEYS, "submit", path)
-    from codenib.commands.job_steps import INDEX_SET_KEYS, QRELS_KEYS
-
     _check_keys(spec.index_set, INDEX_SET_KEYS, "index_set", path)
     _check_keys(spec.qrels, QRELS_KEYS, "qrels", path)
     return spec
