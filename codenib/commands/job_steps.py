@@ -80,6 +80,9 @@ def plan_steps(spec: JobSpec | None, options: RunOptions) -> JobSteps:
             raise BadInputError(f"[eval] qrels {given!r} is not the file [qrels] writes ({qrels.out!r})",
                                 path=spec.path, fix="drop qrels from [eval]: it evaluates with [qrels]'s out")
         defaults["qrels"] = qrels.out
+    if (index_set is not None or qrels is not None) and options.location("queries") is not None \
+            and not options.location("queries").uri:
+        defaults["queries"] = options.queries     # the report of the job's own queries, with their text
     if spec.eval:
         _check_eval(spec, options, defaults)
     return JobSteps(options, index_set, qrels, defaults)

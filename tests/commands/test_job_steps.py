@@ -212,7 +212,8 @@ def test_a_users_qrels_file_is_replaced_only_with_force(dataset, tmp_path):
     spec = load_job_spec(_bad(tmp_path, dataset, qrels=f'out = "{mine}"\nforce = true'))
     steps = plan_steps(spec, run_options(spec, {}))
     assert (steps.qrels.out, steps.qrels.force, steps.qrels.patches) == (str(mine), True, str(dataset["swe"]))
-    assert steps.eval_defaults == {"qrels": str(mine)}
+    # [eval] reads the job's judgments and its queries unless it names its own.
+    assert steps.eval_defaults == {"qrels": str(mine), "queries": str(dataset["swe"])}
     assert steps.index_set.index_root == str(tmp_path / "work" / "idx") and steps.index_set.dense is True
     assert steps.index_set.snapshots == str(dataset["swe"])   # the SWE-bench file serves as the snapshot set
 
