@@ -43,7 +43,8 @@ _QRELS_TYPES: dict[str, tuple[type, str]] = {
 @dataclass(frozen=True, slots=True)
 class QrelsStep:
     """What [qrels] writes to `out`: the given `files` merged, or (none given) the judgments
-    of the `patches` rows over the indexes under `index_root`."""
+    of the `patches` rows over the indexes under `index_root`; with `queries`, only the
+    judgments of those queries (a job over part of a set)."""
 
     out: str
     index_root: str | None = None
@@ -51,6 +52,7 @@ class QrelsStep:
     patches: str | None = None
     mirror_root: str | None = None
     force: bool = False
+    queries: str | None = None     # the run's queries (a local file): only their judgments are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +82,7 @@ def plan_steps(spec: JobSpec | None, options: RunOptions) -> JobSteps:
             raise BadInputError(f"[eval] qrels {given!r} is not the file [qrels] writes ({qrels.out!r})",
                                 path=spec.path, fix="drop qrels from [eval]: it evaluates with [qrels]'s out")
         defaults["qrels"] = qrels.out
-    if (index_set is not None or qrels is not None) and options.location("queries") is not None \
-            and not options.location("queries").uri:
+    if (index_set is not None or qrels is not None) and _local_queries(options):
         defaults["queries"] = options.queries     # the report of the job's own queries, with their text
     if spec.eval:
         _check_eval(spec, options, defaults)
@@ -111,24 +112,45 @@ def write_qrels(step: QrelsStep, log: Callable[[str], None] | None = None) -> st
         from codenib.eval.qrels import merge_qrels, qrels_table, read_qrels
 
         merged = merge_qrels([read_qrels(f) for f in step.files])
-        table = qrels_table(merged)
+        table, left_out = _of_queries(qrels_table(merged), step.queries)
         write_judgments(table, None, Path(step.out))
-        n_nodes = sum(len(v) for v in (merged.nodes or {}).values())
-        return (f"job: wrote {table.num_rows} judgments of {len(merged.qids)} queries ({n_nodes} definitions) "
-                f"from {len(step.files)} file(s) to {step.out}")
+        n_nodes = table.num_rows - table.column("node_id").null_count
+        return (f"job: wrote {table.num_rows} judgments of {len(merged.qids) - left_out} queries ({n_nodes} "
+                f"definitions) from {len(step.files)} file(s) to {step.out}" + _left_out(left_out, step.queries))
     from codenib.eval.gold import judge, read_patch_rows
 
     rows = read_patch_rows(step.patches)
     qrels, errors = judge(rows, step.index_root, step.mirror_root,
                           log=lambda message: log(f"job: qrels: warning: {message}"))
+    qrels, left_out = _of_queries(qrels, step.queries)
     write_judgments(qrels, errors, Path(step.out))
     judged = len(set(qrels.column("qid").to_pylist()))
     return (f"job: wrote {qrels.num_rows} judgments for {judged} of {len(rows)} rows from the patches of "
-            f"{step.patches} to {step.out}" +
+            f"{step.patches} to {step.out}" + _left_out(left_out, step.queries) +
             (f"; {errors.num_rows} rows could not be judged: {errors_path(Path(step.out))}" if errors.num_rows else ""))
 
 
 # --- private helpers ---------------------------------------------------------------------------
+
+def _of_queries(table, queries: str | None):
+    """The judgments of `table` whose qid is a query of `queries` (all without it), and how
+    many judged queries were left out."""
+    if queries is None:
+        return table, 0
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from codenib.eval.queries import read_queries
+
+    wanted = pa.array(read_queries(queries).qids, pa.string())
+    keep = pc.is_in(table.column("qid"), value_set=wanted)
+    left_out = len(set(table.filter(pc.invert(keep)).column("qid").to_pylist()))
+    return table.filter(keep), left_out
+
+
+def _left_out(n: int, queries: str | None) -> str:
+    return f" ({n} judged queries that are not in {queries} left out)" if n else ""
+
 
 def _index_set_step(spec: JobSpec, options: RunOptions) -> tuple[RunOptions, IndexSetOptions]:
     """[index_set] as `IndexSetOptions`, and the run's options with its index root."""
@@ -186,7 +208,8 @@ def _qrels_step(spec: JobSpec, options: RunOptions, index_set: IndexSetOptions |
                 raise BadInputError(f"no such qrels file {f!r}", path=where,
                                     fix="give the path of a Parquet or TREC qrels file (relative to where the "
                                         "command runs)")
-        return QrelsStep(str(out), options.index_root, tuple(files), force=bool(table.get("force", False)))
+        return QrelsStep(str(out), options.index_root, tuple(files), force=bool(table.get("force", False)),
+                         queries=_local_queries(options))
     if options.index_root is None:
         raise BadInputError("[qrels] derives judgments from patches over the indexes under an index root, but "
                             "the run has none", path=where,
@@ -202,7 +225,7 @@ def _qrels_step(spec: JobSpec, options: RunOptions, index_set: IndexSetOptions |
                                                    "[...]") from None
     mirror = table.get("mirror_root", index_set.mirror_root if index_set is not None else None)
     return QrelsStep(str(out), options.index_root, patches=patches, mirror_root=mirror,
-                     force=bool(table.get("force", False)))
+                     force=bool(table.get("force", False)), queries=_local_queries(options))
 
 
 def _check_eval(spec: JobSpec, options: RunOptions, defaults: dict[str, Any]) -> None:
@@ -215,6 +238,9 @@ def _check_eval(spec: JobSpec, options: RunOptions, defaults: dict[str, Any]) ->
     if opts.qrels is not None and "qrels" not in defaults and not Path(opts.qrels).is_file():
         raise BadInputError(f"[eval] qrels {opts.qrels!r} does not exist", path=spec.path,
                             fix="give the judgments' path, or a [qrels] table that writes them")
+    if opts.queries is not None and not Path(opts.queries).is_file():
+        raise BadInputError(f"[eval] queries {opts.queries!r} does not exist", path=spec.path,
+                            fix="give the query set of the run (or drop queries from [eval])")
     if opts.out and opts.qrels is not None:
         check_report_dir(Path(opts.out).absolute(), opts.force)
 
@@ -246,6 +272,12 @@ def _one_root(table_root: str | None, run_root: str | None, path: str) -> str:
         raise BadInputError("[index_set] needs an index root", path=path,
                             fix='give [run] index_root = "idx/NAME" (or --index-root DIR)')
     return str(root)
+
+
+def _local_queries(options: RunOptions) -> str | None:
+    """The run's query set when it is a local file (what eval and the judgments can read)."""
+    where = options.location("queries")
+    return options.queries if where is not None and not where.uri else None
 
 
 def _same_path(a: str, b: str) -> bool:

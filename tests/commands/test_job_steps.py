@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pygit2
 import pytest
@@ -130,11 +131,14 @@ def test_one_spec_goes_from_a_swe_bench_file_to_the_report_and_a_rerun_redoes_no
     functions = tmp_path / "qrels_function.parquet"
     all_rows = pq.read_table(work / "qrels.parquet")
     pq.write_table(all_rows.filter(all_rows.column("node_id").is_null()).select(["qid", "file", "relevance"]), files)
-    pq.write_table(all_rows.filter(all_rows.column("node_id").is_valid()).select(["qid", "node_id", "relevance"]),
-                   functions)
+    function_rows = all_rows.filter(all_rows.column("node_id").is_valid()).select(["qid", "node_id", "relevance"])
+    other_set = pa.table({"qid": ["other-9"], "node_id": ["x.py::f"], "relevance": [1]}).cast(function_rows.schema)
+    pq.write_table(pa.concat_tables([function_rows, other_set]), functions)
     given = _spec(tmp_path / "given.toml", _job(dataset, work, f'files = ["{files}", "{functions}"]'))
     assert main(["run", "--spec", given, "--quiet"]) == 0
-    assert "from 2 file(s)" in capsys.readouterr().err
+    # A judged query of another set is left out: the job evaluates its own queries.
+    assert (f"wrote 4 judgments of 2 queries (2 definitions) from 2 file(s) to {work / 'qrels.parquet'} "
+            f"(1 judged queries that are not in {dataset['swe']} left out)") in capsys.readouterr().err
     assert not (work / "qrels.errors.parquet").exists()     # the derived judgments' errors no longer hold
     assert json.loads((work / "report" / "metrics.json").read_text())["systems"] == metrics["systems"]
 
@@ -165,10 +169,8 @@ out = "{work / 'report'}"
 
 @pytest.mark.parametrize("case", ["single index", "other root", "dense type", "unknown key", "no out",
                                   "files and patches", "missing file", "no patch column", "users file",
-                                  "out is input", "eval qrels", "eval level", "no mirror"])
+                                  "out is input", "eval qrels", "eval level", "eval queries", "no mirror"])
 def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case):
-    import pyarrow as pa
-
     work = tmp_path / "work"
     mine = tmp_path / "mine.parquet"          # a user's judgments
     pq.write_table(pa.table({"qid": ["q"], "file": ["a.py"], "relevance": [1]}), mine)
@@ -190,6 +192,7 @@ def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case):
         "out is input": (dict(qrels=f'out = "{mine}"\nfiles = ["{mine}"]'), "is one of the given files"),
         "eval qrels": (dict(eval_extra=f'qrels = "{mine}"'), "is not the file [qrels] writes"),
         "eval level": (dict(eval_extra='levels = ["function", "func_name"]'), "unknown level(s) ['func_name']"),
+        "eval queries": (dict(eval_extra=f'queries = "{tmp_path / "gone.jsonl"}"'), "[eval] queries"),
         "no mirror": (dict(mirrors=tmp_path / "nowhere"), "no git directory for repo 'acme/shop'"),
     }[case]
     data = {**dataset, "mirrors": spec.pop("mirrors", dataset["mirrors"])}
@@ -202,8 +205,6 @@ def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case):
 def test_a_users_qrels_file_is_replaced_only_with_force(dataset, tmp_path):
     """`force = true` in [qrels] lets the job write over a file CodeNib did not write; the
     check passes, and what it plans is that file."""
-    import pyarrow as pa
-
     from codenib.commands.job_steps import plan_steps
     from codenib.commands.jobs import load_job_spec, run_options
 
@@ -211,7 +212,8 @@ def test_a_users_qrels_file_is_replaced_only_with_force(dataset, tmp_path):
     pq.write_table(pa.table({"qid": ["q"], "file": ["a.py"], "relevance": [1]}), mine)
     spec = load_job_spec(_bad(tmp_path, dataset, qrels=f'out = "{mine}"\nforce = true'))
     steps = plan_steps(spec, run_options(spec, {}))
-    assert (steps.qrels.out, steps.qrels.force, steps.qrels.patches) == (str(mine), True, str(dataset["swe"]))
+    assert (steps.qrels.out, steps.qrels.force, steps.qrels.patches, steps.qrels.queries) == (
+        str(mine), True, str(dataset["swe"]), str(dataset["swe"]))
     # [eval] reads the job's judgments and its queries unless it names its own.
     assert steps.eval_defaults == {"qrels": str(mine), "queries": str(dataset["swe"])}
     assert steps.index_set.index_root == str(tmp_path / "work" / "idx") and steps.index_set.dense is True
