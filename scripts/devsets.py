@@ -64,14 +64,10 @@ def qrels(path: Path, column: str, key: FunctionKey = metrics.plain_node_id) -> 
     return out
 
 
-def file_and_name(node_id: str) -> str:
-    """`src/a.rs::Opts.parse#2` -> `src/a.rs::parse`: a definition matched by its file and last
-    name segment (so `A.f`, `ns.A.f` and `f` in one file are one), a file node unchanged."""
-    plain = metrics.plain_node_id(node_id)
-    if metrics.ID_SEP not in plain:
-        return plain
-    file, _, qualname = plain.partition(metrics.ID_SEP)
-    return f"{file}{metrics.ID_SEP}{qualname.rsplit('.', 1)[-1]}"
+#: `src/a.rs::Opts.parse#2` -> `src/a.rs::parse`: a definition matched by its file and last name
+#: segment (so `A.f`, `ns.A.f` and `f` in one file are one), a file node unchanged; the eval
+#: layer's `function_name` level matches by the same key.
+file_and_name = metrics.file_and_name
 
 
 def prepare(data: Path, work: Path) -> Path:
