@@ -13,7 +13,9 @@ from codenib.ops.retrieve import Candidates, QueriedNode
 
 #: Where test code lives, by each language's conventions (Python's first, unchanged).
 _TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__|__mocks__)(/|$)"   # tests/ test/ testing/ (src/test/ in Java) folders
+    r"(^|/)(tests?|testing|__tests__|__mocks__|testdata)(/|$)"   # tests/ test/ testing/ (src/test/ in
+                                                         # Java) folders; Go's testdata/
+    r"|^spec/([^/]+/)*[^/]+\.[cm]?[jt]sx?$"                # a JavaScript/TypeScript project's spec/ folder
     r"|(^|/)test_[^/]*\.py$|(^|/)conftest\.py$"           # pytest's names
     r"|_tests?\.(py|go|rs|c|cc|cpp|cxx)$"                  # x_test.py, Go's x_test.go, x_test.cc
     r"|_unittest\.(c|cc|cpp|cxx)$"                         # C/C++ x_unittest.cc

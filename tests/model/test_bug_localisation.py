@@ -41,9 +41,22 @@ def test_a_long_report_is_localised_files_first(bug_index):
 
 def test_the_weights_are_a_resource_of_the_pipeline(bug_index):
     text = bug_repo.TRACEBACK_REPORT + LONG_TAIL
-    # Only the test-path feature, rewarded: the test file must come first.
-    r = _run(bug_index, text, localise_weights=LocaliseWeights({"f_test": 1.0, "n_bm25": 0.01}))
-    assert _files(r)[0] == "tests/test_cart.py"
+    # Only the file-node feature, rewarded: a file node must come first (the defaults put
+    # the function of the traceback's last frame first).
+    r = _run(bug_index, text, localise_weights=LocaliseWeights({"n_is_file": 1.0, "n_bm25": 0.01}))
+    assert "::" not in r.candidates[0].node_id
+    assert "::" in _run(bug_index, text).candidates[0].node_id
+
+
+def test_library_code_first_even_when_weights_reward_tests(bug_index):
+    """Weights that reward test files cannot put an unnamed test file above library code;
+    a report whose title is about the tests puts it first."""
+    text = bug_repo.TRACEBACK_REPORT + LONG_TAIL
+    weights = LocaliseWeights({"f_test": 1.0, "n_bm25": 0.01})
+    files = _files(_run(bug_index, text, localise_weights=weights))
+    assert files[0] != "tests/test_cart.py" and files.index("tests/test_cart.py") == len(files) - 1
+    about_tests = "test_cart fails: the tests for coupons are broken\n" + text.split("\n", 1)[1]
+    assert _files(_run(bug_index, about_tests, localise_weights=weights))[0] == "tests/test_cart.py"
 
 
 @pytest.mark.parametrize("text", [
