@@ -118,7 +118,8 @@ def rank(case: Case, weights: Weights) -> list[str]:
 
 
 class Scorer:
-    """Per-query (file Acc@5, function Acc@10) of each weight setting, computed once."""
+    """Per-query (file Acc@5, function Acc@10, then `devsets.RECALLS`) of each weight setting,
+    computed once."""
 
     def __init__(self, cases: Mapping[str, Case], gold_files, gold_funcs,
                  key_of: Mapping[str, devsets.FunctionKey] | None = None):
@@ -140,23 +141,27 @@ class Scorer:
         for q in self.cases:
             row = devsets.scores(ranks, [q], self.gold_files, self.gold_funcs,
                                  self.key_of.get(q, devsets.metrics.plain_node_id))
-            out[q] = (row["file@5"], row["func@10"])
+            rec = devsets.recalls(ranks, [q], self.gold_files, self.gold_funcs,
+                                  self.key_of.get(q, devsets.metrics.plain_node_id))
+            out[q] = (row["file@5"], row["func@10"], *rec.values())
         return out
 
 
 def repo_means(hits: Mapping[str, tuple[float, float]], cases: Mapping[str, Case], repos: Sequence[str]
                ) -> dict[str, tuple[float, float]]:
-    """Repository -> (file Acc@5, function Acc@10) over its queries (NaN: none with gold)."""
+    """Repository -> (file Acc@5, function Acc@10, the recalls) over its queries (NaN: none with gold)."""
     out = {}
     for r in repos:
         vals = [hits[q] for q, c in cases.items() if c.repo == r]
+        width = len(vals[0]) if vals else 2
         out[r] = tuple(float(np.nanmean([v[i] for v in vals])) if any(not math.isnan(v[i]) for v in vals)
-                       else math.nan for i in (0, 1))
+                       else math.nan for i in range(width))
     return out
 
 
 def _objective(per_repo: Mapping[str, tuple[float, float]], repos: Sequence[str]) -> float:
-    vals = [np.nanmean(per_repo[r]) for r in repos if not all(math.isnan(x) for x in per_repo[r])]
+    # The objective is the strict pair only (file Acc@5, function Acc@10); the recalls are reported.
+    vals = [np.nanmean(per_repo[r][:2]) for r in repos if not all(math.isnan(x) for x in per_repo[r][:2])]
     return float(np.mean(vals)) if vals else 0.0
 
 
@@ -224,6 +229,18 @@ def print_rows(rows: Mapping[str, Mapping[str, tuple[float, float]]], repos: Seq
             worst = min(vals, key=vals.get)
             cells.append(f"{np.mean(list(vals.values())):>11.3f}  {vals[worst]:>12.3f} ({worst[:14]:<14})")
         print(f"{name:<24}  " + "    ".join(cells))
+    names = [f"{level}R@{k}" for level, k in devsets.RECALLS]
+    print(f"\n{'system':<24}  " + "  ".join(f"{'mean ' + n:>13} {'worst (repo)':<22}" for n in names))
+    for name, per in rows.items():
+        cells = []
+        for i, _ in enumerate(names, start=2):
+            vals = {r: per[r][i] for r in repos if len(per[r]) > i and not math.isnan(per[r][i])}
+            if not vals:
+                cells.append(f"{'-':>13} {'':<22}")
+                continue
+            worst = min(vals, key=vals.get)
+            cells.append(f"{np.mean(list(vals.values())):>13.3f} {vals[worst]:.3f} ({worst[:14]:<14})")
+        print(f"{name:<24}  " + "  ".join(cells))
 
 
 def history_times(idx_root: Path, qids_by_repo: Mapping[str, Sequence[str]]) -> None:

@@ -200,6 +200,27 @@ def scores(ranks: dict[str, list[str]], qids: Sequence[str], gold_files, gold_fu
     return row
 
 
+#: Recall beside the strict Acc (issue 41: fixes of many files cannot hold strict Acc@5).
+RECALLS = (("file", 10), ("file", 20), ("func", 10))
+
+
+def recalls(ranks: dict[str, list[str]], qids: Sequence[str], gold_files, gold_funcs,
+            function_key: FunctionKey = metrics.plain_node_id) -> dict[str, float]:
+    """Mean Recall@k (the share of a query's gold among its first k distinct files or named
+    definitions), over the queries with gold at that level: `fileR@10`, `fileR@20`, `funcR@10`."""
+    files = metrics.to_file_run({q: ranks.get(q, []) for q in qids})
+    funcs = {q: [function_key(d) for d in r]
+             for q, r in metrics.to_function_run({q: ranks.get(q, []) for q in qids}).items()}
+    fq = {q: {f: 1 for f in gold_files[q]} for q in qids if gold_files.get(q)}
+    nq = {q: {f: 1 for f in gold_funcs[q]} for q in qids if gold_funcs.get(q)}
+    row = {}
+    for level, k in RECALLS:
+        run, judged = (files, fq) if level == "file" else (funcs, nq)
+        vals = metrics.evaluate(run, judged, [f"R@{k}"], list(judged))[f"R@{k}"]
+        row[f"{level}R@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    return row
+
+
 def fmt(row: dict[str, float]) -> str:
     return "  ".join(f"{k} {v:.3f}" for k, v in row.items())
 
