@@ -76,3 +76,38 @@ def test_odd_reports_run_and_say_what_was_used(bug_index, text):
 def test_an_empty_report_is_an_error_row_not_a_crash(bug_index):
     r = _run(bug_index, "   ")
     assert r.error and r.candidates == ()
+
+
+CJK_REPO = {
+    "src/dates.py": 'def parse_date(text):\n    """解析日期字符串，返回日期对象。"""\n    return text.split("-")\n',
+    "src/render.py": 'def render_table(rows):\n    """把结果格式化为表格输出。"""\n    return "\\n".join(rows)\n',
+    "src/net.py": 'def fetch(url):\n    """发送网络请求，失败时重试。"""\n    return url\n',
+}
+CJK_TAIL = "\n\n我们在生产环境中发现了这个问题，影响了很多用户，请尽快修复。谢谢！" * 3
+
+
+@pytest.fixture(scope="module")
+def cjk_index(tmp_path_factory):
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
+    from codenib.index.loaded import load_index
+
+    repo = tmp_path_factory.mktemp("cjkrepo")
+    for rel, text in CJK_REPO.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+    out = tmp_path_factory.mktemp("cjkidx") / "idx"
+    build_index(repo, out, BuildOptions(dense=False, progress=False))
+    return load_index(out)
+
+
+def test_a_chinese_report_finds_the_code_that_shares_its_words(cjk_index):
+    # Bigrams 日期, 解析, 字符, 符串 of the report are in parse_date's docstring only.
+    r = _run(cjk_index, "日期解析错误\n\n输入的字符串带有时区时，解析日期失败。" + CJK_TAIL)
+    assert r.error is None and _files(r)[0] == "src/dates.py"
+
+
+def test_a_chinese_report_leans_on_the_identifier_it_names(cjk_index):
+    # Its prose shares no word with any file; the identifier it names is render_table.
+    r = _run(cjk_index, "调用 render_table 之后页面乱了\n\n升级以后，调用 `render_table` 得到的内容全部错位。" + CJK_TAIL)
+    assert r.error is None and _files(r)[0] == "src/render.py"
