@@ -258,8 +258,8 @@ def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: "str | St
     return rows
 
 
-def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: "str | StoreBackend", options: IndexSetOptions,
-                   reuse: Path | None = None) -> dict:
+def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: "str | StoreBackend",
+                   options: IndexSetOptions, reuse: Path | None = None) -> dict:
     """Build one snapshot's index from its git objects (with `reuse`, as `--reuse` of that
     index); returns its report row. A bad revision or a failed build is the row's error,
     never the job's."""
