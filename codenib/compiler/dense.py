@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from codenib.core import artifact
 from codenib.compiler.state import Previous
+from codenib.compiler.store_backend import StoreBackend
 from codenib.compiler.vector_store import VectorStore, file_groups
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
@@ -37,10 +38,10 @@ NAME_WEIGHT = 0.5
 
 
 def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str], None],
-                previous: Previous | None = None, store_root: Path | None = None) -> dict:
+                previous: Previous | None = None, store_root: "Path | StoreBackend | None" = None) -> dict:
     """Encode node texts (reusing the unchanged vectors of `previous`, the loaded
-    `options.reuse`, and those the per-file store under `store_root` holds for a file's
-    exact texts) and write `vectors.npy` under `folder`; the files encoded now go into the
+    `options.reuse`, and those the per-file store at `store_root` (a folder or a backend)
+    holds for a file's exact texts) and write `vectors.npy` under `folder`; the files encoded now go into the
     store."""
     if options.ann not in ANN_KINDS:
         raise BadInputError(f"unknown --ann {options.ann!r}", fix=f"use one of: {', '.join(ANN_KINDS)}")

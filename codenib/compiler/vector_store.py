@@ -10,19 +10,21 @@ readers, paths or commits can make a stale entry match.
 
     STORE/vectors/v1/<fingerprint>/ab/abcdef....npy     # (2 x nodes, dimension) float32
 
-Entries are written once (a temporary name, then renamed) and read best effort: a missing,
-damaged or mis-shaped entry is encoded again, never trusted.
+Entries are written once (a temporary name, then renamed; on object storage one PUT) and read
+best effort: a missing, damaged or mis-shaped entry is encoded again, never trusted. The store
+is a local folder or a `pyarrow.fs` URI (`codenib.compiler.store_backend`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
-import uuid
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
+
+from codenib.compiler.store_backend import StoreBackend, open_backend
 
 #: Bumped when the entry layout or key changes (old entries are then simply not found).
 VECTOR_STORE_VERSION = 1
@@ -31,18 +33,25 @@ VECTORS_DIR = "vectors"
 
 
 class VectorStore:
-    """The vectors of one model (its `fingerprint`, `dimension` wide) under a store root."""
+    """The vectors of one model (its `fingerprint`, `dimension` wide) under a store root (a
+    folder, a URI, or a backend: `open_backend`)."""
 
-    def __init__(self, root: str | os.PathLike, fingerprint: str, dimension: int):
-        self.root = Path(root) / VECTORS_DIR / f"v{VECTOR_STORE_VERSION}" / fingerprint
+    def __init__(self, root: "str | os.PathLike | StoreBackend", fingerprint: str, dimension: int):
+        self.backend = open_backend(root)
+        self._prefix = f"{VECTORS_DIR}/v{VECTOR_STORE_VERSION}/{fingerprint}"
+        #: Where this model's entries are, for messages.
+        self.root = self.backend.shown(self._prefix)
         self.fingerprint = fingerprint
         self.dimension = dimension
 
     def get(self, bodies: Sequence[str], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """The (body, name) vectors of one file's nodes, or None when not stored."""
+        raw = self.backend.read(self._name(bodies, names))
+        if raw is None:
+            return None
         try:
-            data = np.load(self._path(bodies, names), allow_pickle=False)
-        except (OSError, ValueError):
+            data = np.load(io.BytesIO(raw), allow_pickle=False)
+        except (OSError, ValueError, EOFError):
             return None
         n = len(bodies)
         if data.shape != (2 * n, self.dimension) or data.dtype != np.float32:
@@ -51,22 +60,16 @@ class VectorStore:
 
     def put(self, bodies: Sequence[str], names: Sequence[str], body_vectors: np.ndarray,
             name_vectors: np.ndarray) -> None:
-        """Store one file's vectors (atomically; an existing entry is left as it is)."""
-        path = self._path(bodies, names)
-        if path.exists():
-            return
+        """Store one file's vectors (atomically; the same key always holds the same vectors).
+        Raises OSError when the store cannot be written."""
         data = np.concatenate([body_vectors, name_vectors]).astype(np.float32, copy=False)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp.npy")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(tmp, data, allow_pickle=False)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        buffer = io.BytesIO()
+        np.save(buffer, data, allow_pickle=False)
+        self.backend.write(self._name(bodies, names), buffer.getvalue())
 
-    def _path(self, bodies: Sequence[str], names: Sequence[str]) -> Path:
+    def _name(self, bodies: Sequence[str], names: Sequence[str]) -> str:
         digest = _texts_digest(self.fingerprint, bodies, names)
-        return self.root / digest[:2] / f"{digest}.npy"
+        return f"{self._prefix}/{digest[:2]}/{digest}.npy"
 
 
 def file_groups(files: Sequence[str]) -> dict[str, list[int]]:
