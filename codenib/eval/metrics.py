@@ -14,6 +14,8 @@ Two deliberate differences from ir_measures:
 
 ``Acc@k`` is the strict accuracy of code localization benchmarks: 1 when *every*
 relevant doc is within the first k distinct docs, else 0. It is not an ir_measures name.
+Beside it, localisation reports breadth as ``R@k`` over the same file or function rankings
+(`to_file_run`, `to_function_run`): the share of the gold within the first k distinct docs.
 """
 
 from __future__ import annotations
@@ -166,6 +168,26 @@ def recall_curve(run: Run, qrels: Qrels, ks: Sequence[int],
     prefix = list(itertools.accumulate(gained))
     return [prefix[k] / len(qids) for k in ks]
 
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """A measure over groups (repositories, languages): the mean of the groups' values and the
+    worst group, NaN groups (no query with gold there) left out."""
+
+    mean: float
+    worst: float
+    worst_group: str   # "-" when no group has a value
+
+
+def mean_and_worst(by_group: Mapping[str, float]) -> GroupSummary:
+    """Mean over the groups and the lowest group (the first in `by_group` order on ties);
+    NaN values are skipped, NaN / NaN / "-" when every value is NaN."""
+    values = {g: v for g, v in by_group.items() if not math.isnan(v)}
+    if not values:
+        return GroupSummary(math.nan, math.nan, "-")
+    worst = min(values, key=values.__getitem__)
+    return GroupSummary(math.fsum(values.values()) / len(values), values[worst], worst)
 
 # --- private helpers --------------------------------------------------------------------
 
