@@ -10,7 +10,7 @@ import pytest
 
 from codenib.compiler.lang import LANGUAGES, READERS, graph_of, read_foreign, reader_for, reader_of, reader_versions
 from codenib.compiler.lang.contains import file_contains
-from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
+from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact, ScopeFact
 from codenib.engines.languages import LANGUAGE_OF_SUFFIX, language_of
 from codenib.core.types import plain_qualname
 
@@ -363,6 +363,43 @@ def test_a_javascript_callee_read_from_its_text_names_what_its_nodes_name(source
 def test_a_non_null_receiver_is_an_error_in_javascript_and_kept_in_typescript(rel, receiver):
     facts = read_foreign(rel, b"a!.b()").facts
     assert [(c.callee, c.receiver) for c in facts.calls] == [("b", receiver)]
+
+
+#: Each function's owner object, other member names, bindings the file calls or calls through,
+#: and `this` aliases, written down by hand.
+_SCOPES_JS = (b"var send = require('send'), norm = require('./u').norm\n"
+              b"var res = module.exports = {}\n"
+              b"res.set = res.header = function header(field, val) { var self = this; self.x(); field(); val.y() }\n"
+              b"res.send = function send(body) { var fn = function () {}; const {a, b: c} = body; a(); c(); fn() }\n"
+              b"A.prototype.f = function (k) { k() }\n"
+              b"A.prototype = { g() {}, h: function () {} }\n"
+              b"call({ m() {} })\n"
+              b"function top(n = 1, ...rest) { try { n() } catch (e) { e.z(); rest() } }\n"
+              b"function inner() { const {q, w: [v]} = require('./q'); q(); v() }\n")
+
+
+def test_javascript_scopes_name_each_functions_object_bindings_and_this_aliases():
+    facts = read_foreign("lib/r.js", _SCOPES_JS).facts
+    assert set(facts.scopes) == {
+        ScopeFact("lib/r.js::header", "res", ("set",), ("field", "val", "self"), ("self",)),
+        ScopeFact("lib/r.js::send", "res", (), ("a", "c")),     # body: never called; fn: a node
+        ScopeFact("lib/r.js::A.f", "", (), ("k",)),                         # A: in its qualified name
+        ScopeFact("lib/r.js::g", "A"), ScopeFact("lib/r.js::h", "A"),
+        ScopeFact("lib/r.js::m", "{}@7:5"),                                 # a literal bound to no name
+        ScopeFact("lib/r.js::top", "", (), ("n", "rest", "e")),
+    }
+    # `require(...).norm` binds `norm`; the package's `send` binds `send`
+    # (`inner`'s q and v are bound by a `require`: an import, no binding)
+    assert [(i.spec, i.names) for i in facts.imports] == [("./u", (("norm", "norm"),)), ("send", (("*", "send"),)),
+                                                          ("./q", (("q", "q"),))]
+    assert ForeignFacts.from_dict(facts.to_dict()) == facts
+
+
+def test_typescript_parameters_are_bindings_and_other_languages_give_no_scopes():
+    ts = read_foreign("src/a.ts", b"function f(a: number, b?: T, ...c: U[]) { a(); b(); c() }\n").facts
+    assert ts.scopes == (ScopeFact("src/a.ts::f", "", (), ("a", "b", "c")),)
+    go = read_foreign("a.go", b"package a\nfunc f(x func()) { x() }\n").facts
+    assert go.scopes == () and "scopes" not in go.to_dict()
 
 
 @pytest.mark.parametrize("source, calls", [

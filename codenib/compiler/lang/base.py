@@ -146,6 +146,12 @@ class TreeReader(ABC):
         """Imports made by a call (`require('x')`); most languages have none."""
         return ()
 
+    def scopes(self, defs: list[tuple[str, object]], captures: dict, src: bytes,
+               calls: list) -> list:
+        """`ScopeFact`s of a file's definitions ((node id, captured node) in source order),
+        from the captures and its `CallFact`s; most languages give none."""
+        return []
+
     def call_site(self, node, src: bytes) -> tuple[tuple[str, str, str] | None, Iterable[tuple[str, str, tuple]]]:
         """(`call`, `call_imports`) of a `@call` capture at once: a reader whose two hooks
         look at the same parts overrides it (it is asked once per call site)."""

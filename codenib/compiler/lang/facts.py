@@ -96,6 +96,30 @@ class BaseFact:
 
 
 @dataclass(frozen=True, slots=True)
+class ScopeFact:
+    """What names mean inside one definition, where its language's reader says (JavaScript
+    and TypeScript; other readers give none).
+
+    `owner` is the object a function is a member of without being a class member: `res` for
+    `res.json = function ...`, `obj` for a key of `const obj = {...}` or `obj = {...}`, `A` for
+    a key of `A.prototype = {...}`, `exports` for `module.exports.f = ...`, and `{}@LINE:COL`
+    for an object literal bound to no name (its keys are one another's siblings). `aliases`
+    are the other names it is assigned to on the same object (`res.set = res.header =
+    function header`: ("set",)). `binds` are the names its parameters and variables bind
+    (not functions or `require`s, which the nodes and imports say) that the file calls or
+    calls through; `this_aliases` the variables set to `this` (`var self = this`). `arrow`:
+    an arrow function, whose `this` is that of the code around it, not its owner's.
+    """
+
+    node_id: str
+    owner: str = ""
+    aliases: tuple[str, ...] = ()
+    binds: tuple[str, ...] = ()
+    this_aliases: tuple[str, ...] = ()
+    arrow: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ForeignFacts:
     """Everything the graph resolution needs from one non-Python file, in source order."""
 
@@ -106,10 +130,15 @@ class ForeignFacts:
     calls: tuple[CallFact, ...] = ()
     bases: tuple[BaseFact, ...] = ()
     version: int = FACTS_VERSION
+    scopes: tuple[ScopeFact, ...] = ()      # where the reader gives them (JavaScript, TypeScript)
 
     def to_dict(self) -> dict:
-        """Plain JSON-ready data (lists for tuples)."""
-        return asdict(self)
+        """Plain JSON-ready data (lists for tuples); no `scopes` key when there are none
+        (the languages whose readers give none keep their stored shape)."""
+        data = asdict(self)
+        if not self.scopes:
+            del data["scopes"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "ForeignFacts":
@@ -124,4 +153,8 @@ class ForeignFacts:
             bases=tuple(BaseFact(b["owner"], b["node_id"], b["base"], b["relation"], b["line"])
                         for b in data.get("bases", ())),
             version=data.get("version", FACTS_VERSION),
+            scopes=tuple(ScopeFact(c["node_id"], c.get("owner", ""), tuple(c.get("aliases", ())),
+                                   tuple(c.get("binds", ())), tuple(c.get("this_aliases", ())),
+                                   bool(c.get("arrow", False)))
+                         for c in data.get("scopes", ())),
         )

@@ -1,6 +1,8 @@
 """JavaScript: classes, functions, class methods and fields holding functions, functions bound
 by `const f = ...`, `obj.f = function ...` (`A.prototype.f` as `A.f`) and object-literal
-keys; `import`/`require`/`export ... from`/`import()`, calls and `new`, `extends`."""
+keys; `import`/`require`/`export ... from`/`import()`, calls and `new`, `extends`; and each
+function's scope (`ScopeFact`): the object it is a member of, the names its parameters and
+variables bind, and its aliases of `this`."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import re
 from operator import itemgetter
 
 from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
+from codenib.compiler.lang.facts import ScopeFact
 
 FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 #: Wrappers whose span, doc comment and signature start belong to the definition inside.
@@ -17,11 +20,26 @@ _WRAPPERS = frozenset({"export_statement", "expression_statement", "lexical_decl
 
 _SPAN = itemgetter(0, 1)
 
+#: Names that parameters bind (TypeScript wraps each in `required_parameter`/`optional_parameter`).
+PARAMETER_PATTERNS = """
+    (formal_parameters [(identifier) @bind (assignment_pattern left: (identifier) @bind)
+                        (rest_pattern (identifier) @bind)])
+    (arrow_function parameter: (identifier) @bind)
+    """
+#: Names that variables, destructuring, `catch` and `for ... in/of` bind (both grammars).
+BINDING_PATTERNS = """
+    (variable_declarator name: (identifier) @bind)
+    (catch_clause parameter: (identifier) @bind)
+    (for_in_statement left: (identifier) @bind)
+    (object_pattern [(shorthand_property_identifier_pattern) @bind (pair_pattern value: (identifier) @bind)])
+    (array_pattern (identifier) @bind)
+    """
+
 
 class JavaScriptReader(TreeReader):
     language = "javascript"
-    version = 2     # 2: unique ids, long lines cut, nesting capped
-    query_source = f"""
+    version = 3     # 2: unique ids, long lines cut, nesting capped; 3: scopes, `require(x).y`
+    query_source = PARAMETER_PATTERNS + BINDING_PATTERNS + f"""
     (class_declaration) @def
     (function_declaration) @def
     (generator_function_declaration) @def
@@ -164,6 +182,53 @@ class JavaScriptReader(TreeReader):
         sites.sort(key=_SPAN)       # captures come in no set order (seen: not by position)
         return sites
 
+    def scopes(self, defs, captures, src, calls):
+        """Each function's owner object, aliases, bindings and `this` aliases (`ScopeFact`).
+
+        A binding is kept only when the file calls that name or calls through it (the
+        rest could shadow nothing the graph resolves) and belongs to the innermost
+        definition around it; a variable holding a function or class is a definition and
+        one holding a `require` an import, so neither is a binding here.
+        """
+        used = {c.callee if not c.receiver else c.receiver for c in calls
+                if not c.receiver or _NAME.fullmatch(c.receiver)}
+        binds: dict[str, dict[str, None]] = {}
+        aliases_of_this: dict[str, dict[str, None]] = {}
+        if used:
+            spans = [(node.start_byte, node.end_byte, node_id) for node_id, node in defs]
+            stack: list[tuple[int, str]] = []
+            at = 0
+            for node in sorted(captures.get("bind", ()), key=lambda n: n.start_byte):
+                name = src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+                if name not in used:
+                    continue
+                start = node.start_byte
+                while at < len(spans) and spans[at][0] <= start:
+                    while stack and stack[-1][0] <= spans[at][0]:
+                        stack.pop()
+                    stack.append((spans[at][1], spans[at][2]))
+                    at += 1
+                while stack and stack[-1][0] <= start:
+                    stack.pop()
+                if not stack:
+                    continue        # a module-level name: imports and nodes say what it is
+                how = _binding_kind(node)
+                if how == "this":
+                    aliases_of_this.setdefault(stack[-1][1], {})[name] = None
+                if how != "skip":
+                    binds.setdefault(stack[-1][1], {})[name] = None
+        out = []
+        for node_id, node in defs:
+            owner, aliases = _owner(node, src)
+            bound = tuple(binds.get(node_id, ()))
+            this = tuple(aliases_of_this.get(node_id, ()))
+            if owner or bound or this:
+                value = node.child_by_field_name("right" if node.type == "assignment_expression" else "value") \
+                    if owner else None
+                out.append(ScopeFact(node_id, owner, aliases, bound, this,
+                                     value is not None and value.type == "arrow_function"))
+        return out
+
     def imports(self, node, src):
         source = node.child_by_field_name("source")
         if source is None:
@@ -236,6 +301,108 @@ _NEW = re.compile(rb"new[ \t\r\n]+([A-Za-z_$][A-Za-z0-9_$]*)(?:\(|\Z)")
 _MEMBER = re.compile(r"(.*[^\s/*?\ufeff])\??\.([^\s/*.\ufeff]+)", re.S)
 
 
+#: A receiver that is one name (`$` and `_` included).
+_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+#: Values that make a variable a definition (a node of its own) rather than a binding.
+_DEFINING_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
+
+
+#: Destructuring between a bound name and its declaration.
+_PATTERNS = frozenset({"object_pattern", "pair_pattern", "array_pattern", "assignment_pattern", "rest_pattern"})
+
+
+def _binding_kind(name) -> str:
+    """'this' for `var self = this`, 'skip' for a variable holding a function, class or
+    `require(...)` (a definition or an import), else 'bind'."""
+    parent = name.parent
+    destructured = False
+    while parent is not None and parent.type in _PATTERNS:     # `const {a, b: [c]} = require(...)`
+        parent, destructured = parent.parent, True
+    if parent is None or parent.type != "variable_declarator":
+        return "bind"
+    value = parent.child_by_field_name("value")
+    if value is None:
+        return "bind"
+    t = value.type
+    if t == "this":
+        return "bind" if destructured else "this"
+    if t in _DEFINING_VALUES:
+        return "skip"
+    if t == "member_expression":        # `require('x').y`
+        value = value.child_by_field_name("object")
+        t = value.type if value is not None else ""
+    if t == "call_expression":
+        fn = value.child_by_field_name("function")
+        if fn is not None and fn.type == "identifier" and fn.text == b"require":
+            return "skip"
+    return "bind"
+
+
+def _owner(node, src: bytes) -> tuple[str, tuple[str, ...]]:
+    """(object, other member names) of a function assigned to an object's member or written
+    as an object literal's key; ('', ()) for other definitions (class members and
+    `A.prototype.f`, whose qualified name holds `A`, among them)."""
+    t = node.type
+    if t == "assignment_expression":
+        left = node.child_by_field_name("left")
+        obj = left.child_by_field_name("object") if left is not None else None
+        if obj is None:
+            return "", ()
+        owner = _object_name(node_text(obj, src))
+        if owner == "this" or owner.endswith(".prototype"):
+            return "", ()
+        aliases = []
+        child, parent = node, node.parent
+        while parent is not None and parent.type == "assignment_expression" \
+                and parent.child_by_field_name("right") == child:
+            outer = parent.child_by_field_name("left")
+            if outer is None or outer.type != "member_expression":
+                break
+            outer_obj = outer.child_by_field_name("object")
+            if outer_obj is None or _object_name(node_text(outer_obj, src)) != owner:
+                break
+            aliases.append(field_text(outer, "property", src))
+            child, parent = parent, parent.parent
+        return owner, tuple(aliases)
+    if t in ("pair", "method_definition"):
+        parent = node.parent
+        if parent is not None and parent.type == "object":
+            return _literal_name(parent, src), ()
+    return "", ()
+
+
+def _literal_name(literal, src: bytes) -> str:
+    """The name an object literal is bound to (`const o = {}`, `o = {}`, `A.prototype = {}`,
+    the declared name of `var a = exports = module.exports = {}`), else `{}@LINE:COL`."""
+    name = ""
+    child, parent = literal, literal.parent
+    while parent is not None:
+        if parent.type == "variable_declarator":
+            declared = parent.child_by_field_name("name")
+            if declared is not None and declared.type == "identifier":
+                name = node_text(declared, src)
+            break
+        if parent.type != "assignment_expression" or parent.child_by_field_name("right") != child:
+            break
+        name = _object_name(field_text(parent, "left", src))
+        child, parent = parent, parent.parent
+    if name.endswith(".prototype"):
+        name = name[:-len(".prototype")]
+    if name:
+        return name
+    row, col = literal.start_point
+    return f"{{}}@{row + 1}:{col}"
+
+
+def _object_name(text: str) -> str:
+    """An object's text as owners are compared: whitespace collapsed, `module.exports` as
+    `exports` (CommonJS binds both to one object)."""
+    text = " ".join(text.split())
+    if text == "module.exports" or text.startswith("module.exports."):
+        return text[len("module."):]
+    return text
+
+
 def _call_imports(node, fn, src: bytes):
     """`require('x')` and `import('x')`: the callee decides before the arguments are read
     (this is asked about every call)."""
@@ -268,8 +435,16 @@ def _specifiers(clause, kind: str, src: bytes) -> list[tuple[str, str]]:
 
 
 def _require_names(call, src: bytes) -> tuple[tuple[str, str], ...]:
-    """`const x = require(...)` binds the module; `const {a, b: c} = require(...)` its keys."""
+    """`const x = require(...)` binds the module; `const {a, b: c} = require(...)` its keys,
+    `const c = require(...).b` one key."""
     parent = call.parent
+    if parent is not None and parent.type == "member_expression" and parent.parent is not None \
+            and parent.parent.type == "variable_declarator":
+        key = field_text(parent, "property", src)
+        name = parent.parent.child_by_field_name("name")
+        if key and name is not None and name.type == "identifier":
+            return ((key, node_text(name, src)),)
+        return ()
     if parent is None or parent.type != "variable_declarator":
         return ()
     name = parent.child_by_field_name("name")
@@ -283,7 +458,9 @@ def _require_names(call, src: bytes) -> tuple[tuple[str, str], ...]:
             if part.type == "shorthand_property_identifier_pattern":
                 out.append((node_text(part, src), node_text(part, src)))
             elif part.type == "pair_pattern":
-                out.append((unquote(field_text(part, "key", src)), field_text(part, "value", src)))
+                value = part.child_by_field_name("value")
+                if value is not None and value.type == "identifier":    # not `{w: [v]}`: no one name
+                    out.append((unquote(field_text(part, "key", src)), node_text(value, src)))
     return tuple(out)
 
 

@@ -170,7 +170,10 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
                for spec, kind, names in reader.imports(n, raw)]
     imports = sorted(imports + call_imports, key=lambda i: (i.line, i.spec, i.kind))
     package = next((i.spec for i in imports if i.kind == "package"), "")
-    facts = ForeignFacts(rel_path, reader.language, package, tuple(imports), tuple(calls), tuple(bases))
+    scopes = reader.scopes([(d.node_id, d.ts_node) for d in defs], captures, raw, calls) \
+        if type(reader).scopes is not TreeReader.scopes else ()
+    facts = ForeignFacts(rel_path, reader.language, package, tuple(imports), tuple(calls), tuple(bases),
+                         scopes=tuple(scopes))
 
     file_node = _Node(
         node_id=file_id, kind="file", file=rel_path, qualname="", name=rel_path.rsplit("/", 1)[-1],

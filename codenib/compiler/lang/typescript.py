@@ -5,15 +5,23 @@ modules as containers, and `implements`."""
 from __future__ import annotations
 
 from codenib.compiler.lang.base import drop_generics, node_text
-from codenib.compiler.lang.javascript import FUNCTION_VALUES, JavaScriptReader
+from codenib.compiler.lang.javascript import FUNCTION_VALUES, PARAMETER_PATTERNS, JavaScriptReader
+
+TS_PARAMETER_PATTERNS = """
+    (required_parameter pattern: [(identifier) @bind (rest_pattern (identifier) @bind)])
+    (optional_parameter pattern: (identifier) @bind)
+    (arrow_function parameter: (identifier) @bind)
+    """
 
 
 class TypeScriptReader(JavaScriptReader):
     language = "typescript"
-    version = 2     # 2: unique ids, long lines cut, nesting capped
-    # JavaScript's patterns but its `field_definition` (TypeScript's is public_field_definition).
+    version = 3     # 2: unique ids, long lines cut, nesting capped; 3: scopes, `require(x).y`
+    # JavaScript's patterns but its `field_definition` (TypeScript's is public_field_definition)
+    # and its parameters (each wrapped in a node of its own).
     query_source = JavaScriptReader.query_source.replace(
-        f"(field_definition property: (_) value: {FUNCTION_VALUES}) @def", "") + f"""
+        f"(field_definition property: (_) value: {FUNCTION_VALUES}) @def", "").replace(
+        PARAMETER_PATTERNS, TS_PARAMETER_PATTERNS) + f"""
     (abstract_class_declaration) @def
     (interface_declaration) @def
     (enum_declaration) @def

@@ -1,29 +1,53 @@
-'use strict';
-// Express's response pattern: methods assigned to an object, a package required under the
-// name of one of them.
-var send = require('send');
-var res = Object.create(null);
-module.exports = res;
+'use strict'
+// express's lib/response.js in small: methods assigned to one object call one another
+// through `this`; the `send` package's import shadows the name `send` of `res.send`.
+var send = require('send')
+var normalize = require('./constant').normalize
+
+var res = module.exports = {}
+
+res.status = function status(code) {
+  this.statusCode = code
+  return this
+}
+
+res.set =
+res.header = function header(field, value) {
+  this.setHeader(field, value)
+  return this
+}
 
 res.send = function send(body) {
-  this.end(body);
-  return this;
-};
+  this.set('Content-Length', body.length)
+  this.end(body)
+  return this
+}
 
 res.json = function json(obj) {
-  return this.send(JSON.stringify(obj));
-};
+  var body = stringify(obj)
+  this.set('Content-Type', 'application/json')
+  return this.send(body)
+}
 
-res.jsonp = function jsonp(obj) {
-  var body = JSON.stringify(obj);
-  return this.send(body);
-};
+res.sendStatus = function sendStatus(code) {
+  this.status(code)
+  return this.send(normalize(String(code)))
+}
 
-res.sendFile = function sendFile(path, options) {
-  var file = send(this.req, path, options);
-  sendfile(this, file, options);
-};
+res.sendFile = function sendFile(path, callback) {
+  var self = this
+  var file = send(this.req, path)
+  file.on('end', function () {
+    self.status(200)
+    callback()
+  })
+}
 
-function sendfile(res, file, options) {
-  file.pipe(res);
+res.render = function render(view, status) {
+  status(200)
+  return res.send(view)
+}
+
+function stringify(value) {
+  return JSON.stringify(value)
 }
