@@ -19,6 +19,9 @@ A *level* (`LEVELS`) turns node rankings and judgments into rankings and judgmen
 items before a measure is taken: files, named definitions, or definitions matched by file and
 last name segment as Multi-SWE-bench counts them (its file Acc@1/5/10 is ``Acc@k`` at the
 ``file`` level, its function Acc@5/10 ``Acc@k`` at the ``function_name`` level).
+
+Beside it, localisation reports breadth as ``R@k`` over the same file or function rankings
+(`to_file_run`, `to_function_run`): the share of the gold within the first k distinct docs.
 """
 
 from __future__ import annotations
@@ -238,6 +241,26 @@ def recall_curve(run: Run, qrels: Qrels, ks: Sequence[int],
     prefix = list(itertools.accumulate(gained))
     return [prefix[k] / len(qids) for k in ks]
 
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """A measure over groups (repositories, languages): the mean of the groups' values and the
+    worst group, NaN groups (no query with gold there) left out."""
+
+    mean: float
+    worst: float
+    worst_group: str   # "-" when no group has a value
+
+
+def mean_and_worst(by_group: Mapping[str, float]) -> GroupSummary:
+    """Mean over the groups and the lowest group (the first in `by_group` order on ties);
+    NaN values are skipped, NaN / NaN / "-" when every value is NaN."""
+    values = {g: v for g, v in by_group.items() if not math.isnan(v)}
+    if not values:
+        return GroupSummary(math.nan, math.nan, "-")
+    worst = min(values, key=values.__getitem__)
+    return GroupSummary(math.fsum(values.values()) / len(values), values[worst], worst)
 
 # --- private helpers --------------------------------------------------------------------
 

@@ -327,31 +327,41 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     cand |= {file_rows[f] for f in per_file if f in file_rows}
     rows = np.array(sorted(cand), dtype=np.int64)
     col = {f: i for i, f in enumerate(FEATURES)}
-    X = np.zeros((len(rows), len(FEATURES)), dtype=np.float64)
-    for i, r in enumerate(rows.tolist()):
+    c_bm25, c_title, c_prose, c_dense = col["n_bm25"], col["n_title"], col["n_prose"], col["n_dense"]
+    c_mention, c_graph, c_literal, c_is_file = col["n_mention"], col["n_graph"], col["n_literal"], col["n_is_file"]
+    c_named, c_parent, c_class = col["n_named"], col["n_parent_named"], col["n_class"]
+    c_words, c_length = col["n_name_words"], col["n_length"]
+    whole_cols = [(col[feat], scores) for feat, scores in whole_files.items()]
+    # Rows are built as Python lists and made one array at the end: a numpy scalar store per
+    # feature was most of this function's time (the values are the same floats either way).
+    table = []
+    for r in rows.tolist():
+        x = [0.0] * len(FEATURES)
         for k, v in per_file.get(group(r), {}).items():
-            X[i, col[k]] = v
-        X[i, col["n_bm25"]] = node_runs["bm25"].get(r, 0.0)
-        X[i, col["n_title"]] = node_runs["title"].get(r, 0.0)
-        X[i, col["n_prose"]] = node_runs["prose"].get(r, 0.0)
-        X[i, col["n_dense"]] = node_runs["dense"].get(r, 0.0)
-        if nodes.kind[r] == "file":
-            for feat, scores in whole_files.items():
-                X[i, col[feat]] = scores.get(r, 0.0)
-        X[i, col["n_mention"]] = min(1.0, mention.get(r, 0.0))
-        X[i, col["n_graph"]] = near.get(r, 0.0)
-        X[i, col["n_literal"]] = math.log2(1.0 + literal.get(r, 0.0))
+            x[col[k]] = v
+        x[c_bm25] = node_runs["bm25"].get(r, 0.0)
+        x[c_title] = node_runs["title"].get(r, 0.0)
+        x[c_prose] = node_runs["prose"].get(r, 0.0)
+        x[c_dense] = node_runs["dense"].get(r, 0.0)
         kind = nodes.kind[r]
-        X[i, col["n_is_file"]] = 1.0 if kind == "file" else 0.0
+        if kind == "file":
+            for c, scores in whole_cols:
+                x[c] = scores.get(r, 0.0)
+        x[c_mention] = min(1.0, mention.get(r, 0.0))
+        x[c_graph] = near.get(r, 0.0)
+        x[c_literal] = math.log2(1.0 + literal.get(r, 0.0))
+        x[c_is_file] = 1.0 if kind == "file" else 0.0
         if kind != "file":
             parts = nodes.qualname[r].split(".")
-            X[i, col["n_named"]] = 1.0 if distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
-            X[i, col["n_parent_named"]] = 1.0 if any(p in inputs.words for p in parts[:-1] if distinctive(p)) else 0.0
-            X[i, col["n_class"]] = 1.0 if kind == "class" else 0.0
+            x[c_named] = 1.0 if distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
+            x[c_parent] = 1.0 if any(p in inputs.words for p in parts[:-1] if distinctive(p)) else 0.0
+            x[c_class] = 1.0 if kind == "class" else 0.0
             own = name_words(nodes.qualname[r])
             if own:
-                X[i, col["n_name_words"]] = len(own & report_words) / len(own)
-            X[i, col["n_length"]] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
+                x[c_words] = len(own & report_words) / len(own)
+            x[c_length] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
+        table.append(x)
+    X = np.array(table, dtype=np.float64).reshape(len(rows), len(FEATURES))
     return FeatureTable(rows, X)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from functools import lru_cache
 from typing import Sequence
 
 from codenib.ops.retrieve import Candidates, QueriedNode
@@ -70,10 +71,12 @@ def exclude_paths(cands: Sequence[QueriedNode], globs: Sequence[str]) -> Candida
     return tuple(c for c in cands if not any(fnmatch.fnmatchcase(c.file, g) for g in globs))
 
 
+@lru_cache(maxsize=1 << 16)
 def is_test_path(path: str) -> bool:
     """True for test code: tests folders, `test_*.py`, `*_test.py`, `conftest.py`, and the other
     languages' conventions (`*_test.go`, `*.test.js`, `*.spec.ts`, `__tests__/`, `FooTest.java`,
-    Maven's `src/it/`, `FooIT.java`, `e2e/`, `internal/testutils/`, C++'s `format-test.cc`)."""
+    Maven's `src/it/`, `FooIT.java`, `e2e/`, `internal/testutils/`, C++'s `format-test.cc`).
+    Cached: a bug report's candidates ask it of the same few hundred files thousands of times."""
     if _TEST_PATH.search(path):
         return True
     return not path.endswith(_PYTHON_SUFFIXES) and bool(_TEST_PATH_OTHER.search(path))

@@ -213,3 +213,32 @@ def test_levels_are_named_and_checked():
         metrics.parse_levels(["func"])
     with pytest.raises(BadInputError, match="no level"):
         metrics.parse_levels([" "])
+
+
+def test_localisation_recall_counts_distinct_files_and_definitions():
+    # Issue 41, class 5: Recall@k = |gold within the first k distinct files (or definitions)| / |gold|.
+    # Nodes of 12 files; the gold files a.py (rank 1), k.py (11th distinct file) and z.py (absent).
+    nodes = ["a.py::f", "a.py::g", "b.py", "c.py::h", "d.py", "e.py", "f.py", "g.py", "h.py", "i.py", "j.py",
+             "k.py::m", "k.py::m#2"]
+    files = metrics.to_file_run({"q": nodes})
+    assert files["q"][10] == "k.py" and len(files["q"]) == 11
+    gold = {"q": {"a.py": 1, "k.py": 1, "z.py": 1}}
+    r = metrics.evaluate(files, gold, ["R@10", "R@20"])
+    assert r["R@10"]["q"] == pytest.approx(1 / 3)   # a.py only
+    assert r["R@20"]["q"] == pytest.approx(2 / 3)   # + k.py; z.py never retrieved
+    # Definitions: file nodes dropped and `#2` folded, so k.py::m is the 4th definition.
+    funcs = metrics.to_function_run({"q": nodes})
+    assert funcs["q"] == ["a.py::f", "a.py::g", "c.py::h", "k.py::m"]
+    fgold = metrics.to_function_qrels({"q": {"k.py::m#2": 1, "c.py::h": 1, "y.py::n": 1, "a.py": 1}})
+    r = metrics.evaluate(funcs, fgold, ["R@3", "R@10"])
+    assert r["R@3"]["q"] == pytest.approx(1 / 3)    # c.py::h is 3rd; k.py::m is 4th
+    assert r["R@10"]["q"] == pytest.approx(2 / 3)   # y.py::n is missing
+
+
+def test_mean_and_worst_over_groups_skip_groups_without_gold():
+    s = metrics.mean_and_worst({"fd": 0.5, "jq": math.nan, "bat": 0.25, "fmt": 0.75})
+    assert s == metrics.GroupSummary(0.5, 0.25, "bat")      # (0.5 + 0.25 + 0.75) / 3
+    tie = metrics.mean_and_worst({"x": 0.2, "y": 0.2})
+    assert tie.worst_group == "x"                           # the first of a tie
+    none = metrics.mean_and_worst({"x": math.nan})
+    assert math.isnan(none.mean) and math.isnan(none.worst) and none.worst_group == "-"
