@@ -63,19 +63,33 @@ _VENDORED_JS = re.compile(r"(^|/)(vendors?|third[_-]?party|bower_components|LC_M
                           r"backbone|bootstrap|require|modernizr|d3|angular|react(-dom)?|vue|moment)([.-][^/]*)?\.js$")
 #: JavaScript and TypeScript build and test-runner configuration (karma, jest, webpack, rollup,
 #: babel, vite, gulp, grunt, eslint): build files, never the library a fix changes.
-_JS_BUILD = re.compile(r"(^|/)((karma|webpack|jest|rollup|babel|vite|vitest|tsup)([.-][\w-]+)*\.conf(ig)?"
-                       r"([.-][\w-]+)*|[gG]ulpfile|[gG]runtfile|\.eslintrc)\.[cm]?[jt]s$")
+_JS_BUILD = re.compile(r"(^|/)((karma|webpack|jest|rollup|babel|vite|vitest|tsup|eslint|prettier|postcss|"
+                       r"tailwind|playwright|cypress|commitlint|esbuild|stylelint|protractor|wdio|nightwatch|"
+                       r"rspack|svelte|astro|nuxt|next)([.-][\w-]+)*\.conf(ig)?"
+                       r"([.-][\w-]+)*|[gG]ulpfile|[gG]runtfile|\.(eslint|babel|prettier|mocha|stylelint)rc)"
+                       r"(\.[\w-]+)*\.[cm]?[jt]s$"
+                       # Storybook's stories and its configuration folder: component samples
+                       r"|\.stories\.[cm]?[jt]sx?$|(^|/)\.storybook/")
 #: Fuzzing harnesses of C, C++ and Rust projects (`fuzz/`, `fuzzing/`): test drivers.
 _FUZZ = re.compile(r"(^|/)fuzz(ing)?/")
+#: Examples, benchmarks and build tooling by the other languages' layouts, for every file but
+#: Python's (whose paths keep `_NONLIB` alone, the rule the localisation weights were fitted
+#: on): `benches/` (Cargo, also C and C++), `samples/` and `demos/`, JMH benchmarks and the
+#: Maven site under `src/`, Cargo's `xtask/`, Go's `hack/` scripts, a project's `website/`.
+_NONLIB_OTHER = re.compile(r"(^|/)(benches|_?samples?|_?demos?|_examples|xtask|hack)/|(^|/)src/(jmh|site)/"
+                           r"|^website/")
 _NONLIB_BY_SUFFIX = (
     (".rs", re.compile(r"(^|/)(build\.rs$|benches/|fuzz/)")),
     (".js", _VENDORED_JS), (".mjs", _VENDORED_JS), (".cjs", _VENDORED_JS),
     (".js", _JS_BUILD), (".mjs", _JS_BUILD), (".cjs", _JS_BUILD), (".ts", _JS_BUILD),
+    (".mts", _JS_BUILD), (".cts", _JS_BUILD), (".jsx", _JS_BUILD), (".tsx", _JS_BUILD),
     (".c", _FUZZ), (".cc", _FUZZ), (".cpp", _FUZZ), (".cxx", _FUZZ),
     (".ts", re.compile(r"\.d\.ts$")),
     (".mts", re.compile(r"\.d\.mts$")),
     (".cts", re.compile(r"\.d\.cts$")),
 )
+#: Python's suffixes: its paths are judged by `_NONLIB` alone.
+_PYTHON_SUFFIXES = (".py", ".pyx", ".pyi")
 #: Library code first (`library_first`): tests, examples, documentation and build files the
 #: report does not name rank below every library candidate.
 LIBRARY_FIRST = True
@@ -191,9 +205,13 @@ def is_library_path(path: str) -> bool:
 
 
 def is_nonlib_path(path: str) -> bool:
-    """Documentation, examples, benchmarks, scripts and tools; per language, its build-time,
-    declaration-only or vendored files (`_NONLIB_BY_SUFFIX`)."""
+    """Documentation, examples, benchmarks, scripts and tools; the other languages' layouts
+    for these (`_NONLIB_OTHER`: `benches/`, `samples/`, JMH, `xtask/`; Python's paths keep the
+    language-neutral folders alone); per language, its build-time, declaration-only or vendored
+    files (`_NONLIB_BY_SUFFIX`: Cargo's `build.rs`, `.d.ts`, `karma.conf.js`, stories)."""
     if _NONLIB.search(path):
+        return True
+    if not path.endswith(_PYTHON_SUFFIXES) and _NONLIB_OTHER.search(path):
         return True
     return any(path.endswith(suffix) and pattern.search(path) for suffix, pattern in _NONLIB_BY_SUFFIX)
 

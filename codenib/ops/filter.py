@@ -23,6 +23,20 @@ _TEST_PATH = re.compile(
     r"|\.(test|spec)\.[cm]?[jt]sx?$"                      # JavaScript/TypeScript x.test.js, x.spec.ts
     r"|[a-z0-9]Tests?\.java$"                              # Java FooTest.java
 )
+#: Test code by the other languages' and build tools' layouts; never applied to Python files,
+#: whose rules above are the ones the localisation weights were fitted on.
+_TEST_PATH_OTHER = re.compile(
+    r"(^|/)src/(it|testFixtures|integration[-_]?[tT]ests?|functional[-_]?[tT]ests?|e2e)/"  # Maven, Gradle
+    r"|[a-z0-9]IT\.java$"                                  # Maven Failsafe's FooIT.java
+    r"|(^|/)(e2e|cypress|__fixtures__)/"                   # end-to-end suites, fixture folders
+    r"|(^|/)([^/]*[-_.])?(test|tests|testing|testutils?|testhelpers?|e2e)([-_.][^/]*)?/"   # grpc_testing/,
+                                                         # test-utils/, integration-tests/, internal/testutils/
+    r"|\.e2e(-spec)?\.[cm]?[jt]sx?$"                      # Angular's app.e2e-spec.ts
+    r"|[-_](test|tests|unittest)\.(c|cc|cpp|cxx|h|hh|hpp)$"  # C/C++ format-test.cc, x_test.h
+    r"|(^|/)test[-_][^/]*\.(c|cc|cpp|cxx)$"                # C/C++ test_x.c, test-x.cc
+)
+#: Python's suffixes: only `_TEST_PATH` judges them.
+_PYTHON_SUFFIXES = (".py", ".pyx", ".pyi")
 
 #: Test modules inside source files, by file suffix: a definition whose container path holds one
 #: of these names is test code although its file is not (Rust keeps unit tests in a
@@ -60,9 +74,12 @@ def exclude_paths(cands: Sequence[QueriedNode], globs: Sequence[str]) -> Candida
 @lru_cache(maxsize=1 << 16)
 def is_test_path(path: str) -> bool:
     """True for test code: tests folders, `test_*.py`, `*_test.py`, `conftest.py`, and the other
-    languages' conventions (`*_test.go`, `*.test.js`, `*.spec.ts`, `__tests__/`, `FooTest.java`).
+    languages' conventions (`*_test.go`, `*.test.js`, `*.spec.ts`, `__tests__/`, `FooTest.java`,
+    Maven's `src/it/`, `FooIT.java`, `e2e/`, `internal/testutils/`, C++'s `format-test.cc`).
     Cached: a bug report's candidates ask it of the same few hundred files thousands of times."""
-    return bool(_TEST_PATH.search(path))
+    if _TEST_PATH.search(path):
+        return True
+    return not path.endswith(_PYTHON_SUFFIXES) and bool(_TEST_PATH_OTHER.search(path))
 
 
 def is_test_definition(path: str, qualname: str) -> bool:

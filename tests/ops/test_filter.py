@@ -69,3 +69,27 @@ def test_a_rust_test_module_is_test_code_in_rust_files_only():
     assert not is_test_definition("src/size.rs", "parse")
     assert is_test_definition("tests/cli.rs", "run")                        # a test path
     assert not is_test_definition("lib/size.py", "tests.parses_min")       # Python: by path only
+
+
+@pytest.mark.parametrize("path, test", [
+    # Maven and Gradle source sets beside src/test/, Failsafe's integration tests
+    ("src/it/java/com/x/ParserIT.java", True), ("src/integrationTest/java/a/B.java", True),
+    ("src/testFixtures/java/a/Fixture.java", True), ("src/main/java/a/ParserIT.java", True),
+    ("src/main/java/com/x/UTF8Writer.java", False), ("src/main/java/com/x/ITEM.java", False),
+    # Go test-support packages and generated test protos
+    ("internal/testutils/pipe_listener.go", True), ("credentials/alts/internal/testutil/testutil.go", True),
+    ("reflection/grpc_testing/test.pb.go", True), ("testdata/x509/server.go", True),
+    ("internal/transport/transport.go", False), ("attestation/verify.go", False), ("latest/api.go", False),
+    ("github.com/stretchr/testify/assert.go", False),
+    # JavaScript/TypeScript end-to-end suites and fixtures
+    ("e2e/app.e2e-spec.ts", True), ("src/app.e2e.ts", True), ("cypress/support/commands.js", True),
+    ("src/__fixtures__/dates.js", True), ("packages/core/test-utils/render.tsx", True),
+    ("src/utils/testable.ts", False), ("src/contest.js", False),
+    # C and C++ test files outside a test folder
+    ("src/format-test.cc", True), ("src/jv_test.h", True), ("src/test_parser.c", True),
+    ("src/testing.c", False), ("src/attest.c", False), ("include/fmt/format.h", False),
+    # Python's paths are judged by its own rules alone: these stay library code
+    ("pylint/testutils/checker_test_case.py", False), ("src/e2e/run.py", False),
+])
+def test_test_paths_by_build_tool_and_repository_layout(path, test):
+    assert is_test_path(path) is test
