@@ -9,9 +9,10 @@ declaration to the definition, at two granularities:
   in the header itself) to the function or method of that name in a file that includes the
   header (from the header's class node when the definition's container is that class, else
   from the header's file node); a `.d.ts` definition to the definition of the same name in
-  the module it types (the longest common tail of their qualified names); a base type's
-  method to the method of the same name in a type that `inherits` it (every language but
-  Python, whose graph stage is its own);
+  the module it types (the longest common tail of their qualified names); a method to
+  the method of the same name in the nearest ancestors of its type over `inherits` (an
+  interface's method to its implementations; every language but Python, whose graph stage is
+  its own);
 - files: the declaring file to the defining file, counting the definitions linked.
 
 The `.d.ts` file types the JavaScript module of its own path (`index.d.ts` beside `index.js`),
@@ -58,6 +59,8 @@ _SCOPE_HEAD = re.compile(r'\b(namespace|class|struct|union|enum)\b[^()]*$|\bexte
 _PUNCT = re.compile(r"[;{}]")
 _BRACES = re.compile(r"[{}]")
 _DEF_KINDS = ("function", "method")
+#: How many levels of ancestors a method's declaration is looked for in.
+OVERRIDE_DEPTH = 4
 
 
 def companion_edges(nodes: pa.Table, edges: pa.Table, sources: Mapping[str, bytes | None]) -> pa.Table:
@@ -246,15 +249,30 @@ def _common_tail(a: list[str], b: list[str]) -> int:
 
 
 def _override_links(defs: _Defs, edges: pa.Table) -> list[tuple[str, str]]:
-    """(base method, overriding method) for each `inherits` edge of a non-Python type."""
-    out = []
+    """(base method, overriding method) for each method of a non-Python type and the nearest
+    ancestors (over `inherits`, up to `OVERRIDE_DEPTH` levels) that have a method of its name:
+    `Circle extends Base implements Shape` links `Shape.area` to `Circle.area` when `Base`
+    leaves `area` abstract."""
+    bases: dict[str, list[str]] = defaultdict(list)
     for s, d, t in zip(edges.column("src").to_pylist(), edges.column("dst").to_pylist(),
                        edges.column("type").to_pylist()):
-        if t != "inherits" or s == d or s not in defs.file_of or d not in defs.file_of:
-            continue
-        if defs.language.get(defs.file_of[s]) in (None, "python"):
-            continue
-        sub, base = defs.members(s), defs.members(d)
-        for name in sorted(set(sub) & set(base)):
-            out.extend((b, m) for b in base[name] for m in sub[name])
+        if t == "inherits" and s != d and s in defs.file_of and d in defs.file_of \
+                and defs.language.get(defs.file_of[s]) not in (None, "python"):
+            bases[s].append(d)
+    out = []
+    for sub_type in sorted(bases):
+        sub = defs.members(sub_type)
+        left, level, seen = set(sub), sorted(set(bases[sub_type])), {sub_type}
+        for _ in range(OVERRIDE_DEPTH):
+            if not left or not level:
+                break
+            found: set[str] = set()
+            for base_type in level:
+                seen.add(base_type)
+                base = defs.members(base_type)
+                for name in sorted(left & set(base)):
+                    out.extend((b, m) for b in base[name] for m in sub[name])
+                    found.add(name)
+            left -= found
+            level = sorted({g for b in level for g in bases.get(b, ())} - seen)
     return out
