@@ -10,6 +10,8 @@ does (`history.evidence.rank_with_history`, then `cochange.expand`) for any hist
 Every ablation row chooses its weights for a held-out repository on the other repositories
 only (grid `GRID`, objective: the mean over those repositories of (file Acc@5 + function
 Acc@10) / 2, ties to the smaller weights), then scores the held-out repository with them.
+The tables show file Recall@10/@20 and function Recall@10 beside (issue 41); they take no part
+in the choice.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 import devsets
 
 from codenib.core.querytext import clean_query_text
+from codenib.eval import metrics
 from codenib.model import localise
 from codenib.model.history import cochange, evidence as he
 from codenib.model.reports.report import read_report
@@ -44,6 +47,10 @@ ROWS: dict[str, tuple[str, ...]] = {
 }
 
 Weights = tuple[tuple[str, float], ...]
+#: What `Scorer` computes per query, in this order: the two strict Acc columns the weights are
+#: chosen by (`OBJECTIVE`), then the Recall columns reported beside them.
+COLUMNS = ("file@5", "func@10", "fileR@10", "fileR@20", "funcR@10")
+OBJECTIVE = 2   # the first two columns
 
 
 @dataclass
@@ -118,7 +125,8 @@ def rank(case: Case, weights: Weights) -> list[str]:
 
 
 class Scorer:
-    """Per-query (file Acc@5, function Acc@10) of each weight setting, computed once."""
+    """Per-query values of `COLUMNS` (file Acc@5, function Acc@10, then Recall) of each weight
+    setting, computed once."""
 
     def __init__(self, cases: Mapping[str, Case], gold_files, gold_funcs,
                  key_of: Mapping[str, devsets.FunctionKey] | None = None):
@@ -127,7 +135,7 @@ class Scorer:
         self._hits: dict[Weights, dict[str, tuple[float, float]]] = {}
         self.rankings: dict[Weights, dict[str, list[str]]] = {}
 
-    def hits(self, weights: Weights) -> dict[str, tuple[float, float]]:
+    def hits(self, weights: Weights) -> dict[str, tuple[float, ...]]:
         weights = tuple((n, float(w)) for n, w in weights if w)
         if weights not in self._hits:
             ranks = {q: rank(c, weights) for q, c in self.cases.items()}
@@ -135,33 +143,35 @@ class Scorer:
             self._hits[weights] = self.score(ranks)
         return self._hits[weights]
 
-    def score(self, ranks: Mapping[str, list[str]]) -> dict[str, tuple[float, float]]:
+    def score(self, ranks: Mapping[str, list[str]]) -> dict[str, tuple[float, ...]]:
         out = {}
         for q in self.cases:
             row = devsets.scores(ranks, [q], self.gold_files, self.gold_funcs,
                                  self.key_of.get(q, devsets.metrics.plain_node_id))
-            out[q] = (row["file@5"], row["func@10"])
+            out[q] = tuple(row[c] for c in COLUMNS)
         return out
 
 
-def repo_means(hits: Mapping[str, tuple[float, float]], cases: Mapping[str, Case], repos: Sequence[str]
-               ) -> dict[str, tuple[float, float]]:
-    """Repository -> (file Acc@5, function Acc@10) over its queries (NaN: none with gold)."""
+def repo_means(hits: Mapping[str, tuple[float, ...]], cases: Mapping[str, Case], repos: Sequence[str]
+               ) -> dict[str, tuple[float, ...]]:
+    """Repository -> the mean of each of `COLUMNS` over its queries (NaN: none with gold)."""
     out = {}
     for r in repos:
         vals = [hits[q] for q, c in cases.items() if c.repo == r]
         out[r] = tuple(float(np.nanmean([v[i] for v in vals])) if any(not math.isnan(v[i]) for v in vals)
-                       else math.nan for i in (0, 1))
+                       else math.nan for i in range(len(COLUMNS)))
     return out
 
 
-def _objective(per_repo: Mapping[str, tuple[float, float]], repos: Sequence[str]) -> float:
-    vals = [np.nanmean(per_repo[r]) for r in repos if not all(math.isnan(x) for x in per_repo[r])]
+def _objective(per_repo: Mapping[str, tuple[float, ...]], repos: Sequence[str]) -> float:
+    # (file Acc@5 + function Acc@10) / 2 only: the Recall columns are reported, not chosen by.
+    acc = {r: per_repo[r][:OBJECTIVE] for r in repos}
+    vals = [np.nanmean(acc[r]) for r in repos if not all(math.isnan(x) for x in acc[r])]
     return float(np.mean(vals)) if vals else 0.0
 
 
 def held_out(scorer: Scorer, repos: Sequence[str], signals: Sequence[str], grid: Sequence[float] = GRID
-             ) -> tuple[dict[str, tuple[float, float]], dict[str, Weights]]:
+             ) -> tuple[dict[str, tuple[float, ...]], dict[str, Weights]]:
     """Each repository's queries scored with the weights chosen on the other repositories."""
     settings = [tuple(zip(signals, ws)) for ws in itertools.product(grid, repeat=len(signals))]
     per_setting = {s: repo_means(scorer.hits(s), scorer.cases, repos) for s in settings}
@@ -186,10 +196,10 @@ def shipped() -> Weights:
 
 
 def report(scorer: Scorer, repos: Sequence[str], baselines: Mapping[str, Mapping[str, list[str]]],
-           grid: Sequence[float] = GRID) -> dict[str, dict[str, tuple[float, float]]]:
+           grid: Sequence[float] = GRID) -> dict[str, dict[str, tuple[float, ...]]]:
     """Print the leave-one-repository-out table (per repository, mean, worst) of the baselines,
     no history, the shipped weights and each ablation row; returns row -> repo -> values."""
-    rows: dict[str, dict[str, tuple[float, float]]] = {}
+    rows: dict[str, dict[str, tuple[float, ...]]] = {}
     for name, ranks in baselines.items():
         rows[name] = repo_means(scorer.score(ranks), scorer.cases, repos)
     rows["no history"] = repo_means(scorer.hits(()), scorer.cases, repos)
@@ -210,20 +220,24 @@ def report(scorer: Scorer, repos: Sequence[str], baselines: Mapping[str, Mapping
     return rows
 
 
-def print_rows(rows: Mapping[str, Mapping[str, tuple[float, float]]], repos: Sequence[str]) -> None:
+def print_rows(rows: Mapping[str, Mapping[str, tuple[float, ...]]], repos: Sequence[str]) -> None:
     width = max(12, max(len(r) for r in repos))
-    print(f"\n{'system':<24} {'repository':<{width}}  file@5 func@10")
+    print(f"\n{'system':<24} {'repository':<{width}}  file@5 func@10 fileR@10 fileR@20 funcR@10")
     for name, per in rows.items():
         for r in repos:
-            print(f"{name:<24} {r:<{width}}  {per[r][0]:>6.3f} {per[r][1]:>7.3f}")
-    print(f"\n{'system':<24}  mean file@5  worst file@5 (repo)         mean func@10  worst func@10 (repo)")
-    for name, per in rows.items():
-        cells = []
-        for i in (0, 1):
-            vals = {r: per[r][i] for r in repos if not math.isnan(per[r][i])}
-            worst = min(vals, key=vals.get)
-            cells.append(f"{np.mean(list(vals.values())):>11.3f}  {vals[worst]:>12.3f} ({worst[:14]:<14})")
-        print(f"{name:<24}  " + "    ".join(cells))
+            print(f"{name:<24} {r:<{width}}  {per[r][0]:>6.3f} {per[r][1]:>7.3f} "
+                  + " ".join(f"{v:>8.3f}" for v in per[r][OBJECTIVE:]))
+    heads = ("mean file@5  worst file@5 (repo)         mean func@10  worst func@10 (repo)",
+             "mean fileR@10  worst fileR@10 (repo)       mean fileR@20  worst fileR@20 (repo)       "
+             "mean funcR@10  worst funcR@10 (repo)")
+    for head, (first, last) in zip(heads, ((0, OBJECTIVE), (OBJECTIVE, len(COLUMNS)))):
+        print(f"\n{'system':<24}  {head}")
+        for name, per in rows.items():
+            cells = []
+            for i in range(first, last):
+                s = metrics.mean_and_worst({r: per[r][i] for r in repos})
+                cells.append(f"{s.mean:>11.3f}  {s.worst:>12.3f} ({s.worst_group[:14]:<14})")
+            print(f"{name:<24}  " + "    ".join(cells))
 
 
 def history_times(idx_root: Path, qids_by_repo: Mapping[str, Sequence[str]]) -> None:

@@ -1,5 +1,6 @@
 """What the dev-set scripts share (`swebench_dev.py`, `mswe_dev.py`): reading a set, indexing
-its snapshots, running the batch job per mode, strict Acc at file and function level, tables.
+its snapshots, running the batch job per mode, strict Acc at file and function level with
+Recall beside it (issue 41: breadth for reports with many changed files), tables.
 
 A set is a folder of `queries.parquet`, `instances.parquet`, `qrels_file.parquet` and
 `qrels_function.parquet` (the layout of ../shared/eval/*-dev), plus its `prepare.py`.
@@ -23,7 +24,15 @@ from codenib.eval import metrics
 
 FILE_KS = (1, 5, 10)
 FUNCTION_KS = (5, 10)
-HEAD = "file@1 file@5 file@10 func@5 func@10"
+#: Recall@k beside the strict Acc: the share of the gold files (definitions) in the first k
+#: distinct files (definitions), averaged over the queries with gold at that level.
+FILE_RECALL_KS = (10, 20)
+FUNCTION_RECALL_KS = (10,)
+ACC_HEAD = "file@1 file@5 file@10 func@5 func@10"
+HEAD = (ACC_HEAD + " "
+        + " ".join([f"fileR@{k}" for k in FILE_RECALL_KS] + [f"funcR@{k}" for k in FUNCTION_RECALL_KS]))
+#: The columns a "worst repository" line names the repository of.
+WORST_NAMED = ("file@5", "func@10", "fileR@10", "funcR@10")
 #: How a node id is compared with a gold function (the default: exact, `#N` duplicates one).
 FunctionKey = Callable[[str], str]
 
@@ -64,14 +73,10 @@ def qrels(path: Path, column: str, key: FunctionKey = metrics.plain_node_id) -> 
     return out
 
 
-def file_and_name(node_id: str) -> str:
-    """`src/a.rs::Opts.parse#2` -> `src/a.rs::parse`: a definition matched by its file and last
-    name segment (so `A.f`, `ns.A.f` and `f` in one file are one), a file node unchanged."""
-    plain = metrics.plain_node_id(node_id)
-    if metrics.ID_SEP not in plain:
-        return plain
-    file, _, qualname = plain.partition(metrics.ID_SEP)
-    return f"{file}{metrics.ID_SEP}{qualname.rsplit('.', 1)[-1]}"
+#: `src/a.rs::Opts.parse#2` -> `src/a.rs::parse`: a definition matched by its file and last name
+#: segment (so `A.f`, `ns.A.f` and `f` in one file are one), a file node unchanged; the eval
+#: layer's `function_name` level matches by the same key.
+file_and_name = metrics.file_and_name
 
 
 def prepare(data: Path, work: Path) -> Path:
@@ -187,8 +192,9 @@ def run_job(queries: list[dict], idx_root: Path, out: Path, mode: str, shard_siz
 
 def scores(ranks: dict[str, list[str]], qids: Sequence[str], gold_files, gold_funcs,
            function_key: FunctionKey = metrics.plain_node_id) -> dict[str, float]:
-    """Mean strict Acc@k, as `codenib eval` computes it: files ranked by their best node; named
-    definitions (file nodes dropped) compared by `function_key`, over the queries with gold."""
+    """Mean strict Acc@k, as `codenib eval` computes it, then mean Recall@k (`fileR@k`,
+    `funcR@k`): files ranked by their best node; named definitions (file nodes dropped)
+    compared by `function_key`, each over the queries with gold at its level."""
     files = metrics.to_file_run({q: ranks.get(q, []) for q in qids})
     funcs = {q: [function_key(d) for d in r]
              for q, r in metrics.to_function_run({q: ranks.get(q, []) for q in qids}).items()}
@@ -201,7 +207,19 @@ def scores(ranks: dict[str, list[str]], qids: Sequence[str], gold_files, gold_fu
     for k in FUNCTION_KS:
         vals = metrics.evaluate(funcs, nq, [f"Acc@{k}"], list(nq))[f"Acc@{k}"]
         row[f"func@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    for k in FILE_RECALL_KS:
+        vals = metrics.evaluate(files, fq, [f"R@{k}"], list(fq))[f"R@{k}"]
+        row[f"fileR@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    for k in FUNCTION_RECALL_KS:
+        vals = metrics.evaluate(funcs, nq, [f"R@{k}"], list(nq))[f"R@{k}"]
+        row[f"funcR@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
     return row
+
+
+def recalls(ranks: dict[str, list[str]], qids: Sequence[str], gold_files, gold_funcs,
+            function_key: FunctionKey = metrics.plain_node_id) -> dict[str, float]:
+    """The Recall columns of `scores` alone (`fileR@10`, `fileR@20`, `funcR@10`)."""
+    return {k: v for k, v in scores(ranks, qids, gold_files, gold_funcs, function_key).items() if "R@" in k}
 
 
 def fmt(row: dict[str, float]) -> str:
@@ -209,7 +227,22 @@ def fmt(row: dict[str, float]) -> str:
 
 
 def cells(row: dict[str, float]) -> str:
-    return " ".join(f"{v:>6.3f}" for v in row.values())
+    # The Acc columns keep their six characters (quoted tables); a Recall column is as wide as its name.
+    return " ".join(f"{v:>{8 if 'R@' in k else 6}.3f}" for k, v in row.items())
+
+
+def mean_and_worst(rows: dict[str, dict[str, float]]) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+    """Group -> scores into the mean over groups and the worst group of each column (groups
+    without gold at a column left out): (mean row, worst row, column -> worst group)."""
+    cols = list(next(iter(rows.values())))
+    summary = {c: metrics.mean_and_worst({g: r[c] for g, r in rows.items()}) for c in cols}
+    return ({c: s.mean for c, s in summary.items()}, {c: s.worst for c, s in summary.items()},
+            {c: s.worst_group for c, s in summary.items()})
+
+
+def worst_names(names: dict[str, str], columns: Sequence[str] = WORST_NAMED) -> str:
+    """`(file@5: fd, func@10: jq, ...)`: the worst group of each named column."""
+    return "(" + ", ".join(f"{c}: {names[c]}" for c in columns if c in names) + ")"
 
 
 def print_table(rankings: dict[str, dict[str, list[str]]], groups: Iterable[tuple[str, list[str]]],
@@ -222,6 +255,20 @@ def print_table(rankings: dict[str, dict[str, list[str]]], groups: Iterable[tupl
         for label, qids in groups:
             row = scores(ranks, qids, gold_files, gold_funcs, function_key)
             print(f"{name:<16} {label:<{set_width}} {len(qids):>3}  " + cells(row))
+
+
+def print_summary(rankings: dict[str, dict[str, list[str]]], groups: Iterable[tuple[str, list[str]]],
+                  gold_files, gold_funcs, function_key: FunctionKey = metrics.plain_node_id,
+                  set_width: int = 9) -> None:
+    """Two lines per system: the mean over the groups (label, qids) and the worst group of
+    each column, the worst group named for `WORST_NAMED`."""
+    groups = list(groups)
+    print(f"{'system':<16} {'set':<{set_width}} {'n':>3}  {HEAD}")
+    for name, ranks in rankings.items():
+        rows = {label: scores(ranks, qids, gold_files, gold_funcs, function_key) for label, qids in groups}
+        mean, worst, names = mean_and_worst(rows)
+        print(f"{name:<16} {'mean of ' + str(len(rows)):<{set_width}} {'':>3}  " + cells(mean))
+        print(f"{name:<16} {'worst':<{set_width}} {'':>3}  " + cells(worst) + "   " + worst_names(names))
 
 
 def codenib() -> str:

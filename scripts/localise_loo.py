@@ -5,7 +5,8 @@ Reads the SWE-bench Lite dev set (3 Python repositories) and the multi-language 
 repositories, 7 languages) from indexes already built by `swebench_dev.py` and `mswe_dev.py`
 (`--no-dense`), builds each issue's feature table in process (`locfit`, the plan's own
 features), and prints strict file Acc@1/5/10 and function Acc@5/10 per repository and language,
-the mean over repositories and the worst one, for: each set's own BM25 baseline, the packaged
+with file Recall@10/@20 and function Recall@10 beside them (breadth, issue 41), the mean over
+repositories and the worst one, for: each set's own BM25 baseline, the packaged
 weights, and weights fitted on the other repositories (leave-one-repository-out). Functions
 match as each set defines it (exact node id; file and last name segment for Multi-SWE).
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import pickle
 import sys
 from collections.abc import Callable
@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = _rows(systems, parts)
     print(f"\nlocalisation, {len(tables)} issues in {len(rows['BM25 baseline'])} repositories; in-process "
-          f"scoring of the plan's features; strict Acc (file @1/5/10, function @5/10)\n")
+          f"scoring of the plan's features; strict Acc (file @1/5/10, function @5/10), Recall (file @10/20, "
+          "function @10)\n")
     _print(rows, parts)
     _print_languages(systems, parts)
     _decide(rows, parts, *systems)
@@ -176,12 +177,9 @@ def _print(rows, parts) -> None:
     for name, by_repo in rows.items():
         for repo, row in by_repo.items():
             print(f"{name:<16} {repo:<{width}} {n_of[repo]:>3}  " + devsets.cells(row))
-        cols = list(next(iter(by_repo.values())))
-        mean = {c: float(np.nanmean([r[c] for r in by_repo.values()])) for c in cols}
-        worst = {c: min(r[c] for r in by_repo.values() if not math.isnan(r[c])) for c in cols}
+        mean, worst, names = devsets.mean_and_worst(by_repo)
         print(f"{name:<16} {'mean of ' + str(len(by_repo)):<{width}} {'':>3}  " + devsets.cells(mean))
-        print(f"{name:<16} {'worst':<{width}} {'':>3}  " + devsets.cells(worst) + "   (" + ", ".join(
-            f"{c}: {min(by_repo, key=lambda r: by_repo[r][c])}" for c in COLUMNS) + ")")
+        print(f"{name:<16} {'worst':<{width}} {'':>3}  " + devsets.cells(worst) + "   " + devsets.worst_names(names))
         print()
 
 

@@ -4,8 +4,9 @@ TypeScript, Go, Java, Rust, C, C++): CodeNib's modes against a plain BM25 baseli
 
 Indexes every instance's snapshot (`--reuse` of the previous snapshot of the same
 repository), runs the batch job per mode and prints strict file Acc@1/5/10 and function
-Acc@5/10 per language and overall, then per repository with the mean over repositories and the
-worst one, next to a BM25 baseline computed here (`tsbaseline.py`: bm25s over tree-sitter
+Acc@5/10, with file Recall@10/@20 and function Recall@10 beside them (breadth, issue 41), per
+language and overall, then per repository with the mean over repositories and the worst one,
+next to a BM25 baseline computed here (`tsbaseline.py`: bm25s over tree-sitter
 definition chunks plus one chunk per file, the whole issue as the query, camelCase/snake_case
 split, English stems) and the baseline table of the set's README.
 
@@ -109,13 +110,13 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"\nMulti-language dev{sample}, {len(dev.queries)} issues in {len(languages)} languages and {len(repos)} "
           f"repositories, indexes {'without' if a.no_dense else 'with'} vectors; strict Acc (file @1/5/10, "
-          "function @5/10 by file and last name segment).\nThe auto plan's packaged weights were "
+          "function @5/10 by file and last name segment), Recall (file @10/20, function @10).\nThe auto plan's packaged weights were "
           f"fitted on: {load_packaged_provenance()}.\n")
     devsets.print_table(rankings, by_lang + [("overall", list(dev.instances))], dev.gold_files, dev.gold_funcs,
                         KEY, set_width=10)
     readme = _readme_baseline(data / "README.md")
     if readme:
-        print(f"\nthe set README's BM25 baseline:\n{'language':<10} {'n':>3}  {devsets.HEAD}")
+        print(f"\nthe set README's BM25 baseline (strict Acc only):\n{'language':<10} {'n':>3}  {devsets.ACC_HEAD}")
         for lang, row in readme.items():
             print(f"{lang:<10} {row[0]:>3}  " + " ".join(f"{v:>6.3f}" for v in row[1:]))
 
@@ -217,17 +218,9 @@ def _print_repos(rankings, by_repo, dev) -> None:
         rows = {repo: devsets.scores(ranks, qids, dev.gold_files, dev.gold_funcs, KEY) for repo, qids in by_repo}
         for (repo, qids), row in zip(by_repo, rows.values()):
             print(f"{name:<16} {repo:<{width}} {len(qids):>3}  " + devsets.cells(row))
-        cols = list(next(iter(rows.values())))
-        mean = {c: float(np.nanmean([r[c] for r in rows.values()])) for c in cols}
-        worst = {c: min((r[c] for r in rows.values() if not math.isnan(r[c])), default=math.nan) for c in cols}
+        mean, worst, names = devsets.mean_and_worst(rows)
         print(f"{name:<16} {'mean of ' + str(len(rows)):<{width}} {'':>3}  " + devsets.cells(mean))
-        print(f"{name:<16} {'worst':<{width}} {'':>3}  " + devsets.cells(worst) + "   (" + ", ".join(
-            f"{c}: {_argmin(rows, c)}" for c in ("file@5", "func@10")) + ")")
-
-
-def _argmin(rows: dict[str, dict[str, float]], col: str) -> str:
-    vals = {repo: r[col] for repo, r in rows.items() if not math.isnan(r[col])}
-    return min(vals, key=vals.get) if vals else "-"
+        print(f"{name:<16} {'worst':<{width}} {'':>3}  " + devsets.cells(worst) + "   " + devsets.worst_names(names))
 
 
 def _print_targets(rankings, by_lang, dev) -> None:

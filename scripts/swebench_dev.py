@@ -3,9 +3,10 @@
 
 Checks out every instance's snapshot (with the shared prepare script), indexes each one
 (`--reuse` of the previous snapshot of the same repository), runs the batch job per mode and
-prints strict file Acc@1/5/10 and function Acc@5/10 per repository and overall, next to a
-BM25 baseline computed here (bm25s over function chunks, the whole issue as the query, its
-own tokenizer), plus the auto run by plan.
+prints strict file Acc@1/5/10 and function Acc@5/10, with file Recall@10/@20 and function
+Recall@10 beside them (breadth, issue 41), per repository and overall, then the mean over
+repositories and the worst one, next to a BM25 baseline computed here (bm25s over function
+chunks, the whole issue as the query, its own tokenizer), plus the auto run by plan.
 
 Every `auto` number is cross-validated by repository: the localisation weights of each
 repository's run are fitted on the other two (`--localise-weights` of `codenib run`). The
@@ -161,9 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         timings[mode] = time.perf_counter() - t0
 
     print(f"\nSWE-bench Lite dev, {len(queries)} issues, indexes {'without' if a.no_dense else 'with'} vectors; "
-          "strict Acc (file @1/5/10, function @5/10); auto cross-validated by repository\n")
+          "strict Acc (file @1/5/10, function @5/10), Recall (file @10/20, function @10); auto cross-validated "
+          "by repository\n")
     groups = [(repo, [q for q in instances if instances[q]["repo_short"] == repo]) for repo in repos]
     devsets.print_table(rankings, groups + [("overall", list(instances))], gold_files, gold_funcs)
+    print(f"\nmean over the {len(groups)} repositories and the worst repository:")
+    devsets.print_summary(rankings, groups, gold_files, gold_funcs)
     if PACKAGED in rankings:
         _print_targets(rankings[PACKAGED], list(instances), gold_files, gold_funcs, bool(a.history))
     if plans_of:
@@ -432,10 +436,9 @@ def _loo_table(results, groups, gold_files, gold_funcs) -> None:
             row = devsets.scores(ranks, qids, gold_files, gold_funcs)
             rows.append(row)
             print(f"{name:<24} {label:<9} {len(qids):>3}  " + devsets.cells(row))
-        mean = {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
-        worst = {k: min(r[k] for r in rows) for k in rows[0]}
+        mean, worst, names = devsets.mean_and_worst(dict(zip((label for label, _ in groups), rows)))
         print(f"{name:<24} {'mean':<9} {'':>3}  " + devsets.cells(mean))
-        print(f"{name:<24} {'worst':<9} {'':>3}  " + devsets.cells(worst))
+        print(f"{name:<24} {'worst':<9} {'':>3}  " + devsets.cells(worst) + "   " + devsets.worst_names(names))
 
 
 def _bm25_baseline(queries: list[dict], idx_root: Path) -> dict[str, list[str]]:

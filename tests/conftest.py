@@ -17,6 +17,22 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 if "CODENIB_CACHE_DIR" not in os.environ:
     os.environ["CODENIB_CACHE_DIR"] = tempfile.mkdtemp(prefix="codenib-test-cache-")
     atexit.register(shutil.rmtree, os.environ["CODENIB_CACHE_DIR"], ignore_errors=True)
+# Object-storage tests talk to a moto S3 server on 127.0.0.1 (tests/batch/s3.py). Credentials
+# are dummies, set before any Ray starts so that its workers inherit them; no instance-metadata
+# look-ups.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "codenib-test")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "codenib-test")
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3 API (moto's server) on 127.0.0.1: its endpoint URL."""
+    from tests.batch.s3 import start_s3
+
+    server, endpoint = start_s3()
+    yield endpoint
+    server.stop()
 
 
 @pytest.fixture(scope="session")

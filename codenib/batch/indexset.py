@@ -10,9 +10,11 @@ The work: each repository's snapshots in commit order, cut into as many contiguo
 the cluster has CPUs; a run is one Ray task that builds its first snapshot afresh and each
 next one as `codenib index --reuse` of the one before (unchanged files keep their nodes,
 edges, terms and vectors; the graph is resolved again only where something changed). Across
-runs, the per-file store (`--store`, default `ROOT/.codenib-store`) keeps the nodes and term
-counts of each file version, keyed by path, content, reader versions and tokenizer settings,
-so the first snapshot of a run parses only what no other run parsed. Corpus statistics,
+runs, the per-file store (`--store`, a folder or a `pyarrow.fs` URI such as `s3://bucket/prefix`;
+default `ROOT/.codenib-store`) keeps the nodes and term counts of each file version, keyed by
+path, content, reader versions and tokenizer settings, so the first snapshot of a run parses
+only what no other run parsed. A store on object storage is checked once before any work (a bad
+bucket exits 2) and reaches the tasks as data, with its `StorageConfig`. Corpus statistics,
 vectors of changed files and history are computed per snapshot.
 
 Resume: a snapshot whose folder holds an index of the same commit built with the same
@@ -30,13 +32,17 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 
 from codenib.core.errors import BadInputError, CodeNibError
 from codenib.core.mirrors import find_git_dir
 from codenib.core.rows import column_of, read_rows
+
+if TYPE_CHECKING:
+    from codenib.compiler.store_backend import StoreBackend
+    from codenib.core.storage import StorageConfig
 
 #: Runs one Ray worker process builds before it exits: a fresh process hands back what
 #: fragmentation kept, so a worker's memory stays bounded however many snapshots the set holds
@@ -58,7 +64,7 @@ REPORT_SCHEMA = pa.schema([("index", pa.string()), ("repo", pa.string()), ("rev"
                            ("commit", pa.string()), ("status", pa.string()), ("error", pa.string()),
                            ("seconds", pa.float64()), ("files", pa.int64()), ("nodes", pa.int64()),
                            ("files_from_store", pa.int64()), ("files_kept", pa.int64()),
-                           ("reused_from", pa.string())])
+                           ("reused_from", pa.string()), ("texts_encoded", pa.int64())])
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,25 +159,26 @@ def read_snapshot_set(path: str | os.PathLike, mirror_root: str | os.PathLike | 
     return out
 
 
-def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = None) -> IndexSetSummary:
+def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = None,
+                  storage: "StorageConfig | None" = None) -> IndexSetSummary:
     """Index every snapshot of `options.snapshots` under `options.index_root` on Ray (see the
-    module docstring); returns the summary. Bad input raises before any work."""
+    module docstring); returns the summary. Bad input raises before any work. `storage`: where
+    object storage is, for a `--store` URI (default: read from the environment here, once)."""
     from codenib.batch.raysession import start_ray, stop_ray
     from codenib.core.outputs import refuse_uri
     from codenib.core.progress import Progress
 
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-    for flag, value in (("--index-root", options.index_root), ("--store", options.store),
-                        ("--snapshots", options.snapshots)):
+    for flag, value in (("--index-root", options.index_root), ("--snapshots", options.snapshots)):
         refuse_uri(value, f"codenib index-set {flag}",
-                   "pass a local folder (an object-storage store is not built yet)")
+                   "pass a local path (indexes are built into local folders; --store may be a URI)")
     t0 = time.perf_counter()
     snapshots = read_snapshot_set(options.snapshots, options.mirror_root)
     root = Path(options.index_root)
     if root.exists() and not root.is_dir():
         raise BadInputError("--index-root is a file", path=str(root), fix="pass a folder for the indexes")
+    store = _open_store(options.store or root / DEFAULT_STORE_NAME, storage)
     root.mkdir(parents=True, exist_ok=True)
-    store = Path(options.store) if options.store else root / DEFAULT_STORE_NAME
     rows: dict[str, dict] = {}
     resolved: list[tuple[Snapshot, str, int]] = []
     for snap, commit, when, error in _resolved(snapshots):
@@ -186,7 +193,7 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
 
             cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
             build = ray.remote(num_cpus=1, max_calls=RUNS_PER_WORKER, max_retries=TASK_RETRIES)(build_run)
-            pending = {build.remote(run, str(root), str(store), options): run for run in runs_of(resolved, cpus)}
+            pending = {build.remote(run, str(root), store, options): run for run in runs_of(resolved, cpus)}
             with Progress("index-set", len(resolved), "snapshots", enabled=options.progress) as bar:
                 while pending:
                     done, _ = ray.wait(list(pending), num_returns=1)
@@ -231,9 +238,11 @@ def runs_of(snapshots: list[tuple[Snapshot, str, int]], n: int) -> list[list[tup
     return runs
 
 
-def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: str, options: IndexSetOptions) -> list[dict]:
+def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: "str | StoreBackend",
+              options: IndexSetOptions) -> list[dict]:
     """Build a run of one repository's snapshots in commit order (a Ray task), each after
-    the first reusing the one before it; returns their report rows. A snapshot already
+    the first reusing the one before it; returns their report rows. `store`: the per-file
+    store's folder or backend (`codenib.compiler.store_backend`). A snapshot already
     current is kept (and serves the next as its base)."""
     rows: list[dict] = []
     base: Path | None = None
@@ -249,8 +258,8 @@ def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: str, opti
     return rows
 
 
-def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, options: IndexSetOptions,
-                   reuse: Path | None = None) -> dict:
+def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: "str | StoreBackend",
+                   options: IndexSetOptions, reuse: Path | None = None) -> dict:
     """Build one snapshot's index from its git objects (with `reuse`, as `--reuse` of that
     index); returns its report row. A bad revision or a failed build is the row's error,
     never the job's."""
@@ -258,12 +267,13 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, opt
     from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.history import HistorySpec
     from codenib.compiler.source import GitTree
+    from codenib.compiler.store_backend import open_backend
 
     t0 = time.perf_counter()
     try:
         tree = GitTree.open(snap.gitdir, commit, snap.index)
         extra = {} if options.max_file_bytes is None else {"max_file_bytes": options.max_file_bytes}
-        build = BuildOptions(dense=options.dense, model=options.model, progress=False, jobs=1, cache=Path(store),
+        build = BuildOptions(dense=options.dense, model=options.model, progress=False, jobs=1, cache=open_backend(store),
                              history=HistorySpec() if options.history else None, reuse=reuse, **extra)
         record = {"repo": snap.repo, "rev": snap.rev, "commit": commit, "settings": options.settings()}
         summary = build_index(tree, Path(index_root) / snap.index, build, log=lambda message: None,
@@ -276,10 +286,24 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: str, opt
     reused = summary.reuse or {}
     return _row(snap, commit, "built", None, time.perf_counter() - t0, files=manifest["counts"]["files"],
                 nodes=manifest["counts"]["nodes"], from_store=(manifest.get("cache") or {}).get("files_found"),
-                kept=reused.get("files_kept"), reused_from=reuse.name if reuse is not None else None)
+                kept=reused.get("files_kept"), reused_from=reuse.name if reuse is not None else None,
+                encoded=(manifest.get("model") or {}).get("encoded"))
 
 
 # --- private helpers ---------------------------------------------------------------------------
+
+def _open_store(where: "str | Path", storage: "StorageConfig | None") -> "StoreBackend":
+    """The per-file store's backend; one on object storage is reached once now (a bad bucket
+    is bad input, exit 2, before any work)."""
+    from codenib.compiler.store_backend import open_backend
+    from codenib.core.storage import StorageConfig, is_uri
+
+    if is_uri(str(where)) and storage is None:
+        storage = StorageConfig.from_env()
+    backend = open_backend(str(where), storage)
+    backend.check()
+    return backend
+
 
 def _resolved(snapshots: list[Snapshot]):
     """Each snapshot with its revision's commit id and commit time, or the error that makes
@@ -313,10 +337,11 @@ def _current(folder: Path, commit: str, settings: dict) -> bool:
 
 def _row(snap: Snapshot, commit: str | None, status: str, error: str | None = None, seconds: float = 0.0,
          files: int | None = None, nodes: int | None = None, from_store: int | None = None,
-         kept: int | None = None, reused_from: str | None = None) -> dict:
+         kept: int | None = None, reused_from: str | None = None, encoded: int | None = None) -> dict:
     return {"index": snap.index, "repo": snap.repo, "rev": snap.rev, "commit": commit, "status": status,
             "error": error, "seconds": round(seconds, 3), "files": files, "nodes": nodes,
-            "files_from_store": from_store, "files_kept": kept, "reused_from": reused_from}
+            "files_from_store": from_store, "files_kept": kept, "reused_from": reused_from,
+            "texts_encoded": encoded}
 
 
 def _write_report(rows: list[dict], path: Path) -> None:

@@ -12,7 +12,7 @@ from codenib.commands.command import Command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from codenib.eval.metrics import DEFAULT_MEASURES
+    from codenib.eval.metrics import DEFAULT_LEVELS, DEFAULT_MEASURES, LEVELS
 
     p.add_argument("--results", required=True, metavar="RESULTS_DIR",
                    help="--out folder of `codenib run` (part-*.parquet, plans.parquet, _SUCCESS), "
@@ -45,6 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
                    help="comma-separated ir_measures names (R@k, P@k, RR@k, nDCG@k, AP, Success@k) "
                         "and Acc@k (all gold items in the top k) (default: " + ", ".join(DEFAULT_MEASURES) + ")")
+    p.add_argument("--levels", default=",".join(DEFAULT_LEVELS),
+                   help="comma-separated levels: " + "; ".join(f"{n}: {lv.about}" for n, lv in LEVELS.items())
+                        + " (default: " + ", ".join(DEFAULT_LEVELS) + "; file Acc@k and function_name Acc@k are "
+                        "Multi-SWE-bench's file and function accuracy)")
     p.add_argument("--permutations", type=int, default=10_000,
                    help="sign flips sampled by the randomization test of --compare")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
@@ -75,6 +79,7 @@ class EvalCommandOptions:
     export_trec: str | None = None
     tag: str | None = None
     measures: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
     permutations: int = 10_000
     seed: int = 0
     no_plots: bool = False
@@ -83,29 +88,31 @@ class EvalCommandOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "EvalCommandOptions":
-        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if f.name != "measures"},
-                   measures=_measures(args.measures))
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if f.name not in ("measures", "levels")},
+                   measures=_measures(args.measures), levels=_measures(args.levels))
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], results: str, where: str = "[eval]") -> "EvalCommandOptions":
         """The options of a job spec's [eval] table (keys: `codenib.commands.jobs.EVAL_KEYS`,
         checked when the spec was read) for the results folder `results`."""
         from codenib.core.errors import BadInputError
-        from codenib.eval.metrics import DEFAULT_MEASURES
+        from codenib.eval.metrics import DEFAULT_LEVELS, DEFAULT_MEASURES
 
         kinds = {f.name: f.type for f in fields(cls)}
-        values: dict[str, Any] = {"results": results, "measures": _measures(",".join(DEFAULT_MEASURES))}
+        values: dict[str, Any] = {"results": results, "measures": _measures(",".join(DEFAULT_MEASURES)),
+                                  "levels": DEFAULT_LEVELS}
         for key, value in table.items():
             if kinds.get(key) == "bool":
                 if not isinstance(value, bool):
                     raise BadInputError(f"`{key}` must be true or false, got {value!r}", path=where,
                                         fix=f"write {key} = true")
                 values[key] = value
-            elif key == "measures":
+            elif key in ("measures", "levels"):
                 items = value if isinstance(value, list) else [value]
                 if any(isinstance(v, (bool, list, dict)) for v in items):
-                    raise BadInputError(f"`measures` must be a list of names or one comma-separated string, got "
-                                        f"{value!r}", path=where, fix='write measures = ["R@10", "nDCG@10"]')
+                    example = '["R@10", "nDCG@10"]' if key == "measures" else '["file", "function_name"]'
+                    raise BadInputError(f"`{key}` must be a list of names or one comma-separated string, got "
+                                        f"{value!r}", path=where, fix=f"write {key} = {example}")
                 values[key] = _measures(",".join(str(v) for v in items))
             else:
                 if isinstance(value, (bool, list, dict)):
@@ -124,6 +131,10 @@ class EvalCommandOptions:
                                 fix="pass --permutations 10000")
         if not self.measures:
             raise BadInputError("--measures is empty", fix="pass e.g. --measures R@10,nDCG@10")
+        if self.levels:
+            from codenib.eval.metrics import parse_levels
+
+            parse_levels(self.levels)
         if self.qrels is None and self.export_trec is None:
             raise BadInputError("--qrels is required to evaluate",
                                 fix="pass --qrels QRELS.parquet (or only --export-trec FILE to convert)")
@@ -175,7 +186,7 @@ def evaluate(opts: EvalCommandOptions) -> int:
         if opts.qrels is None:
             return 0
     options = EvalOptions(measures=opts.measures, permutations=opts.permutations,
-                          seed=opts.seed, plan=opts.plan)
+                          seed=opts.seed, plan=opts.plan, **({"levels": opts.levels} if opts.levels else {}))
     evaluation = report.evaluate_results(
         results, read_qrels(opts.qrels),
         queries=read_queries(opts.queries) if opts.queries else None,

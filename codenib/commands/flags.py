@@ -64,13 +64,18 @@ def add_option_flags(p: argparse.ArgumentParser, cls: type, spec_help: str) -> N
         p.add_argument(flag_of(f), **kwargs)
 
 
-def run_job_command(args: argparse.Namespace, cls: type, make_options: Callable, job: Callable):
+def run_job_command(args: argparse.Namespace, cls: type, make_options: Callable, job: Callable,
+                    before: Callable | None = None):
     """Run a job: its spec (`--spec`), the command line on top, the summary to stderr and the
-    results folder to stdout. Returns (the spec or None, the summary)."""
+    results folder to stdout. `before(spec, options)`, when given, runs first and returns the
+    options the job runs with. Returns (the spec or None, the summary)."""
     from codenib.commands.jobs import load_job_spec
 
     spec = load_job_spec(args.spec) if args.spec else None
-    summary = job(make_options(spec, option_overrides(cls, args)))
+    options = make_options(spec, option_overrides(cls, args))
+    if before is not None:
+        options = before(spec, options)
+    summary = job(options)
     print(summary.render(), file=sys.stderr)
     print(summary.out)
     return spec, summary

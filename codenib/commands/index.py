@@ -38,8 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "its own recent commits (message as the query, what it changed as the answer; "
                         "the packaged weights as the prior), stored in the index and used by its "
                         "queries; off by default (it did not beat the packaged weights on the dev set)")
-    p.add_argument("--cache", metavar="DIR",
-                   help="per-file parse store shared by the indexes of a repository; "
+    p.add_argument("--cache", metavar="DIR|URI",
+                   help="per-file store (nodes, term counts, vectors) shared by the indexes of a repository: "
+                        "a folder or object storage (s3://bucket/prefix, see docs/scale.md); "
                         "when not given, .codenib-cache next to --out")
     p.add_argument("--no-cache", action="store_true", help="neither read nor fill the per-file parse store")
     p.add_argument("--jobs", type=int, default=None,
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         force=args.force,
         jobs=args.jobs,
-        cache=Path(args.cache) if args.cache else None,
+        cache=_cache(args.cache) if args.cache else None,
         use_cache=not args.no_cache,
         history=HistorySpec.parse(args.history) if args.history is not None else None,
         max_file_bytes=args.max_file_bytes,
@@ -105,6 +106,19 @@ def run(args: argparse.Namespace) -> int:
     summary = build_index(args.repo, args.out, options, finish=_fit_weights if args.fit_weights else None)
     print(summary.render(), file=sys.stderr)
     return 0
+
+
+def _cache(where: str):
+    """`--cache`: a folder, or a store on object storage whose bucket is checked now (a bad
+    one exits 2 here rather than making every file a miss)."""
+    from codenib.compiler.store_backend import LocalBackend, open_backend
+    from codenib.core.storage import StorageConfig, is_uri
+
+    backend = open_backend(where, StorageConfig.from_env() if is_uri(where) else None)
+    if isinstance(backend, LocalBackend):
+        return backend.root
+    backend.check()
+    return backend
 
 
 def _fit_weights(staging, log) -> dict:

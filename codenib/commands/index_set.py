@@ -15,8 +15,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(instance_id, repo, base_commit) are read as they are, with --mirror-root")
     p.add_argument("--index-root", required=True, metavar="DIR",
                    help="where each snapshot's index goes (DIR/INDEX), with the run's report _index_set.parquet")
-    p.add_argument("--store", metavar="DIR",
-                   help="the per-file store the snapshots share (each file version parsed and tokenized once); "
+    p.add_argument("--store", metavar="DIR|URI",
+                   help="the per-file store the snapshots share (each file version parsed, tokenized and encoded "
+                        "once): a folder, or object storage such as s3://bucket/prefix (endpoint and timeouts from "
+                        "CODENIB_S3_ENDPOINT etc., docs/scale.md; the bucket is checked before any work); "
                         "default DIR/.codenib-store under --index-root")
     p.add_argument("--mirror-root", metavar="DIR",
                    help="where repo names are git mirrors (owner/name as DIR/owner+name/repo, DIR/owner+name, "
@@ -36,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from codenib.batch.indexset import IndexSetOptions, run_index_set
     from codenib.core.errors import BadInputError
+    from codenib.core.storage import StorageConfig, is_uri
 
     if args.max_file_bytes is not None and args.max_file_bytes < 1:
         raise BadInputError(f"--max-file-bytes must be at least 1, got {args.max_file_bytes}",
@@ -44,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
                               mirror_root=args.mirror_root, address=args.address, dense=not args.no_dense,
                               history=args.history, model=args.model, max_file_bytes=args.max_file_bytes,
                               progress=not args.quiet)
-    summary = run_index_set(options)
+    storage = StorageConfig.from_env() if is_uri(args.store) else None
+    summary = run_index_set(options, storage=storage)
     print(summary.render(), file=sys.stderr)
     return 0
 

@@ -2,6 +2,8 @@
 `codenib eval` / `codenib rerank`), so a job can be re-run or submitted by name.
 
 ```toml
+[index_set]  # optional: build the indexes first (options of `codenib index-set`; codenib/commands/job_steps.py)
+[qrels]      # optional: write the judgments first (from the queries' patches, or given files merged)
 [run]        # the options of `codenib run`, dashes as underscores
 [eval]       # optional: evaluate the run's results afterwards (options of `codenib eval`)
 [rerank]     # optional: the options of `codenib rerank` (nightly re-ranking jobs)
@@ -23,8 +25,15 @@ from codenib.core.options import check_spec_values, required_keys, spec_keys
 from codenib.commands.llm_config import read_llm_config
 from codenib.core.specs import read_config_file
 
-SECTIONS = ("run", "eval", "rerank", "llm", "submit")
-EVAL_KEYS = ("qrels", "queries", "out", "measures", "compare", "auto", "export_trec", "plan", "no_plots", "html", "force")
+SECTIONS = ("index_set", "qrels", "run", "eval", "rerank", "llm", "submit")
+EVAL_KEYS = ("qrels", "queries", "out", "measures", "levels", "compare", "auto", "export_trec", "plan", "no_plots", "html", "force")
+#: [index_set] keys: `codenib index-set`'s options (read by codenib/commands/job_steps.py; index_root,
+#: address and progress default to [run]'s).
+INDEX_SET_KEYS = ("snapshots", "index_root", "mirror_root", "store", "address", "dense", "history", "model",
+                  "max_file_bytes")
+#: [qrels] keys: where the job's judgments go (`out`) and where they come from (given `files`
+#: merged, or the `patches` of a row file, by default [run]'s queries).
+QRELS_KEYS = ("out", "files", "patches", "mirror_root", "force")
 # [submit] keys, read by codenib/commands/submission.py and packaging.py (values are checked there).
 SUBMIT_KEYS = ("entrypoint", "entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_memory", "pip", "env_vars",
                "excludes", "runtime_env", "address")
@@ -35,6 +44,8 @@ class JobSpec:
     """A parsed job spec; sections are plain tables, validated by the commands that use them."""
 
     path: str
+    index_set: dict[str, Any] = field(default_factory=dict)
+    qrels: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
     eval: dict[str, Any] = field(default_factory=dict)
     rerank: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +71,8 @@ def load_job_spec(path: str | Path) -> JobSpec:
     _check_keys(spec.run, _run_keys(), "run", path)
     _check_keys(spec.eval, EVAL_KEYS, "eval", path)
     _check_keys(spec.submit, SUBMIT_KEYS, "submit", path)
+    _check_keys(spec.index_set, INDEX_SET_KEYS, "index_set", path)
+    _check_keys(spec.qrels, QRELS_KEYS, "qrels", path)
     return spec
 
 

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from codenib.commands.command import Command
 
+#: The Parquet metadata that marks a qrels file CodeNib wrote.
+WRITTEN_BY = {b"codenib": b"qrels"}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", required=True, metavar="QUERIES",
@@ -49,11 +52,7 @@ def run(args: argparse.Namespace) -> int:
     rows = read_patch_rows(args.queries)
     qrels, errors = judge(rows, args.index_root, args.mirror_root,
                           log=lambda message: print(f"codenib qrels: warning: {message}", file=sys.stderr))
-    _write(qrels, out)
-    if errors.num_rows:
-        _write(errors, errors_out)
-    else:
-        errors_out.unlink(missing_ok=True)     # an earlier run's errors no longer hold
+    write_judgments(qrels, errors, out)
     judged = len(set(qrels.column("qid").to_pylist()))
     n_files = sum(n is None for n in qrels.column("node_id").to_pylist())
     print(f"wrote {qrels.num_rows} judgments ({n_files} files, {qrels.num_rows - n_files} definitions) for "
@@ -63,9 +62,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def written_by_codenib(path: Path) -> bool:
+    """Whether `path` is a qrels file that `codenib qrels` or a job's [qrels] wrote (its Parquet
+    metadata says so), which a job may write again."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowException):
+        return False
+    return all(meta.get(k) == v for k, v in WRITTEN_BY.items())
+
+
 def errors_path(out: Path) -> Path:
     """Where the error rows of `--out` go: the same name with `.errors.parquet`."""
     return out.with_name(out.name.removesuffix(".parquet") + ".errors.parquet")
+
+
+def write_judgments(qrels, errors, out: Path) -> None:
+    """The qrels table at `out`, marked as CodeNib's judgments (so a job may write it again),
+    and the error rows beside it (`errors_path`; an earlier file of them is removed when there
+    are none); each written atomically."""
+    _write(qrels.replace_schema_metadata({**(qrels.schema.metadata or {}), **WRITTEN_BY}), out)
+    errors_out = errors_path(out)
+    if errors is not None and errors.num_rows:
+        _write(errors, errors_out)
+    else:
+        errors_out.unlink(missing_ok=True)     # an earlier run's errors no longer hold
 
 
 def _write(table, path: Path) -> None:

@@ -231,7 +231,7 @@ def build_index(repo: "str | Path | SourceTree", out: str | Path, options: Build
                 from codenib.compiler.dense import build_dense
 
                 dense_info = build_dense(nodes_of(nodes), staging / artifact.DENSE_DIR, options, log,
-                                         previous)
+                                         previous, store.backend if store is not None else None)
                 seconds["dense"] = time.perf_counter() - t0
 
             incr_state.save_state(staging, graph.state, terms, root_package, options.tokenizer, resolved.facts)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from codenib.compiler.history import HistorySpec
+from codenib.compiler.store_backend import StoreBackend
 from codenib.compiler.walk import MAX_FILE_BYTES
 from codenib.core.tokens import TokenizerConfig
 
@@ -32,8 +33,10 @@ class BuildOptions:
     progress: bool = True
     force: bool = False                 # replace an index folder that also holds others' files
     jobs: int | None = None             # worker processes for parsing and tokenizing; None: CPUs
-    cache: Path | None = None           # per-file store (nodes, term counts) shared by indexes;
-                                        # None: `.codenib-cache` next to the output folder
+    cache: "Path | StoreBackend | None" = None  # per-file store (nodes, term counts, vectors) shared
+                                        # by indexes: a folder, or a backend (codenib.compiler.
+                                        # store_backend: also s3://); None: `.codenib-cache`
+                                        # next to the output folder
     use_cache: bool = True
     history: HistorySpec | None = None    # --history: read the commits up to a revision
                                         # (codenib.compiler.history); None: no history/

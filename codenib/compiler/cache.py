@@ -3,10 +3,11 @@
 Each entry holds one file's nodes and the BM25 term counts of their texts, for one
 (relative path, content sha256, version of the reader of its language, tokenizer settings):
 the same bytes at the same path always give the same nodes. Entries are JSON files written once (to a temporary
-name, then renamed), so builds that share the store never see half an entry, and a store
-can be deleted at any time. Nothing is pickled.
+name, then renamed; on object storage one PUT), so builds that share the store never see half
+an entry, and a store can be deleted at any time. Nothing is pickled. The store is a local
+folder or a `pyarrow.fs` URI (`s3://bucket/prefix`; `codenib.compiler.store_backend`).
 
-    STORE/v1/ab/abcdef....json
+    STORE/v2/ab/abcdef....json
 
 `--reuse` goes further (edges and unchanged files without reading them); the store is what
 a build without an earlier index of the same repository at hand can still skip.
@@ -17,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from codenib.compiler.lang import reader_versions
 from codenib.compiler.lang.python_parse import PARSE_VERSION
+from codenib.compiler.store_backend import LocalBackend, StoreBackend, open_backend
 from codenib.engines.languages import languages_of
 from codenib.core.tokens import TokenizerConfig
 from codenib.core.types import NODES_SCHEMA, Node
@@ -44,10 +45,13 @@ class CachedFile:
 
 
 class FileCache:
-    """The store under `root` for builds with these tokenizer settings."""
+    """The store under `root` (a folder, a URI, or a backend: `open_backend`) for builds with
+    these tokenizer settings."""
 
-    def __init__(self, root: str | os.PathLike, tokenizer: TokenizerConfig):
-        self.root = Path(root)
+    def __init__(self, root: "str | os.PathLike | StoreBackend", tokenizer: TokenizerConfig):
+        self.backend = open_backend(root)
+        #: A local store's folder; an object store's URI.
+        self.root: Path | str = self.backend.root if isinstance(self.backend, LocalBackend) else self.backend.shown()
         settings = json.dumps([CACHE_VERSION, PARSE_VERSION, tokenizer.to_dict()], sort_keys=True)
         self._salt = hashlib.sha256(settings.encode()).hexdigest()[:16]
         # A reader's version keys its own files only: a change to one language's reader
@@ -56,8 +60,11 @@ class FileCache:
 
     def get(self, rel_path: str, content_sha256: str) -> CachedFile | None:
         """The entry for these bytes at this path, or None (missing or unreadable)."""
+        raw = self.backend.read(self._name(rel_path, content_sha256))
+        if raw is None:
+            return None
         try:
-            data = json.loads(self._path(rel_path, content_sha256).read_text(encoding="utf-8"))
+            data = json.loads(raw.decode("utf-8"))
             names = NODES_SCHEMA.names
             nodes = [Node(**{n: (tuple(v) if n == "decorators" else v) for n, v in zip(names, row)})
                      for row in data["nodes"]]
@@ -69,25 +76,18 @@ class FileCache:
         return CachedFile(nodes, terms)
 
     def put(self, rel_path: str, content_sha256: str, entry: CachedFile) -> None:
-        """Store an entry (atomically; an existing one for the same key is left as it is)."""
-        path = self._path(rel_path, content_sha256)
-        if path.exists():
-            return
+        """Store an entry (atomically; the same key always holds the same bytes). Raises
+        OSError when the store cannot be written."""
         names = NODES_SCHEMA.names
         data = {"nodes": [[(list(v) if n == "decorators" else v) for n, v in ((n, getattr(node, n)) for n in names)]
                           for node in entry.nodes],
                 "terms": [sorted(c.items()) for c in entry.terms]}
-        tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        self.backend.write(self._name(rel_path, content_sha256), text.encode("utf-8"))
 
-    def _path(self, rel_path: str, content_sha256: str) -> Path:
+    def _name(self, rel_path: str, content_sha256: str) -> str:
         # A `.h` may be read as C or C++: both readers' versions key it.
         reader = "/".join(str(self._versions.get(lang, 0)) for lang in languages_of(rel_path)) or "0"
         key = hashlib.sha256(f"{self._salt}\0{rel_path}\0{content_sha256}\0{reader}".encode("utf-8", "surrogatepass"))
         digest = key.hexdigest()
-        return self.root / f"v{CACHE_VERSION}" / digest[:2] / f"{digest}.json"
+        return f"v{CACHE_VERSION}/{digest[:2]}/{digest}.json"

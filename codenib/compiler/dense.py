@@ -12,6 +12,8 @@ import pyarrow.parquet as pq
 
 from codenib.core import artifact
 from codenib.compiler.state import Previous
+from codenib.compiler.store_backend import StoreBackend
+from codenib.compiler.vector_store import VectorStore, file_groups
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
 from codenib.engines.vectors import query_matrix, search_matrix
@@ -36,9 +38,11 @@ NAME_WEIGHT = 0.5
 
 
 def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str], None],
-                previous: Previous | None = None) -> dict:
+                previous: Previous | None = None, store_root: "Path | StoreBackend | None" = None) -> dict:
     """Encode node texts (reusing the unchanged vectors of `previous`, the loaded
-    `options.reuse`) and write `vectors.npy` under `folder`."""
+    `options.reuse`, and those the per-file store at `store_root` (a folder or a backend)
+    holds for a file's exact texts) and write `vectors.npy` under `folder`; the files encoded now go into the
+    store."""
     if options.ann not in ANN_KINDS:
         raise BadInputError(f"unknown --ann {options.ann!r}", fix=f"use one of: {', '.join(ANN_KINDS)}")
     spec = ModelSpec.for_model(options.model, options.max_seq_length)
@@ -47,8 +51,13 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
     body_texts = [n.text for n in nodes]
     name_texts = [name_text(n) for n in nodes]
     old = _reusable_vectors(previous, fingerprint, encoder.dimension, log) if previous is not None else {}
+    store = VectorStore(store_root, fingerprint, encoder.dimension) if store_root is not None else None
+    groups = file_groups([n.file for n in nodes])
+    stored = _stored_vectors(store, groups, body_texts, name_texts, old) if store is not None else set()
     (vectors, todo), (name_vectors, name_todo) = _encode_fields(encoder, fingerprint, [body_texts, name_texts],
                                                                 old, options.progress)
+    if store is not None:
+        _store_vectors(store, groups, stored, body_texts, name_texts, vectors, name_vectors, log)
     stats = encoder.last_stats
     if stats:
         log(f"dense: {encoder.backend.name} encoded {stats['unique']} distinct texts of {stats['texts']} "
@@ -65,6 +74,7 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
         "fingerprint": fingerprint,
         "encoded": len(todo),
         "reused": reused,
+        "files_from_store": len(stored),
         "name_field": {"file": NAME_VECTORS_FILE, "weight": NAME_WEIGHT, "encoded": len(name_todo)},
         "ann": options.ann,
         "ann_recall_at_100": None,
@@ -119,6 +129,33 @@ def _encode_fields(encoder: Encoder, fingerprint: str, fields: list[Sequence[str
             vectors[todo] = encoded[at:at + len(todo)]
             at += len(todo)
     return out
+
+
+def _stored_vectors(store: VectorStore, groups: dict[str, list[int]], bodies: Sequence[str],
+                    names: Sequence[str], old: dict[str, np.ndarray]) -> set[str]:
+    """Add to `old` the store's vectors of every file it holds (by exact texts); return
+    those files."""
+    found = set()
+    for rel, rows in groups.items():
+        entry = store.get([bodies[r] for r in rows], [names[r] for r in rows])
+        if entry is None:
+            continue
+        found.add(rel)
+        for field, vectors in zip((bodies, names), entry):
+            for r, vec in zip(rows, vectors):
+                old.setdefault(_text_key(store.fingerprint, field[r]), vec)
+    return found
+
+
+def _store_vectors(store: VectorStore, groups: dict[str, list[int]], stored: set[str], bodies: Sequence[str],
+                   names: Sequence[str], vectors: np.ndarray, name_vectors: np.ndarray, log) -> None:
+    """Put every file the store lacked (best effort: a store that cannot be written is skipped)."""
+    try:
+        for rel, rows in groups.items():
+            if rel not in stored:
+                store.put([bodies[r] for r in rows], [names[r] for r in rows], vectors[rows], name_vectors[rows])
+    except OSError as exc:
+        log(f"warning: the vector store {store.root} was not updated: {exc}")
 
 
 def _fingerprint(spec: ModelSpec, encoder: Encoder) -> str:

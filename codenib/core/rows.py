@@ -14,15 +14,19 @@ from codenib.core.errors import BadInputError
 #: A CodeNib column -> SWE-bench's name for it: each instance is a query and its own snapshot.
 SWE_BENCH_COLUMNS = {"qid": "instance_id", "index": "instance_id", "query": "problem_statement",
                      "rev": "base_commit"}
+#: A column a row set may leave out, and the column that then stands for it: a snapshot named
+#: by the query it serves (a dev set's `instances.parquet`: qid, repo, base_commit).
+FALLBACK_COLUMNS = {"index": "qid"}
 
 
 def column_of(names: Iterable[str], column: str) -> str | None:
-    """The file's column that holds `column`: itself, else its SWE-bench name (None: neither)."""
+    """The file's column that holds `column`: itself, else its SWE-bench name, else its
+    fallback (`FALLBACK_COLUMNS`; None: none of them)."""
     names = set(names)
-    if column in names:
-        return column
-    alias = SWE_BENCH_COLUMNS.get(column)
-    return alias if alias in names else None
+    for candidate in (column, SWE_BENCH_COLUMNS.get(column), FALLBACK_COLUMNS.get(column)):
+        if candidate is not None and candidate in names:
+            return candidate
+    return None
 
 
 def read_rows(path: str | Path, what: str, fix: str) -> list[dict[str, Any]]:

@@ -36,6 +36,12 @@ STOPWORD_SETS = {
 
 #: Tokens longer than this are hashes, base64 or minified data, not words.
 MAX_TOKEN_CHARS = 64
+#: Han, kana and Hangul: scripts written without spaces between words, so a `\w+` run is a
+#: whole clause; their runs become overlapping character bigrams (`cjk="bigrams"`), the usual
+#: index unit for CJK text without a segmenter.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+#: How CJK runs are tokenized: "bigrams", or "none" (a run is one word, as before bigrams).
+CJK_MODES = ("bigrams", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +53,7 @@ class TokenizerConfig:
     keep_whole: bool = True          # also keep the whole identifier as one token
     stopwords: str = "english+code"
     stemmer: str | None = "english"  # a PyStemmer algorithm name, or None
+    cjk: str = "bigrams"             # CJK_MODES
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,6 +61,8 @@ class TokenizerConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TokenizerConfig":
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        # A manifest written before CJK bigrams keeps its CJK runs whole, as it was built.
+        known.setdefault("cjk", "none")
         return cls(**known)
 
 
@@ -64,7 +73,10 @@ class Tokenizer:
         if config.stopwords not in STOPWORD_SETS:
             raise BadInputError(f"unknown stopword set {config.stopwords!r}",
                                 fix=f"use one of: {', '.join(sorted(STOPWORD_SETS))}")
+        if config.cjk not in CJK_MODES:
+            raise BadInputError(f"unknown CJK tokenization {config.cjk!r}", fix=f"use one of: {', '.join(CJK_MODES)}")
         self.config = config
+        self._bigrams = config.cjk == "bigrams"
         self._stop = STOPWORD_SETS[config.stopwords]
         self._stem = _stemmer(config.stemmer) if config.stemmer else None
 
@@ -73,27 +85,47 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """Tokens of one text, in order (duplicates kept: they are term frequencies)."""
-        cfg = self.config
         out: list[str] = []
         for word in _WORD.findall(text):
-            if len(word) > MAX_TOKEN_CHARS:
-                continue
-            parts = split_identifier(word) if cfg.split_identifiers else [word]
-            if cfg.keep_whole and len(parts) > 1:
-                whole = word.strip("_")
-                out.append(whole.lower() if cfg.lowercase else whole)
-            for part in parts:
-                low = part.lower()
-                if low in self._stop:
-                    continue
-                token = low if cfg.lowercase else part
-                if self._stem is not None and not token.isdigit():
-                    token = self._stem(token)
-                out.append(token)
+            if self._bigrams and not word.isascii() and _CJK.search(word):
+                self._cjk_word(word, out)
+            else:
+                self._word(word, out)
         return out
 
     def tokenize_many(self, texts: Iterable[str]) -> list[list[str]]:
         return [self.tokenize(t) for t in texts]
+
+    def _cjk_word(self, word: str, out: list[str]) -> None:
+        """A word holding CJK runs: each run as its character bigrams (a lone character as
+        itself), the text between runs as ordinary words."""
+        at = 0
+        for m in _CJK.finditer(word):
+            if m.start() > at:
+                self._word(word[at:m.start()], out)
+            run = m.group()
+            out.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
+            at = m.end()
+        if at < len(word):
+            self._word(word[at:], out)
+
+    def _word(self, word: str, out: list[str]) -> None:
+        """One word's tokens: the whole identifier beside its parts, stopwords out, stems."""
+        cfg = self.config
+        if len(word) > MAX_TOKEN_CHARS:
+            return
+        parts = split_identifier(word) if cfg.split_identifiers else [word]
+        if cfg.keep_whole and len(parts) > 1:
+            whole = word.strip("_")
+            out.append(whole.lower() if cfg.lowercase else whole)
+        for part in parts:
+            low = part.lower()
+            if low in self._stop:
+                continue
+            token = low if cfg.lowercase else part
+            if self._stem is not None and not token.isdigit():
+                token = self._stem(token)
+            out.append(token)
 
 
 @lru_cache(maxsize=200_000)

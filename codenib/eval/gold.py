@@ -28,12 +28,10 @@ from codenib.core.errors import BadInputError
 from codenib.core.mirrors import find_git_dir
 from codenib.core.rows import column_of, read_rows
 from codenib.core.patches import FileChange, read_patch
+from codenib.eval.qrels import QRELS_SCHEMA
 
 #: Node kinds that are not definitions (a file's own node).
 FILE_KIND = "file"
-#: Columns of the qrels `codenib qrels` writes (node rows carry their file too).
-QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("node_id", pa.string()), ("file", pa.string()),
-                          ("relevance", pa.int64())])
 #: Columns of the error rows written beside them.
 ERRORS_SCHEMA = pa.schema([("qid", pa.string()), ("index", pa.string()), ("error", pa.string())])
 

@@ -32,7 +32,7 @@ OUTCOME_MEASURE = "RR@10"
 #: The gold items (per query and level) whose ranks the page lists; more are counted.
 MAX_GOLD_SHOWN = 50
 
-_LEVEL_RUN = {"node": lambda run: run, "file": metrics.to_file_run, "function": metrics.to_function_run}
+_LEVEL_RUN = {name: level.run for name, level in metrics.LEVELS.items()}
 
 
 def main_level(evaluation: Evaluation) -> str:

@@ -28,6 +28,9 @@ def render_markdown(evaluation: Evaluation, figures: Sequence[str] = ()) -> str:
         f"{q['results_not_judged']}",
         "- measures are named as ir_measures names them; file level ranks a file where its first "
         "node ranks; Acc@k counts a query only when all its gold items are in the top k.",
+    ]
+    lines += [f"- {lv} level: {metrics.LEVELS[lv].about}" for lv in s["levels"] if lv not in ("node", "file")]
+    lines += [
         "",
         "## Measures",
         "",
@@ -54,10 +57,11 @@ def render_summary(evaluation: Evaluation) -> str:
     width = max([len(n) for n in s["systems"]] + [6])
     lines = [f"evaluated {_fmt_counts(s['queries']['evaluated'])} against {s['inputs']['qrels']}"
              f" ({s['queries']['judged_without_results']} without results, scored 0)"]
-    lines.append(f"  {'system':<{width}}  level    " + " ".join(f"{m:>8}" for m in heads))
+    lw = max([len(lv) for lv in s["levels"]] + [8])
+    lines.append(f"  {'system':<{width}}  {'level':<{lw}} " + " ".join(f"{m:>8}" for m in heads))
     for name, levels in s["systems"].items():
         for lv, vals in levels.items():
-            lines.append(f"  {name:<{width}}  {lv:<8} " + " ".join(f"{vals[m]:>8.4f}" for m in heads))
+            lines.append(f"  {name:<{width}}  {lv:<{lw}} " + " ".join(f"{vals[m]:>8.4f}" for m in heads))
     if s["regret"]:
         for lv, by_m in s["regret"]["levels"].items():
             for m, r in by_m.items():

@@ -14,6 +14,14 @@ Two deliberate differences from ir_measures:
 
 ``Acc@k`` is the strict accuracy of code localization benchmarks: 1 when *every*
 relevant doc is within the first k distinct docs, else 0. It is not an ir_measures name.
+
+A *level* (`LEVELS`) turns node rankings and judgments into rankings and judgments of other
+items before a measure is taken: files, named definitions, or definitions matched by file and
+last name segment as Multi-SWE-bench counts them (its file Acc@1/5/10 is ``Acc@k`` at the
+``file`` level, its function Acc@5/10 ``Acc@k`` at the ``function_name`` level).
+
+Beside it, localisation reports breadth as ``R@k`` over the same file or function rankings
+(`to_file_run`, `to_function_run`): the share of the gold within the first k distinct docs.
 """
 
 from __future__ import annotations
@@ -147,6 +155,73 @@ def plain_node_id(node_id: str) -> str:
     return _DUP.sub("", node_id)
 
 
+def file_and_name(node_id: str) -> str:
+    """`src/a.rs::Opts.parse#2` -> `src/a.rs::parse`: a definition as Multi-SWE-bench matches it,
+    by its file and the last segment of its name (`A.f`, `ns.A.f` and `f` in one file are one);
+    a file's own id unchanged."""
+    plain = plain_node_id(node_id)
+    if ID_SEP not in plain:
+        return plain
+    file, _, qualname = plain.partition(ID_SEP)
+    return f"{file}{ID_SEP}{qualname.rsplit('.', 1)[-1]}"
+
+
+def to_function_name_run(run: Run) -> dict[str, list[str]]:
+    """Node rankings -> rankings of definitions by file and last name segment (`file_and_name`):
+    file nodes dropped, first occurrence kept, so the first k items are the first k distinct
+    named definitions (Multi-SWE-bench's function level)."""
+    return {qid: _dedupe(file_and_name(d) for d in ranking) for qid, ranking in to_function_run(run).items()}
+
+
+def to_function_name_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
+    """Node judgments -> judgments by file and last name segment (file nodes dropped; the
+    highest grade kept when two judged definitions share a key)."""
+    out: dict[str, dict[str, int]] = {}
+    for qid, rels in to_function_qrels(qrels).items():
+        names: dict[str, int] = {}
+        for doc, rel in rels.items():
+            key = file_and_name(doc)
+            names[key] = max(rel, names.get(key, rel))
+        out[qid] = names
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """A level of evaluation: how a node ranking and node judgments become that level's items
+    (`from_files`: its judgments are the file judgments, not the node ones)."""
+
+    name: str
+    run: Callable[[Run], Mapping[str, Sequence[str]]]
+    qrels: Callable[[Qrels], Qrels]
+    from_files: bool = False
+    about: str = ""
+
+
+#: The levels a report can give, by name (`codenib eval --levels`).
+LEVELS: dict[str, Level] = {lv.name: lv for lv in (
+    Level("node", lambda run: run, lambda qrels: qrels, about="node ids as written"),
+    Level("file", to_file_run, lambda qrels: qrels, from_files=True,
+          about="a file ranks where its first node ranks"),
+    Level("function", to_function_run, to_function_qrels,
+          about="named definitions only (file nodes dropped), `#N` duplicates folded"),
+    Level("function_name", to_function_name_run, to_function_name_qrels,
+          about="named definitions matched by file and last name segment (Multi-SWE-bench)"),
+)}
+#: The levels a report gives unless asked for others.
+DEFAULT_LEVELS: tuple[str, ...] = ("node", "file", "function")
+
+
+def parse_levels(names: Iterable[str]) -> tuple[str, ...]:
+    """Level names checked against `LEVELS` (order kept, repeats dropped); exit 2 if unknown."""
+    out = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
+    unknown = [n for n in out if n not in LEVELS]
+    if unknown or not out:
+        raise BadInputError(f"unknown level(s) {unknown}" if unknown else "no level asked for",
+                            fix="use some of: " + ", ".join(LEVELS))
+    return out
+
+
 def recall_curve(run: Run, qrels: Qrels, ks: Sequence[int],
                  qids: Iterable[str] | None = None) -> list[float]:
     """Mean R@k for each k in `ks` over `qids` (default: judged qids); missing queries score 0."""
@@ -166,6 +241,26 @@ def recall_curve(run: Run, qrels: Qrels, ks: Sequence[int],
     prefix = list(itertools.accumulate(gained))
     return [prefix[k] / len(qids) for k in ks]
 
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """A measure over groups (repositories, languages): the mean of the groups' values and the
+    worst group, NaN groups (no query with gold there) left out."""
+
+    mean: float
+    worst: float
+    worst_group: str   # "-" when no group has a value
+
+
+def mean_and_worst(by_group: Mapping[str, float]) -> GroupSummary:
+    """Mean over the groups and the lowest group (the first in `by_group` order on ties);
+    NaN values are skipped, NaN / NaN / "-" when every value is NaN."""
+    values = {g: v for g, v in by_group.items() if not math.isnan(v)}
+    if not values:
+        return GroupSummary(math.nan, math.nan, "-")
+    worst = min(values, key=values.__getitem__)
+    return GroupSummary(math.fsum(values.values()) / len(values), values[worst], worst)
 
 # --- private helpers --------------------------------------------------------------------
 

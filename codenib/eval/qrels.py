@@ -7,6 +7,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import pyarrow as pa
 
@@ -14,6 +15,11 @@ from codenib.core.errors import BadInputError
 from codenib.eval.io import Warn, read_parquet, string_column, warn_stderr
 from codenib.eval.trec import trec_lines
 from codenib.core.types import file_of
+
+
+#: Columns of the qrels CodeNib writes (`codenib qrels`, a job's [qrels]); node rows carry their file.
+QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("node_id", pa.string()), ("file", pa.string()),
+                          ("relevance", pa.int64())])
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,35 @@ def read_qrels(path: str | os.PathLike, *, warn: Warn | None = None) -> JudgedQr
         warn(f"{p}: {duplicates} duplicate (qid, node_id) judgment(s); kept the highest relevance")
     has_nodes = any(n is not None for n in nodes)
     return JudgedQrels(source=str(p), nodes=dict(node_q) if has_nodes else None, files=dict(file_q))
+
+
+def merge_qrels(parts: Sequence[JudgedQrels], source: str | None = None) -> JudgedQrels:
+    """Several judgment files as one (a set's file judgments and its function judgments): every
+    judged item of every part, the highest relevance where two parts judge one item; no node
+    judgments when no part has any."""
+    nodes: dict[str, dict[str, int]] = defaultdict(dict)
+    files: dict[str, dict[str, int]] = defaultdict(dict)
+    for part in parts:
+        for mine, theirs in ((nodes, part.nodes or {}), (files, part.files)):
+            for qid, rels in theirs.items():
+                for item, r in rels.items():
+                    mine[qid][item] = max(r, mine[qid].get(item, r))
+    has_nodes = any(part.nodes is not None for part in parts)
+    return JudgedQrels(source=source or " + ".join(p.source for p in parts),
+                       nodes=dict(nodes) if has_nodes else None, files=dict(files))
+
+
+def qrels_table(qrels: JudgedQrels) -> pa.Table:
+    """Judgments as the Parquet rows `read_qrels` reads back to the same `JudgedQrels`
+    (`QRELS_SCHEMA`): a row per judged node (with its file), then a row per judged file;
+    sorted by qid, then item."""
+    rows: list[dict] = []
+    for qid in sorted(qrels.qids):
+        rows += [{"qid": qid, "node_id": n, "file": file_of(n), "relevance": r}
+                 for n, r in sorted((qrels.nodes or {}).get(qid, {}).items())]
+        rows += [{"qid": qid, "node_id": None, "file": f, "relevance": r}
+                 for f, r in sorted(qrels.files.get(qid, {}).items())]
+    return pa.Table.from_pylist(rows, schema=QRELS_SCHEMA)
 
 
 # --- private helpers --------------------------------------------------------------------

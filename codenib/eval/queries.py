@@ -24,7 +24,9 @@ class QuerySet:
 
 
 def read_queries(path: str | os.PathLike) -> QuerySet:
-    """Read a query set (Parquet or JSONL): qid, and optional kind and index."""
+    """Read a query set (Parquet or JSONL): qid, and optional kind and index; a SWE-bench-shaped
+    file (`instance_id` and no `qid`) as `codenib run` reads it: `instance_id` the qid and the
+    index, `problem_statement` the query."""
     p = Path(path)
     if not p.is_file():
         raise BadInputError("no such query set", path=str(p),
@@ -34,6 +36,7 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
         table = pa.Table.from_pylist(rows) if rows else pa.table({"qid": pa.array([], pa.string())})
     else:
         table = read_parquet(p, "query set")
+    table = _swe_bench_named(table)
     if "qid" not in table.column_names:
         raise BadInputError(f"query set {p} lacks column qid (has: {', '.join(table.column_names)})",
                             path=str(p), fix="write the query set with columns qid, query (and optionally kind)")
@@ -51,3 +54,17 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
         texts = {q: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for q, v in zip(qids, table.column("query").to_pylist())
                  if v is not None}
     return QuerySet(source=str(p), qids=qids, attrs=attrs, texts=texts)
+
+
+def _swe_bench_named(table: pa.Table) -> pa.Table:
+    """`table` with SWE-bench's columns also under CodeNib's names, when it has `instance_id`
+    and no `qid` (`codenib.core.rows.SWE_BENCH_COLUMNS`); otherwise as it is."""
+    from codenib.core.rows import SWE_BENCH_COLUMNS
+
+    names = table.column_names
+    if "qid" in names or "instance_id" not in names:
+        return table
+    for ours, theirs in SWE_BENCH_COLUMNS.items():
+        if ours not in table.column_names and theirs in names:
+            table = table.append_column(ours, table.column(theirs))
+    return table

@@ -40,8 +40,9 @@ REPORT_FOLDER_FORMAT = "codenib-report"
 LEGACY_REPORT_FILES = ("metrics.json", "per_query.parquet", "report.md", "recall_at_k.png", "per_plan.png",
                        "by_kind.png")
 #: node: rankings as written; file: a file ranks at its first node; function: symbol nodes only,
-#: `#N` stripped (the localization benchmarks' function level).
-LEVELS = ("node", "file", "function")
+#: `#N` stripped (the localization benchmarks' function level). The levels a report gives by
+#: default; `EvalOptions.levels` may ask for others of `metrics.LEVELS` (function_name).
+LEVELS = metrics.DEFAULT_LEVELS
 def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet | None = None,
                      auto: Results | None = None, compare: Results | None = None,
                      options: EvalOptions = EvalOptions(), warn: Warn | None = None) -> Evaluation:
@@ -57,7 +58,9 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
     if results.multi_plan and options.plan is None:
         # Regret needs its measures per query even when --measures leaves them out.
         options = replace(options, measures=tuple(dict.fromkeys(options.measures + options.regret_measures)))
-    qids = _evaluation_qids(results, qrels, queries, note)
+    levels = metrics.parse_levels(options.levels)
+    level_qrels = judgments_by_level(qrels, levels)
+    qids = _evaluation_qids(results, qrels, queries, note, level_qrels)
     chosen = _chosen(results, auto, options)
     systems = _systems(results, chosen, options)
     primary = _primary_name(results, chosen, options)
@@ -72,16 +75,15 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
         if compare.qids != results.qids:
             note(f"--compare results cover {len(compare.qids)} queries and --results "
                  f"{len(results.qids)}; queries missing from one side count as zero there")
-    level_qrels = {"node": qrels.nodes, "file": qrels.files, "function": _function_qrels(qrels)}
     per_query: dict = {}
     curves: dict = {}
     for name, run in systems.items():
         per_query[name], curves[name] = {}, {}
-        for level in LEVELS:
+        for level in levels:
             judged = level_qrels[level]
             if judged is None:
                 continue
-            level_run = _LEVEL_RUN[level](run)
+            level_run = metrics.LEVELS[level].run(run)
             per_query[name][level] = metrics.evaluate(level_run, judged, options.measures, qids[level])
             curves[name][level] = metrics.recall_curve(level_run, judged, options.curve_ks, qids[level])
     summary = {
@@ -95,7 +97,7 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
         },
         "run": {"complete": results.complete, "run_tag": results.run_tag,
                 "multi_plan": results.multi_plan, "plans": [p for p in results.plans if p]},
-        "levels": [lv for lv in LEVELS if level_qrels[lv] is not None],
+        "levels": [lv for lv in levels if level_qrels[lv] is not None],
         "measures": list(options.measures),
         "primary": primary,
         "queries": _query_counts(results, qrels, qids),
@@ -157,6 +159,17 @@ def report_ownership(out: Path) -> outputs.Ownership | None:
     return None
 
 
+def judgments_by_level(qrels: JudgedQrels, levels=LEVELS) -> dict[str, dict[str, dict[str, int]] | None]:
+    """Each level's judgments (`metrics.LEVELS`): from the file judgments or the node ones;
+    None where the qrels judge no nodes and the level needs them."""
+    out = {}
+    for name in levels:
+        level = metrics.LEVELS[name]
+        source = qrels.files if level.from_files else qrels.nodes
+        out[name] = level.qrels(source) if source is not None else None
+    return out
+
+
 def summary_json(evaluation: Evaluation) -> str:
     """metrics.json as text (NaN written as null, which JSON allows)."""
     return json.dumps(_jsonable(evaluation.summary), indent=2)
@@ -168,15 +181,8 @@ def _stderr(message: str) -> None:
     print(f"codenib eval: warning: {message}", file=sys.stderr)
 
 
-_LEVEL_RUN = {"node": lambda run: run, "file": metrics.to_file_run, "function": metrics.to_function_run}
-
-
-def _function_qrels(qrels: JudgedQrels):
-    return metrics.to_function_qrels(qrels.nodes) if qrels.nodes is not None else None
-
-
 def _evaluation_qids(results: Results, qrels: JudgedQrels, queries: QuerySet | None,
-                     note: Callable[[str], None]) -> dict[str, list[str]]:
+                     note: Callable[[str], None], level_qrels: dict) -> dict[str, list[str]]:
     """Qids each level averages over: judged with a relevant item (and in the query set)."""
     if queries is not None:
         unknown = sorted(qrels.qids - set(queries.qids))
@@ -188,7 +194,7 @@ def _evaluation_qids(results: Results, qrels: JudgedQrels, queries: QuerySet | N
                 fix="pass the query set these qrels were made for, or drop those qids from the qrels")
     allowed = set(queries.qids) if queries is not None else None
     out = {}
-    for level, judged in (("node", qrels.nodes), ("file", qrels.files), ("function", _function_qrels(qrels))):
+    for level, judged in level_qrels.items():
         if judged is None:
             continue
         qs = metrics.judged_qids(judged)

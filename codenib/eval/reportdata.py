@@ -18,6 +18,7 @@ class EvalOptions:
     """What `evaluate_results` computes."""
 
     measures: tuple[str, ...] = metrics.DEFAULT_MEASURES
+    levels: tuple[str, ...] = metrics.DEFAULT_LEVELS   # of metrics.LEVELS; those the qrels allow are given
     regret_measures: tuple[str, ...] = REGRET_MEASURES
     curve_ks: tuple[int, ...] = CURVE_KS
     permutations: int = 10_000

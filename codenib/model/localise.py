@@ -62,9 +62,17 @@ _NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extr
 _VENDORED_JS = re.compile(r"(^|/)(vendors?|third[_-]?party|bower_components|LC_MESSAGES)/|[.-]min\.[cm]?js$"
                           r"|\.bundle\.js$|(^|/)(static|assets|public)/([^/]+/)*(jquery|underscore|lodash|"
                           r"backbone|bootstrap|require|modernizr|d3|angular|react(-dom)?|vue|moment)([.-][^/]*)?\.js$")
+#: JavaScript and TypeScript build and test-runner configuration (karma, jest, webpack, rollup,
+#: babel, vite, gulp, grunt, eslint): build files, never the library a fix changes.
+_JS_BUILD = re.compile(r"(^|/)((karma|webpack|jest|rollup|babel|vite|vitest|tsup)([.-][\w-]+)*\.conf(ig)?"
+                       r"([.-][\w-]+)*|[gG]ulpfile|[gG]runtfile|\.eslintrc)\.[cm]?[jt]s$")
+#: Fuzzing harnesses of C, C++ and Rust projects (`fuzz/`, `fuzzing/`): test drivers.
+_FUZZ = re.compile(r"(^|/)fuzz(ing)?/")
 _NONLIB_BY_SUFFIX = (
-    (".rs", re.compile(r"(^|/)(build\.rs$|benches/)")),
+    (".rs", re.compile(r"(^|/)(build\.rs$|benches/|fuzz/)")),
     (".js", _VENDORED_JS), (".mjs", _VENDORED_JS), (".cjs", _VENDORED_JS),
+    (".js", _JS_BUILD), (".mjs", _JS_BUILD), (".cjs", _JS_BUILD), (".ts", _JS_BUILD),
+    (".c", _FUZZ), (".cc", _FUZZ), (".cpp", _FUZZ), (".cxx", _FUZZ),
     (".ts", re.compile(r"\.d\.ts$")),
     (".mts", re.compile(r"\.d\.mts$")),
     (".cts", re.compile(r"\.d\.cts$")),
@@ -81,6 +89,9 @@ COMPANION_EDGE = "declares"
 COMPANION_FILE_SEEDS = 20
 COMPANION_NODE_SEEDS = 50
 COMPANION_OF = ("f_bm25", "f_title", "f_prose", "f_mention", "f_literal")
+#: Library code first (`library_first`): tests, examples, documentation and build files the
+#: report does not name rank below every library candidate.
+LIBRARY_FIRST = True
 #: Group key suffix of a source file's in-file test module (scored as a test file of its own).
 _TEST_GROUP = "\0tests"
 
@@ -152,6 +163,17 @@ class FeatureTable:
         for i, sources in self.below:
             s[i] = min(s[i], max(s[j] for j in sources) - COPY_MARGIN)
         return s
+
+    def demoted(self) -> np.ndarray:
+        """Rows in test code (unless the report is about tests) or in documentation, examples,
+        benchmarks or build files, whose file and node the report does not name."""
+        col = {f: i for i, f in enumerate(FEATURES)}
+        X = self.X
+        if not len(self.rows):
+            return np.zeros(0, dtype=bool)
+        outside = (X[:, col["f_test"]] > 0) | (X[:, col["f_nonlib"]] > 0)
+        named = (X[:, col["f_mention"]] > 0) | (X[:, col["n_mention"]] > 0)
+        return outside & ~named
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,32 +336,42 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     cand |= copy_sources_of(graph, cand, nodes)
     rows = np.array(sorted(cand), dtype=np.int64)
     col = {f: i for i, f in enumerate(FEATURES)}
-    X = np.zeros((len(rows), len(FEATURES)), dtype=np.float64)
-    for i, r in enumerate(rows.tolist()):
+    c_bm25, c_title, c_prose, c_dense = col["n_bm25"], col["n_title"], col["n_prose"], col["n_dense"]
+    c_mention, c_graph, c_literal, c_is_file = col["n_mention"], col["n_graph"], col["n_literal"], col["n_is_file"]
+    c_named, c_parent, c_class = col["n_named"], col["n_parent_named"], col["n_class"]
+    c_words, c_length, c_companion = col["n_name_words"], col["n_length"], col["n_companion"]
+    whole_cols = [(col[feat], scores) for feat, scores in whole_files.items()]
+    # Rows are built as Python lists and made one array at the end: a numpy scalar store per
+    # feature was most of this function's time (the values are the same floats either way).
+    table = []
+    for r in rows.tolist():
+        x = [0.0] * len(FEATURES)
         for k, v in per_file.get(group(r), {}).items():
-            X[i, col[k]] = v
-        X[i, col["n_bm25"]] = node_runs["bm25"].get(r, 0.0)
-        X[i, col["n_title"]] = node_runs["title"].get(r, 0.0)
-        X[i, col["n_prose"]] = node_runs["prose"].get(r, 0.0)
-        X[i, col["n_dense"]] = node_runs["dense"].get(r, 0.0)
-        if nodes.kind[r] == "file":
-            for feat, scores in whole_files.items():
-                X[i, col[feat]] = scores.get(r, 0.0)
-        X[i, col["n_mention"]] = min(1.0, mention.get(r, 0.0))
-        X[i, col["n_graph"]] = near.get(r, 0.0)
-        X[i, col["n_literal"]] = math.log2(1.0 + literal.get(r, 0.0))
-        X[i, col["n_companion"]] = companion.get(r, 0.0)
+            x[col[k]] = v
+        x[c_bm25] = node_runs["bm25"].get(r, 0.0)
+        x[c_title] = node_runs["title"].get(r, 0.0)
+        x[c_prose] = node_runs["prose"].get(r, 0.0)
+        x[c_dense] = node_runs["dense"].get(r, 0.0)
+        x[c_companion] = companion.get(r, 0.0)
         kind = nodes.kind[r]
-        X[i, col["n_is_file"]] = 1.0 if kind == "file" else 0.0
+        if kind == "file":
+            for c, scores in whole_cols:
+                x[c] = scores.get(r, 0.0)
+        x[c_mention] = min(1.0, mention.get(r, 0.0))
+        x[c_graph] = near.get(r, 0.0)
+        x[c_literal] = math.log2(1.0 + literal.get(r, 0.0))
+        x[c_is_file] = 1.0 if kind == "file" else 0.0
         if kind != "file":
             parts = nodes.qualname[r].split(".")
-            X[i, col["n_named"]] = 1.0 if distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
-            X[i, col["n_parent_named"]] = 1.0 if any(p in inputs.words for p in parts[:-1] if distinctive(p)) else 0.0
-            X[i, col["n_class"]] = 1.0 if kind == "class" else 0.0
+            x[c_named] = 1.0 if distinctive(parts[-1]) and parts[-1] in inputs.words else 0.0
+            x[c_parent] = 1.0 if any(p in inputs.words for p in parts[:-1] if distinctive(p)) else 0.0
+            x[c_class] = 1.0 if kind == "class" else 0.0
             own = name_words(nodes.qualname[r])
             if own:
-                X[i, col["n_name_words"]] = len(own & report_words) / len(own)
-            X[i, col["n_length"]] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
+                x[c_words] = len(own & report_words) / len(own)
+            x[c_length] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
+        table.append(x)
+    X = np.array(table, dtype=np.float64).reshape(len(rows), len(FEATURES))
     return FeatureTable(rows, X, copy_caps(graph, rows, nodes))
 
 
@@ -349,7 +381,8 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
     feature's contribution."""
     if not len(table.rows):
         return []
-    scores = table.scores(weights)
+    plain = table.scores(weights)
+    scores = library_first(plain, table.demoted()) if LIBRARY_FIRST else plain
     order = sorted(range(len(table.rows)), key=lambda i: (-scores[i], node_ids[table.rows[i]]))[:limit]
     w = weights.vector()
     out = []
@@ -359,10 +392,23 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
         if j < explain:
             contrib = {f: round(float(w[c] * table.X[i, c]), 4) for c, f in enumerate(FEATURES)
                        if w[c] * table.X[i, c] != 0}
-            if i in capped and scores[i] < table.X[i] @ w:
-                contrib["copy_below_source"] = round(float(scores[i] - table.X[i] @ w), 4)
+            if i in capped and plain[i] < table.X[i] @ w:
+                contrib["copy_below_source"] = round(float(plain[i] - table.X[i] @ w), 4)
+            if scores[i] != plain[i]:
+                contrib["library_first"] = round(float(scores[i] - plain[i]), 4)
         out.append(Scored(int(table.rows[i]), float(scores[i]), contrib))
     return out
+
+
+def library_first(scores: np.ndarray, demoted: np.ndarray) -> np.ndarray:
+    """`scores` with every `demoted` row moved below every other row, order kept within each
+    group: a test, example or build file never outranks library code the report did not
+    lead away from (fixes change library code; a linear weight can only lower such files,
+    and on the dev sets examples and site scripts still came first)."""
+    if not demoted.any() or demoted.all():
+        return scores
+    span = float(scores.max() - scores.min()) + 1.0
+    return scores - span * demoted
 
 
 def fold_copies(inputs: LocaliseInputs, node_runs: Mapping[str, dict[int, float]], graph,

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from functools import lru_cache
 from typing import Sequence
 
 from codenib.ops.retrieve import Candidates, QueriedNode
 
 #: Where test code lives, by each language's conventions (Python's first, unchanged).
 _TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__|__mocks__)(/|$)"   # tests/ test/ testing/ (src/test/ in Java) folders
+    r"(^|/)(tests?|testing|__tests__|__mocks__|testdata)(/|$)"   # tests/ test/ testing/ (src/test/ in
+                                                         # Java) folders; Go's testdata/
+    r"|^spec/([^/]+/)*[^/]+\.[cm]?[jt]sx?$"                # a JavaScript/TypeScript project's spec/ folder
     r"|(^|/)test_[^/]*\.py$|(^|/)conftest\.py$"           # pytest's names
     r"|_tests?\.(py|go|rs|c|cc|cpp|cxx)$"                  # x_test.py, Go's x_test.go, x_test.cc
     r"|_unittest\.(c|cc|cpp|cxx)$"                         # C/C++ x_unittest.cc
@@ -54,9 +57,11 @@ def exclude_paths(cands: Sequence[QueriedNode], globs: Sequence[str]) -> Candida
     return tuple(c for c in cands if not any(fnmatch.fnmatchcase(c.file, g) for g in globs))
 
 
+@lru_cache(maxsize=1 << 16)
 def is_test_path(path: str) -> bool:
     """True for test code: tests folders, `test_*.py`, `*_test.py`, `conftest.py`, and the other
-    languages' conventions (`*_test.go`, `*.test.js`, `*.spec.ts`, `__tests__/`, `FooTest.java`)."""
+    languages' conventions (`*_test.go`, `*.test.js`, `*.spec.ts`, `__tests__/`, `FooTest.java`).
+    Cached: a bug report's candidates ask it of the same few hundred files thousands of times."""
     return bool(_TEST_PATH.search(path))
 
 

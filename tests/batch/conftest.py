@@ -1,13 +1,7 @@
-import os
-
 import pytest
 
-# Object-storage tests talk to a moto S3 server on 127.0.0.1 (tests/batch/s3.py). Credentials
-# are dummies, set before any Ray starts so that its workers inherit them; no instance-metadata
-# look-ups.
-os.environ.setdefault("AWS_ACCESS_KEY_ID", "codenib-test")
-os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "codenib-test")
-os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+# Object-storage tests talk to a moto S3 server on 127.0.0.1 (tests/batch/s3.py; the fixture
+# `s3_endpoint` and the dummy credentials are tests/conftest.py's, shared with tests/compiler).
 
 
 @pytest.fixture(scope="session")
@@ -40,13 +34,3 @@ QUERIES = [
     {"qid": "q6", "query": "helper"},
     {"qid": "q7", "query": "callers of slugify"},
 ]
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """A real S3 API (moto's server) on 127.0.0.1: its endpoint URL."""
-    from tests.batch.s3 import start_s3
-
-    server, endpoint = start_s3()
-    yield endpoint
-    server.stop()

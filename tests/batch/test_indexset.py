@@ -173,3 +173,52 @@ def test_an_unexpected_failure_is_one_rows_error_and_the_run_goes_on(history, tm
                      IndexSetOptions(snapshots="-", index_root=str(tmp_path / "idx"), dense=False, progress=False))
     assert [(r["index"], r["status"]) for r in rows] == [("s1", "error"), ("s2", "built")]
     assert rows[0]["error"] == "RuntimeError: disk controller on fire" and rows[1]["reused_from"] is None
+
+
+def test_a_store_on_s3_gives_the_indexes_of_a_local_store_and_serves_a_fresh_root(ray_session, s3_endpoint, history,
+                                                                                   tmp_path, monkeypatch):
+    """`--store s3://...`: the indexes equal those of a run with a local store, the store
+    holds each file version once, and a second run into a fresh index root parses nothing
+    its first snapshot needs."""
+    from tests.batch.s3 import listing, new_bucket
+
+    _, gitdir, c1, c2 = history
+    rows = _set(tmp_path / "set.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1},
+                                         {"index": "s2", "repo": str(gitdir), "rev": c2}])
+    assert main(["index-set", rows, "--index-root", str(tmp_path / "local"), "--no-dense", "--quiet"]) == 0
+    bucket = new_bucket(s3_endpoint)
+    store = f"s3://{bucket}/store"
+    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
+    assert main(["index-set", rows, "--index-root", str(tmp_path / "s3"), "--store", store, "--no-dense",
+                 "--quiet"]) == 0
+    for name in ("s1", "s2"):
+        for table in ("nodes.parquet", "edges.parquet"):
+            assert pq.read_table(tmp_path / "s3" / name / table).equals(
+                pq.read_table(tmp_path / "local" / name / table)), (name, table)
+    first = _report(tmp_path / "s3")
+    assert [(first[i]["status"], first[i]["files_from_store"]) for i in ("s1", "s2")] == [("built", 0), ("built", 0)]
+    # Five file versions at c1, and the one c2 changed: six entries, no local store.
+    assert len([k for k in listing(s3_endpoint, bucket, "store") if k.startswith("v2/")]) == 6
+    assert not (tmp_path / "s3" / ".codenib-store").exists()
+
+    assert main(["index-set", rows, "--index-root", str(tmp_path / "fresh"), "--store", store, "--no-dense",
+                 "--quiet"]) == 0
+    again = _report(tmp_path / "fresh")
+    # s1: all five files from the store; s2 keeps four from s1 and takes the changed one from the store.
+    assert [(again[i]["files"], again[i]["files_from_store"], again[i]["files_kept"]) for i in ("s1", "s2")] == \
+        [(5, 5, None), (5, 1, 4)]
+    for name in ("s1", "s2"):
+        assert pq.read_table(tmp_path / "fresh" / name / "nodes.parquet").equals(
+            pq.read_table(tmp_path / "local" / name / "nodes.parquet"))
+
+
+def test_a_store_in_a_missing_bucket_exits_2_before_any_work(s3_endpoint, history, tmp_path, monkeypatch, capsys):
+    _, gitdir, c1, _ = history
+    rows = _set(tmp_path / "set.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1}])
+    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
+    store = "s3://codenib-no-such-bucket/store"
+    assert main(["index-set", rows, "--index-root", str(tmp_path / "idx"), "--store", store, "--no-dense",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert store in err and "does not exist" in err and "create the bucket" in err
+    assert not (tmp_path / "idx").exists()

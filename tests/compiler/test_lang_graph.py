@@ -73,6 +73,11 @@ EXPECTED: dict[str, set[tuple[str, str, str]]] = {
         ("lib/index.js::dayjs", "lib/index.js::Dayjs", "calls"),
         ("lib/index.js::extend", "lib/plugin.js::Plugin", "calls"),
         ("lib/plugin.js::Plugin", "lib/plugin.js::helper", "calls"),
+        # `this.send()` in methods assigned to `res` reaches `res.send`; `send()` in sendFile is
+        # the required package, not `res.send`.
+        ("lib/response.js::json", "lib/response.js::send", "calls"),
+        ("lib/response.js::jsonp", "lib/response.js::send", "calls"),
+        ("lib/response.js::sendFile", "lib/response.js::sendfile", "calls"),
     },
     "ts": {
         ("src/model/index.ts", "src/model/color.ts", "imports"),
@@ -157,6 +162,15 @@ def test_the_graph_of_each_language_matches_its_hand_written_edges(language):
           f"(extra {sorted(got - expected)}, missed {sorted(expected - got)})")
     assert precision >= 0.9, sorted(got - expected)
     assert recall >= 0.9, sorted(expected - got)
+
+
+def test_js_this_calls_reach_sibling_methods_and_a_require_shadows_a_definition():
+    """express's `res.send`: its callers are `res.json` and `res.jsonp` (`this.send(body)`),
+    not `res.sendFile`, whose `send(...)` is `require('send')`."""
+    got = {e for e in fixture_edges(FIXTURES / "js") if e[0].startswith("lib/response.js")}
+    assert got == {("lib/response.js::json", "lib/response.js::send", "calls"),
+                   ("lib/response.js::jsonp", "lib/response.js::send", "calls"),
+                   ("lib/response.js::sendFile", "lib/response.js::sendfile", "calls")}
 
 
 def test_edge_types_hold_for_every_language():

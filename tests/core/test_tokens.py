@@ -1,5 +1,10 @@
 """The code-aware tokenizer."""
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codenib.core.errors import BadInputError
 from codenib.core.tokens import Tokenizer, TokenizerConfig, split_identifier
 
 PLAIN = Tokenizer(TokenizerConfig(stemmer=None))
@@ -45,3 +50,32 @@ def test_code_of_other_languages_splits_on_scope_arrows_and_case():
     assert tok("this.resetTransport()") == ["this", "resettransport", "reset", "transport"]
     assert tok("impl<T> Display for InteractivePrinter<'a>") == [
         "impl", "t", "display", "for", "interactiveprinter", "interactive", "printer", "a"]
+
+
+def test_cjk_runs_become_character_bigrams():
+    assert PLAIN("解析日期") == ["解析", "析日", "日期"]
+    assert PLAIN("中 文") == ["中", "文"]                           # a lone character is itself
+    # Mixed words: the CJK run as bigrams, the identifier around it as before.
+    assert PLAIN("parseDate解析失败") == ["parsedate", "parse", "date", "解析", "析失", "失败"]
+    # A clause longer than a token's limit is still read (Chinese has no spaces).
+    assert len(PLAIN("日" * 100)) == 99
+    assert PLAIN("일이 삼") == ["일이", "삼"] and PLAIN("テスト") == ["テス", "スト"]
+
+
+def test_an_index_built_before_bigrams_keeps_its_runs_whole():
+    old = TokenizerConfig.from_dict({"lowercase": True, "split_identifiers": True, "keep_whole": True,
+                                     "stopwords": "english+code", "stemmer": None})
+    assert old.cjk == "none" and Tokenizer(old)("解析日期") == ["解析日期"]
+    assert TokenizerConfig().cjk == "bigrams"
+
+
+def test_unknown_cjk_mode_is_refused():
+    with pytest.raises(BadInputError, match="bigrams"):
+        Tokenizer(TokenizerConfig(cjk="words"))
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FFF), max_size=200))
+def test_text_without_cjk_tokenizes_as_before(text):
+    for stemmer in (None, "english"):
+        assert (Tokenizer(TokenizerConfig(stemmer=stemmer))(text)
+                == Tokenizer(TokenizerConfig(stemmer=stemmer, cjk="none"))(text))

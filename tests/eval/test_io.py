@@ -149,3 +149,21 @@ def test_kind_and_index_are_read_from_result_rows_and_plans(tmp_path):
     assert results.attrs["kind"] == {"q1": "lexical", "q2": "semantic"}
     assert results.attrs["index"] == {"q1": "idx/a", "q2": "idx/b"}
     assert results.attrs["plan"] == {"q2": "semantic"} and results.errors == {"q2": "timeout"}
+
+
+def test_a_swe_bench_shaped_query_set_is_read_as_run_reads_it(tmp_path):
+    """`instance_id` (no `qid`) is the qid and the index, `problem_statement` the query text."""
+    import json
+
+    from codenib.eval.queries import read_queries
+
+    path = tmp_path / "swe.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "a" * 40, "problem_statement": "it breaks",
+         "patch": "--- a/x\n"},
+        {"instance_id": "o__r-2", "repo": "o/r", "base_commit": "b" * 40, "problem_statement": "it hangs",
+         "patch": "--- a/y\n"}]))
+    queries = read_queries(path)
+    assert queries.qids == ["o__r-1", "o__r-2"]
+    assert queries.texts == {"o__r-1": "it breaks", "o__r-2": "it hangs"}
+    assert queries.attrs == {"index": {"o__r-1": "o__r-1", "o__r-2": "o__r-2"}}

@@ -166,3 +166,79 @@ def test_file_level_accuracy_is_strict():
     assert files == {"q": ["a.py", "b.py", "c.py"]}
     acc = metrics.evaluate(files, {"q": {"a.py": 1, "c.py": 1}}, ["Acc@2", "Acc@3"])
     assert acc["Acc@2"]["q"] == 0.0 and acc["Acc@3"]["q"] == 1.0
+
+
+# --- Multi-SWE-bench's function level: definitions matched by file and last name segment ----------
+
+def test_file_and_name_keeps_the_file_and_the_last_name_segment():
+    assert metrics.file_and_name("src/a.rs::Opts.parse#2") == "src/a.rs::parse"
+    assert metrics.file_and_name("include/fmt/format.h::fmt.detail.write") == "include/fmt/format.h::write"
+    assert metrics.file_and_name("src/a.rs::parse") == "src/a.rs::parse"
+    assert metrics.file_and_name("src/a.rs") == "src/a.rs"          # a file's own id unchanged
+
+
+def test_function_name_run_drops_files_and_keeps_the_first_of_each_key():
+    run = {"q": ["src/a.rs", "src/a.rs::Opts.parse", "src/a.rs::parse#2", "src/b.rs::ns.A.f",
+                 "src/a.rs::Cli.run", "src/b.rs::g", "src/b.rs::f"]}
+    # file node dropped; Opts.parse and parse#2 are one key, ns.A.f and f are one key
+    assert metrics.to_function_name_run(run) == {"q": ["src/a.rs::parse", "src/b.rs::f", "src/a.rs::run",
+                                                       "src/b.rs::g"]}
+
+
+def test_function_name_qrels_drop_file_nodes_and_keep_the_highest_grade():
+    qrels = {"q": {"a.rs::A.f": 1, "a.rs::B.f": 2, "a.rs": 3, "b.rs::g#2": 1}}
+    assert metrics.to_function_name_qrels(qrels) == {"q": {"a.rs::f": 2, "b.rs::g": 1}}
+
+
+def test_acc_at_k_by_function_and_by_function_name_differ_as_hand_computed():
+    run = {"q": ["src/a.rs", "src/a.rs::Opts.parse", "src/a.rs::parse#2", "src/b.rs::ns.A.f",
+                 "src/a.rs::Cli.run", "src/b.rs::g", "src/b.rs::f"]}
+    gold = {"q": {"src/a.rs::parse": 1, "src/b.rs::B.g": 1}}
+    by = {}
+    for name in ("function", "function_name"):
+        level = metrics.LEVELS[name]
+        by[name] = metrics.evaluate(level.run(run), level.qrels(gold), ["Acc@1", "Acc@3", "Acc@4", "Acc@10"])
+    # function: b.rs::B.g is never retrieved as such (only b.rs::g), so no cutoff finds both.
+    assert {m: v["q"] for m, v in by["function"].items()} == {"Acc@1": 0.0, "Acc@3": 0.0, "Acc@4": 0.0,
+                                                             "Acc@10": 0.0}
+    # function_name: a.rs::parse at 1, b.rs::g (= B.g) at 4 of [a::parse, b::f, a::run, b::g].
+    assert {m: v["q"] for m, v in by["function_name"].items()} == {"Acc@1": 0.0, "Acc@3": 0.0, "Acc@4": 1.0,
+                                                                  "Acc@10": 1.0}
+
+
+def test_levels_are_named_and_checked():
+    assert metrics.parse_levels(["file", " function_name", "file"]) == ("file", "function_name")
+    assert metrics.DEFAULT_LEVELS == ("node", "file", "function")
+    with pytest.raises(BadInputError, match="unknown level.*func.*function_name"):
+        metrics.parse_levels(["func"])
+    with pytest.raises(BadInputError, match="no level"):
+        metrics.parse_levels([" "])
+
+
+def test_localisation_recall_counts_distinct_files_and_definitions():
+    # Issue 41, class 5: Recall@k = |gold within the first k distinct files (or definitions)| / |gold|.
+    # Nodes of 12 files; the gold files a.py (rank 1), k.py (11th distinct file) and z.py (absent).
+    nodes = ["a.py::f", "a.py::g", "b.py", "c.py::h", "d.py", "e.py", "f.py", "g.py", "h.py", "i.py", "j.py",
+             "k.py::m", "k.py::m#2"]
+    files = metrics.to_file_run({"q": nodes})
+    assert files["q"][10] == "k.py" and len(files["q"]) == 11
+    gold = {"q": {"a.py": 1, "k.py": 1, "z.py": 1}}
+    r = metrics.evaluate(files, gold, ["R@10", "R@20"])
+    assert r["R@10"]["q"] == pytest.approx(1 / 3)   # a.py only
+    assert r["R@20"]["q"] == pytest.approx(2 / 3)   # + k.py; z.py never retrieved
+    # Definitions: file nodes dropped and `#2` folded, so k.py::m is the 4th definition.
+    funcs = metrics.to_function_run({"q": nodes})
+    assert funcs["q"] == ["a.py::f", "a.py::g", "c.py::h", "k.py::m"]
+    fgold = metrics.to_function_qrels({"q": {"k.py::m#2": 1, "c.py::h": 1, "y.py::n": 1, "a.py": 1}})
+    r = metrics.evaluate(funcs, fgold, ["R@3", "R@10"])
+    assert r["R@3"]["q"] == pytest.approx(1 / 3)    # c.py::h is 3rd; k.py::m is 4th
+    assert r["R@10"]["q"] == pytest.approx(2 / 3)   # y.py::n is missing
+
+
+def test_mean_and_worst_over_groups_skip_groups_without_gold():
+    s = metrics.mean_and_worst({"fd": 0.5, "jq": math.nan, "bat": 0.25, "fmt": 0.75})
+    assert s == metrics.GroupSummary(0.5, 0.25, "bat")      # (0.5 + 0.25 + 0.75) / 3
+    tie = metrics.mean_and_worst({"x": 0.2, "y": 0.2})
+    assert tie.worst_group == "x"                           # the first of a tie
+    none = metrics.mean_and_worst({"x": math.nan})
+    assert math.isnan(none.mean) and math.isnan(none.worst) and none.worst_group == "-"

@@ -136,3 +136,43 @@ def test_write_report_replaces_an_old_report_atomically(small_case, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "metrics.json", "per_query.parquet",
                                                      "report.md"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def _mswe_case(tmp_path):
+    """Multi-SWE-bench-shaped judgments in two files (files; functions by node id, no file
+    column) over an auto run; q3 has a gold file and no results."""
+    results = write_results(tmp_path / "run", {
+        ("q1", "bug_localisation"): ["a.js::A.f", "a.js", "b.js::g", "c.js::h"],
+        ("q2", "bug_localisation"): ["x.c::main", "y.c::parse", "x.c::helper"],
+    })
+    files = write_qrels(tmp_path / "qrels_file.parquet", [
+        {"qid": "q1", "file": "a.js", "relevance": 1}, {"qid": "q1", "file": "b.js", "relevance": 1},
+        {"qid": "q2", "file": "y.c", "relevance": 1}, {"qid": "q2", "file": "z.c", "relevance": 1},
+        {"qid": "q3", "file": "k.c", "relevance": 1}])
+    functions = write_qrels(tmp_path / "qrels_function.parquet", [
+        {"qid": "q1", "node_id": "a.js::f", "relevance": 1},
+        {"qid": "q2", "node_id": "y.c::ns.parse", "relevance": 1}])
+    return results, files, functions
+
+
+def test_the_function_name_level_gives_multi_swe_benchs_function_accuracy(tmp_path):
+    from codenib.eval.qrels import merge_qrels
+    from codenib.eval.reportdata import EvalOptions
+
+    results, files, functions = _mswe_case(tmp_path)
+    qrels = merge_qrels([read_qrels(files), read_qrels(functions)])
+    ev = report.evaluate_results(read_results(results), qrels, options=EvalOptions(
+        measures=("Acc@1", "Acc@5", "Acc@10"), levels=("file", "function", "function_name")))
+    s = ev.summary
+    assert s["levels"] == ["file", "function", "function_name"]
+    assert s["queries"]["evaluated"] == {"file": 3, "function": 2, "function_name": 2}
+    means = s["systems"]["run"]
+    # file: q1 [a.js, b.js, c.js] has both gold files in 2; q2 [x.c, y.c] lacks z.c; q3 has no results.
+    assert means["file"] == pytest.approx({"Acc@1": 0.0, "Acc@5": 1 / 3, "Acc@10": 1 / 3})
+    # function (exact ids): a.js::A.f is not a.js::f, y.c::parse is not y.c::ns.parse.
+    assert means["function"] == pytest.approx({"Acc@1": 0.0, "Acc@5": 0.0, "Acc@10": 0.0})
+    # function_name: q1's a.js::f first; q2's y.c::parse second among its named definitions.
+    assert means["function_name"] == pytest.approx({"Acc@1": 0.5, "Acc@5": 1.0, "Acc@10": 1.0})
+    from codenib.eval.markdown import render_markdown
+
+    assert "- function_name level: named definitions matched by file and last name segment" in render_markdown(ev)

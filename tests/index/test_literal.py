@@ -32,3 +32,18 @@ def test_a_string_too_common_or_empty_is_none():
 @given(st.lists(st.text(alphabet="ab -\n", max_size=12), max_size=8), st.text(alphabet="ab -", min_size=1, max_size=3))
 def test_rows_are_those_whose_text_contains_the_string(texts, s):
     assert TextScan.from_texts(texts).rows_containing(s, len(texts)) == [i for i, t in enumerate(texts) if s in t]
+
+
+def test_rows_are_found_past_multibyte_and_astral_characters():
+    # Offsets are UTF-8 bytes: a match after an emoji or an accent still maps to its own row.
+    scan = TextScan.from_texts(["caf\u00e9 --flag", "\U0001f601", "x \U0001f601 --flag", "\ud800 --flag"])
+    assert scan.rows_containing("--flag", 10) == [0, 2, 3]
+    assert scan.rows_containing("\U0001f601", 10) == [1, 2]
+    assert scan.rows_containing("\u00e9 --", 10) == [0]
+    assert scan.rows_containing("\ud800", 10) == [3]     # a lone surrogate matches itself
+
+
+@given(st.lists(st.text(alphabet="ab \u00e9\U0001f601\n", max_size=12), max_size=8),
+       st.text(alphabet="ab \u00e9\U0001f601", min_size=1, max_size=3))
+def test_multibyte_rows_are_those_whose_text_contains_the_string(texts, s):
+    assert TextScan.from_texts(texts).rows_containing(s, len(texts)) == [i for i, t in enumerate(texts) if s in t]

@@ -41,9 +41,22 @@ def test_a_long_report_is_localised_files_first(bug_index):
 
 def test_the_weights_are_a_resource_of_the_pipeline(bug_index):
     text = bug_repo.TRACEBACK_REPORT + LONG_TAIL
-    # Only the test-path feature, rewarded: the test file must come first.
-    r = _run(bug_index, text, localise_weights=LocaliseWeights({"f_test": 1.0, "n_bm25": 0.01}))
-    assert _files(r)[0] == "tests/test_cart.py"
+    # Only the file-node feature, rewarded: a file node must come first (the defaults put
+    # the function of the traceback's last frame first).
+    r = _run(bug_index, text, localise_weights=LocaliseWeights({"n_is_file": 1.0, "n_bm25": 0.01}))
+    assert "::" not in r.candidates[0].node_id
+    assert "::" in _run(bug_index, text).candidates[0].node_id
+
+
+def test_library_code_first_even_when_weights_reward_tests(bug_index):
+    """Weights that reward test files cannot put an unnamed test file above library code;
+    a report whose title is about the tests puts it first."""
+    text = bug_repo.TRACEBACK_REPORT + LONG_TAIL
+    weights = LocaliseWeights({"f_test": 1.0, "n_bm25": 0.01})
+    files = _files(_run(bug_index, text, localise_weights=weights))
+    assert files[0] != "tests/test_cart.py" and files.index("tests/test_cart.py") == len(files) - 1
+    about_tests = "test_cart fails: the tests for coupons are broken\n" + text.split("\n", 1)[1]
+    assert _files(_run(bug_index, about_tests, localise_weights=weights))[0] == "tests/test_cart.py"
 
 
 @pytest.mark.parametrize("text", [
@@ -63,3 +76,38 @@ def test_odd_reports_run_and_say_what_was_used(bug_index, text):
 def test_an_empty_report_is_an_error_row_not_a_crash(bug_index):
     r = _run(bug_index, "   ")
     assert r.error and r.candidates == ()
+
+
+CJK_REPO = {
+    "src/dates.py": 'def parse_date(text):\n    """解析日期字符串，返回日期对象。"""\n    return text.split("-")\n',
+    "src/render.py": 'def render_table(rows):\n    """把结果格式化为表格输出。"""\n    return "\\n".join(rows)\n',
+    "src/net.py": 'def fetch(url):\n    """发送网络请求，失败时重试。"""\n    return url\n',
+}
+CJK_TAIL = "\n\n我们在生产环境中发现了这个问题，影响了很多用户，请尽快修复。谢谢！" * 3
+
+
+@pytest.fixture(scope="module")
+def cjk_index(tmp_path_factory):
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
+    from codenib.index.loaded import load_index
+
+    repo = tmp_path_factory.mktemp("cjkrepo")
+    for rel, text in CJK_REPO.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+    out = tmp_path_factory.mktemp("cjkidx") / "idx"
+    build_index(repo, out, BuildOptions(dense=False, progress=False))
+    return load_index(out)
+
+
+def test_a_chinese_report_finds_the_code_that_shares_its_words(cjk_index):
+    # Bigrams 日期, 解析, 字符, 符串 of the report are in parse_date's docstring only.
+    r = _run(cjk_index, "日期解析错误\n\n输入的字符串带有时区时，解析日期失败。" + CJK_TAIL)
+    assert r.error is None and _files(r)[0] == "src/dates.py"
+
+
+def test_a_chinese_report_leans_on_the_identifier_it_names(cjk_index):
+    # Its prose shares no word with any file; the identifier it names is render_table.
+    r = _run(cjk_index, "调用 render_table 之后页面乱了\n\n升级以后，调用 `render_table` 得到的内容全部错位。" + CJK_TAIL)
+    assert r.error is None and _files(r)[0] == "src/render.py"

@@ -42,7 +42,11 @@ def test_file_score_is_broadcast_and_node_evidence_orders_within_the_file():
     assert by_id["lib/a.py::f"] == pytest.approx(1.0 + 0.5)
     assert by_id["lib/a.py::g"] == pytest.approx(1.0 + 0.25)
     assert by_id["lib/a.py"] == pytest.approx(1.0)
-    assert by_id["tests/test_a.py::test_f"] == pytest.approx(1.0 - 1.0 + 0.5)
+    # test_f: 1.0 - 1.0 + 0.5 by weights; library first moves it below every library row by
+    # the span of the scores plus 1 (max f 1.5, min the test file node 1.0 - 1.0 = 0: 2.5).
+    assert by_id["tests/test_a.py::test_f"] == pytest.approx(1.0 - 1.0 + 0.5 - 2.5)
+    test_f = next(s for s in scored if NODES.node_id[s.row] == "tests/test_a.py::test_f")
+    assert test_f.contributions["library_first"] == pytest.approx(-2.5)
     # The test scores as high as f on BM25 but is demoted below the library.
     assert _ids(scored)[:3] == ["lib/a.py::f", "lib/a.py::g", "lib/a.py"]
     for s in scored:
@@ -123,7 +127,9 @@ def test_a_rust_mod_tests_block_scores_as_test_code_not_as_its_file():
     table = features(LocaliseInputs(runs), RUST, None, RUST_FILES)
     w = _w(f_bm25=1.0, n_bm25=0.5, f_test=-1.0)
     by_id = {RUST.node_id[s.row]: s.score for s in rank(table, w, RUST.node_id, limit=10)}
-    assert by_id["src/size.rs::tests.parses_min"] == pytest.approx(1.0 - 1.0 + 0.5)
+    # 1.0 - 1.0 + 0.5 by weights, then below the library by the span plus 1 (max scan
+    # 1.125, min the size.rs file node 0.25: 1.875).
+    assert by_id["src/size.rs::tests.parses_min"] == pytest.approx(1.0 - 1.0 + 0.5 - 1.875)
     assert by_id["src/size.rs::parse"] == pytest.approx(0.25 + 0.125)
     assert by_id["src/walk.rs::scan"] == pytest.approx(0.75 + 0.375)
     assert _ids_of(RUST, rank(table, w, RUST.node_id))[:2] == ["src/walk.rs::scan", "src/walk.rs"]

@@ -270,6 +270,31 @@ def test_bench_queries(sparse_only_index_dir):
     assert list(summary_ratios(stdout)) == ["driver peak RSS, 16 / 8 queries (target <= 2x)"]
 
 
+def test_bench_queries_latency_times_bug_reports_on_one_loaded_index(sparse_only_index_dir, tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    body = ("The slug comes out wrong after the engine starts. I expected slugify to lower-case the text and "
+            "join the words with dashes, but the result keeps the spaces and the capitals, and run_engine then "
+            "fails to find the stored item under that name. It worked in the previous release. ") * 3
+    reports = tmp_path / "reports.parquet"
+    pq.write_table(pa.table({"qid": ["r1", "r2"], "query": [f"slugify keeps spaces\n\n{body}",
+                                                             f"Store loses items\n\n{body}"]}), reports)
+    dump = tmp_path / "ranked.json"
+    stdout = run_script("bench_queries.py", "--latency", "--index", str(sparse_only_index_dir), "--reports",
+                        str(reports), "--rounds", "2", "-k", "5", "--dump", str(dump))
+    rows = table(stdout, "plan")
+    assert [(r[0], r[1]) for r in rows] == [("bug_localisation", "2"), ("bug_localisation", "2")]  # both tables
+    assert all(finite_ratio(r[-1]) for r in rows)
+    assert summary_metrics(stdout) == [
+        "bug_localisation median ms per query, 2 reports (target < 50; ratio: ours / BM25's)"]
+    ranked = json.loads(dump.read_text())
+    assert sorted(ranked) == ["r1", "r2"] and all(1 <= len(v) <= 5 for v in ranked.values())
+    assert any(node_id == "pkg/util.py::slugify" for node_id, _ in ranked["r1"])
+
+
 def test_bench_graph(fixture_repo):
     stdout = run_script("bench_graph.py", "--repo", str(fixture_repo), "--queries", "5", "--seeds", "2")
     rows = table(stdout, "variant")

@@ -125,6 +125,32 @@ def test_functions_match_by_file_and_last_name_segment_strictly():
     assert devsets.scores(ranks, ["q"], gold_files, gold_funcs, key)["func@5"] == 0.0
 
 
+def test_codenib_evals_file_and_function_name_levels_give_the_scripts_figures():
+    """`codenib eval --levels file,function_name` is what mswe_dev.py prints: the same rankings
+    and gold give the same strict Acc at every cutoff (a job's report equals the script's)."""
+    from codenib.eval import metrics
+
+    devsets = _load("devsets")
+    key = devsets.file_and_name
+    ranks = {"q1": ["a.go", "a.go::A.f", "a.go::A.f#2", "c.go::x", "c.go::y", "c.go::z", "b.go", "b.go::g"],
+             "q2": ["c.go::T.x", "a.go::h", "c.go"], "q3": []}
+    gold_files = {"q1": {"a.go", "b.go"}, "q2": {"c.go"}, "q3": {"d.go"}}
+    gold_nodes = {"q1": {"a.go::ns.A.f", "b.go::g"}, "q2": {"c.go::x"}}
+    row = devsets.scores(ranks, ["q1", "q2", "q3"], gold_files, {q: {key(n) for n in g} for q, g in gold_nodes.items()},
+                         key)
+    # Hand-computed: files q1 [a, c, b] 1 at 5, q2 [c, a] 1 at 1, q3 none; names q1 [a::f, c::x, c::y, c::z,
+    # b::g] (5), q2 [c::x, a::h] (1).
+    acc = {k: v for k, v in row.items() if "R@" not in k}
+    assert acc == {"file@1": 1 / 3, "file@5": 2 / 3, "file@10": 2 / 3, "func@5": 1.0, "func@10": 1.0}
+    got = {}
+    for level, gold, ks, name in (("file", gold_files, (1, 5, 10), "file"), ("function_name", gold_nodes, (5, 10), "func")):
+        lv = metrics.LEVELS[level]
+        qrels = lv.qrels({q: {d: 1 for d in g} for q, g in gold.items()})
+        per_query = metrics.evaluate(lv.run(ranks), qrels, [f"Acc@{k}" for k in ks])
+        got.update({f"{name}@{k}": v for k, v in zip(ks, metrics.mean_of(per_query).values())})
+    assert got == pytest.approx(acc)
+
+
 def test_the_baseline_chunks_go_definitions_by_receiver():
     pytest.importorskip("tree_sitter_go", reason="the grammar wheels come with the tree-sitter readers")
     tsbaseline = _load("tsbaseline")

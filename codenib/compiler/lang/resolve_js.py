@@ -8,8 +8,11 @@
   (following `export ... from` one file further, a few times), a default import the
   imported file's top-level definition of the local name, a namespace import (`* as ns`,
   `const ns = require()`) makes `ns.f()` the file's top-level `f`.
+- A name that a module-level `require`/`import` binds is that binding, never a same-named
+  definition of the file (a package's binding reaches nothing).
 - `this.f()` is a member of the enclosing class (or of the function whose `prototype` it
-  was assigned to), then of its base classes; `super.f()` of the base classes;
+  was assigned to), then of its base classes; in a top-level function (a function assigned
+  to an object's property, `res.json = function json`), the file's top-level function `f`; `super.f()` of the base classes;
   `X.f()` with `X` a class is its static member; `new X()` is the class X.
 - Any other receiver reaches the one method of that name in the file and the files it
   imports, if there is exactly one.
@@ -56,6 +59,11 @@ class JsRules(Rules):
                     return how, targets[0], imported
         return None
 
+    def _imported(self, repo: Repo, rel: str, local: str) -> bool:
+        """Whether an import or `require` of `rel` binds `local` (a package's too)."""
+        return any(alias == local for fact, _ in repo.imports(rel) if fact.kind != "export_from"
+                   for _, alias in fact.names)
+
     def _export(self, repo: Repo, rel: str, name: str, hops: int = 0) -> Def | None:
         """A file's top-level definition of an exported name (re-exports followed)."""
         d = repo.top(rel, name)
@@ -85,12 +93,12 @@ class JsRules(Rules):
             if d is not None and (holder is None or holder.kind != "class"):
                 return d            # a function nested in the caller (not a class member)
             plain = plain.rpartition(".")[0]
-        d = repo.top(rel, name)
-        if d is not None:
-            return d
         binding = self._binding(repo, rel, name)
         if binding is None:
-            return None
+            # A module-level `require`/`import` binding shadows a definition of the same
+            # name (`var send = require('send')` beside `res.send = function send`): a
+            # package's binding reaches nothing in the repository.
+            return None if self._imported(repo, rel, name) else repo.top(rel, name)
         how, target, imported = binding
         if how == "named":
             return self._export(repo, target, imported)
@@ -118,7 +126,15 @@ class JsRules(Rules):
         if not call.receiver:
             return self._name(repo, rel, call.callee, context)
         if call.receiver == "this":
-            return repo.enclosing_member(rel, caller, call.callee)
+            found = repo.enclosing_member(rel, caller, call.callee)
+            if found is None and caller is not None and not caller.container:
+                # A function assigned to an object's property (`res.json = function json`)
+                # is read as a top-level function, as are its siblings (`res.send`): `this`
+                # is that object, so `this.send()` is the sibling of that name.
+                d = repo.top(rel, call.callee)
+                if d is not None and d.kind == "function" and d.node_id != caller.node_id:
+                    return d
+            return found
         if call.receiver == "super":
             return self._super_member(repo, rel, caller, call.callee)
         if "." not in call.receiver and "(" not in call.receiver:

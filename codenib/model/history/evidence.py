@@ -23,7 +23,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from codenib.index.history import Evidence
-from codenib.model.localise import FEATURES, FeatureTable, LocaliseWeights, Scored
+from codenib.model.localise import FEATURES, LIBRARY_FIRST, FeatureTable, LocaliseWeights, Scored, library_first
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,12 @@ def rank_with_history(table: FeatureTable, weights: LocaliseWeights, evidence: M
     at = {int(r): i for i, r in enumerate(table.rows.tolist())}
     extra = prior(evidence, history_weights, nodes, row_of, file_rows, list(at))
     score = {r: (float(base[at[r]]) if r in at else 0.0) + sum(c.values()) for r, c in extra.items()}
+    plain = dict(score)
+    if LIBRARY_FIRST and score:
+        rows = list(score)
+        demoted = table.demoted() if len(table.rows) else np.zeros(0, dtype=bool)
+        flags = np.array([bool(demoted[at[r]]) if r in at else False for r in rows])
+        score = dict(zip(rows, library_first(np.array([score[r] for r in rows]), flags).tolist()))
     order = sorted(score, key=lambda r: (-score[r], nodes.node_id[r]))[:limit]
     w = weights.vector()
     out = []
@@ -129,6 +135,8 @@ def rank_with_history(table: FeatureTable, weights: LocaliseWeights, evidence: M
                 x = table.X[at[r]]
                 contrib = {f: round(float(w[c] * x[c]), 4) for c, f in enumerate(FEATURES) if w[c] * x[c] != 0}
             contrib.update({f"history:{k}": round(v, 4) for k, v in extra[r].items()})
+            if score[r] != plain[r]:
+                contrib["library_first"] = round(score[r] - plain[r], 4)
         out.append(Scored(r, score[r], contrib))
     return out
 

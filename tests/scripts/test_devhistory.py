@@ -1,0 +1,45 @@
+"""scripts/devhistory.py: the history weights are chosen by strict Acc alone; the Recall
+columns travel beside them (issue 41)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def _load(name: str):
+    sys.path.insert(0, str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+devhistory = _load("devhistory")
+
+
+def test_the_objective_reads_the_acc_columns_only():
+    assert devhistory.COLUMNS[:devhistory.OBJECTIVE] == ("file@5", "func@10")
+    # (0.5 + 0.25) / 2 and (1.0 + 0.5) / 2 averaged; the Recall values (0.9 ...) do not count.
+    per_repo = {"a": (0.5, 0.25, 0.9, 0.9, 0.9), "b": (1.0, 0.5, 0.0, 0.0, 0.0),
+                "c": (math.nan, math.nan, 1.0, 1.0, 1.0)}      # c: no gold, left out
+    assert devhistory._objective(per_repo, ["a", "b", "c"]) == pytest.approx((0.375 + 0.75) / 2)
+
+
+def test_rows_print_recall_beside_acc_with_mean_and_worst(capsys):
+    rows = {"no history": {"fd": (0.5, 0.25, 0.75, 1.0, 0.5), "jq": (1.0, 0.5, 0.25, 0.5, 1.0)}}
+    devhistory.print_rows(rows, ["fd", "jq"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split() == ["no", "history", "fd", "0.500", "0.250", "0.750", "1.000", "0.500"]
+    summary = [ln.replace("(", " ").replace(")", " ").split() for ln in out
+               if ln.startswith("no history") and "(" in ln]
+    # mean, worst, worst repository of file@5 and func@10; then of fileR@10, fileR@20, funcR@10.
+    assert summary[0][2:] == ["0.750", "0.500", "fd", "0.375", "0.250", "fd"]
+    assert summary[1][2:] == ["0.500", "0.250", "jq", "0.750", "0.500", "jq", "0.750", "0.500", "fd"]
