@@ -17,7 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from codenib.compiler import state as incr_state
+from codenib.compiler.copies import copy_edges
 from codenib.compiler.lang import LANGUAGES, graph_of, reader_of
+from codenib.compiler.lang.companions import companion_edges
 from codenib.compiler.lang.contains import foreign_contains
 from codenib.compiler.lang.facts import ForeignFacts
 from codenib.compiler.lang.facts_graph import foreign_edges, read_manifests
@@ -66,7 +68,7 @@ def resolve_graph(read_path: Callable[[str], bytes | None], sources: Mapping[str
                          progress, reads)
     facts = _facts(nodes, fresh_facts, previous, sources)
     edges = _all_edges(python.edges, nodes, {rel: f for rel, (_, f) in facts.items()}, list(sources),
-                       read_manifests(read_path, sources))
+                       read_manifests(read_path, sources), sources)
     return Graph(edges, python, facts, choice)
 
 
@@ -95,11 +97,18 @@ def _facts(nodes: pa.Table, fresh: Mapping[str, ForeignFacts], previous: Previou
 
 
 def _all_edges(python_edges: pa.Table, nodes: pa.Table, facts: dict, paths: list[str],
-               manifests: dict) -> pa.Table:
-    """edges.parquet: the Python graph's edges, and the facts graph's containment, imports,
-    calls and inherits, sorted."""
+               manifests: dict, sources: Mapping[str, bytes | None] | None = None) -> pa.Table:
+    """edges.parquet: the Python graph's edges, the facts graph's containment, imports, calls
+    and inherits, and the links of copies to their sources and of declarations to their
+    definitions (`copies`, `declares`), sorted."""
     parts = [t for t in (foreign_contains(nodes), foreign_edges(nodes, facts, paths, manifests)) if t.num_rows]
+    parts += _links(nodes, pa.concat_tables([python_edges] + parts) if parts else python_edges, sources or {})
     if not parts:
         return python_edges
     table = pa.concat_tables([python_edges] + parts)
     return table.sort_by([("src", "ascending"), ("dst", "ascending"), ("type", "ascending")]).combine_chunks()
+
+
+def _links(nodes: pa.Table, edges: pa.Table, sources: Mapping[str, bytes | None]) -> list[pa.Table]:
+    """The `copies` and `declares` edges (`compiler.copies`, `lang.companions`) that are any."""
+    return [t for t in (copy_edges(nodes), companion_edges(nodes, edges, sources)) if t.num_rows]

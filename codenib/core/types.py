@@ -14,8 +14,12 @@ FORMAT_VERSION = 1
 NodeKind = Literal["file", "class", "function", "method"]
 NODE_KINDS: tuple[str, ...] = ("file", "class", "function", "method")
 
-EdgeType = Literal["contains", "imports", "calls", "inherits", "references"]
-EDGE_TYPES: tuple[str, ...] = ("contains", "imports", "calls", "inherits", "references")
+EdgeType = Literal["contains", "imports", "calls", "inherits", "references", "copies", "declares"]
+#: `copies`: a generated or vendored copy's definition (or file) to the one it copies
+#: (`codenib.compiler.copies`); `declares`: a declaration to its definition, a header to its
+#: source, a `.d.ts` to the JavaScript it types, a base method to its override
+#: (`codenib.compiler.lang.companions`). New types go last: a graph keeps types by position.
+EDGE_TYPES: tuple[str, ...] = ("contains", "imports", "calls", "inherits", "references", "copies", "declares")
 
 ID_SEP = "::"
 

@@ -12,6 +12,7 @@ leave-one-repository-out) and scoring is one matrix product: deterministic and c
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -33,10 +34,10 @@ RUNS = ("bm25", "title", "prose", "dense")
 FILE_RUNS = {"bm25": "file_bm25", "prose": "file_prose"}
 #: File features: broadcast to every node of the file.
 FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_mention",
-                 "f_graph", "f_test", "f_nonlib", "f_literal")
+                 "f_graph", "f_test", "f_nonlib", "f_literal", "f_companion")
 #: Node features: the node's own evidence.
 NODE_FEATURES = ("n_bm25", "n_title", "n_prose", "n_dense", "n_mention", "n_graph", "n_is_file",
-                 "n_named", "n_parent_named", "n_class", "n_length", "n_literal", "n_name_words")
+                 "n_named", "n_parent_named", "n_class", "n_length", "n_literal", "n_name_words", "n_companion")
 FEATURES = FILE_FEATURES + NODE_FEATURES
 #: BM25 depth per run: deep enough that files with several matching nodes show.
 SPARSE_DEPTH = {"bm25": 1000, "title": 200, "prose": 1000}
@@ -90,6 +91,18 @@ _NONLIB_BY_SUFFIX = (
 )
 #: Python's suffixes: its paths are judged by `_NONLIB` alone.
 _PYTHON_SUFFIXES = (".py", ".pyx", ".pyi")
+#: The edge along which a generated or vendored copy's evidence flows to its source
+#: (`codenib.compiler.copies`), and how far below its source a copy is kept.
+COPY_EDGE = "copies"
+COPY_MARGIN = 1e-6
+#: The edge that links companions (`codenib.compiler.lang.companions`: a header and its
+#: source, a `.d.ts` and its JavaScript, an interface method and its implementation); the
+#: files and definitions whose companions are scored (the best, by `COMPANION_OF` and the node
+#: runs): `f_companion` / `n_companion` are the best such seed's evidence.
+COMPANION_EDGE = "declares"
+COMPANION_FILE_SEEDS = 20
+COMPANION_NODE_SEEDS = 50
+COMPANION_OF = ("f_bm25", "f_title", "f_prose", "f_mention", "f_literal")
 #: Library code first (`library_first`): tests, examples, documentation and build files the
 #: report does not name rank below every library candidate.
 LIBRARY_FIRST = True
@@ -153,9 +166,17 @@ class FeatureTable:
 
     rows: np.ndarray
     X: np.ndarray
+    # (candidate, its sources' candidates): a copy scores at most its best source less
+    # `COPY_MARGIN` (`copy_caps`); empty without `copies` edges
+    below: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
     def scores(self, weights: LocaliseWeights) -> np.ndarray:
-        return self.X @ weights.vector() if len(self.rows) else np.zeros(0)
+        if not len(self.rows):
+            return np.zeros(0)
+        s = self.X @ weights.vector()
+        for i, sources in self.below:
+            s[i] = min(s[i], max(s[j] for j in sources) - COPY_MARGIN)
+        return s
 
     def demoted(self) -> np.ndarray:
         """Rows in test code (unless the report is about tests) or in documentation, examples,
@@ -258,6 +279,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     n_nodes = len(nodes.node_id)
     node_runs = {name: _normalised(inputs.runs.get(name), n_nodes, minmax=(name == "dense"))
                  for name in RUNS}
+    inputs, node_runs = fold_copies(inputs, node_runs, graph, nodes)
     whole_files = {f"n_{run}": _normalised(inputs.runs[name], n_nodes)
                    for run, name in FILE_RUNS.items() if name in inputs.runs}
     mention: dict[int, float] = {}
@@ -309,6 +331,8 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         bump(group(r), "f_graph", s)
     for f, s in file_literal.items():
         bump(f, "f_literal", math.log2(1.0 + s))
+    for f, s in companion_files(graph, per_file, file_rows, nodes).items():
+        bump(f, "f_companion", s)
     for f, feats in per_file.items():
         path, _, in_file_tests = f.partition(_TEST_GROUP[0])
         if (in_file_tests or is_test_path(path)) and not inputs.about_tests:
@@ -324,13 +348,16 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     cand = set(mention) | set(near) | set(literal)
     for run in ("bm25", "title", "prose", "dense"):
         cand |= set(node_runs[run])
+    companion = companion_nodes(graph, node_runs, mention, nodes)
+    cand |= set(companion)
     cand |= {file_rows[f] for f in per_file if f in file_rows}
+    cand |= copy_sources_of(graph, cand, nodes)
     rows = np.array(sorted(cand), dtype=np.int64)
     col = {f: i for i, f in enumerate(FEATURES)}
     c_bm25, c_title, c_prose, c_dense = col["n_bm25"], col["n_title"], col["n_prose"], col["n_dense"]
     c_mention, c_graph, c_literal, c_is_file = col["n_mention"], col["n_graph"], col["n_literal"], col["n_is_file"]
     c_named, c_parent, c_class = col["n_named"], col["n_parent_named"], col["n_class"]
-    c_words, c_length = col["n_name_words"], col["n_length"]
+    c_words, c_length, c_companion = col["n_name_words"], col["n_length"], col["n_companion"]
     whole_cols = [(col[feat], scores) for feat, scores in whole_files.items()]
     # Rows are built as Python lists and made one array at the end: a numpy scalar store per
     # feature was most of this function's time (the values are the same floats either way).
@@ -343,6 +370,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         x[c_title] = node_runs["title"].get(r, 0.0)
         x[c_prose] = node_runs["prose"].get(r, 0.0)
         x[c_dense] = node_runs["dense"].get(r, 0.0)
+        x[c_companion] = companion.get(r, 0.0)
         kind = nodes.kind[r]
         if kind == "file":
             for c, scores in whole_cols:
@@ -362,7 +390,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
             x[c_length] = min(1.0, math.log1p(max(0, nodes.end_line[r] - nodes.start_line[r])) / 6.0)
         table.append(x)
     X = np.array(table, dtype=np.float64).reshape(len(rows), len(FEATURES))
-    return FeatureTable(rows, X)
+    return FeatureTable(rows, X, copy_caps(graph, rows, nodes))
 
 
 def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str], limit: int = 100,
@@ -376,11 +404,14 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
     order = sorted(range(len(table.rows)), key=lambda i: (-scores[i], node_ids[table.rows[i]]))[:limit]
     w = weights.vector()
     out = []
+    capped = {i for i, _ in table.below}
     for j, i in enumerate(order):
         contrib = {}
         if j < explain:
             contrib = {f: round(float(w[c] * table.X[i, c]), 4) for c, f in enumerate(FEATURES)
                        if w[c] * table.X[i, c] != 0}
+            if i in capped and plain[i] < table.X[i] @ w:
+                contrib["copy_below_source"] = round(float(plain[i] - table.X[i] @ w), 4)
             if scores[i] != plain[i]:
                 contrib["library_first"] = round(float(scores[i] - plain[i]), 4)
         out.append(Scored(int(table.rows[i]), float(scores[i]), contrib))
@@ -398,7 +429,103 @@ def library_first(scores: np.ndarray, demoted: np.ndarray) -> np.ndarray:
     return scores - span * demoted
 
 
+def fold_copies(inputs: LocaliseInputs, node_runs: Mapping[str, dict[int, float]], graph,
+                nodes) -> tuple[LocaliseInputs, dict[str, dict[int, float]]]:
+    """A generated or vendored copy's evidence credited to the definition it copies too
+    (`copies` edges): each run's score (the best of the two), its mentions and the literals
+    it holds. Without `copies` edges (older indexes) the inputs come back as they are."""
+    reached = {r for scores in node_runs.values() for r in scores}
+    reached |= {p.row for p in inputs.priors if p.row is not None}
+    reached |= {r for lit in inputs.literals for r in lit.rows}
+    source = {r: s[0] for r in reached if nodes.kind[r] != "file"
+              for s in [_linked(graph, r, COPY_EDGE, out=True)] if len(s) == 1}
+    if not source:
+        return inputs, dict(node_runs)
+    runs = {}
+    for name, scores in node_runs.items():
+        folded = dict(scores)
+        for r, v in scores.items():
+            if r in source:
+                folded[source[r]] = max(folded.get(source[r], 0.0), v)
+        runs[name] = folded
+    priors = inputs.priors + tuple(dataclasses.replace(p, file=nodes.file[source[p.row]], row=source[p.row])
+                                   for p in inputs.priors if p.row in source)
+    literals = tuple(dataclasses.replace(lit, rows=tuple(sorted(set(lit.rows) | {source[r] for r in lit.rows
+                                                                                 if r in source})))
+                     for lit in inputs.literals)
+    return dataclasses.replace(inputs, priors=priors, literals=literals), runs
+
+
+def copy_sources_of(graph, rows, nodes) -> set[int]:
+    """The sources of the copies among `rows`: a copied definition's source, a copy file's
+    source files (so that a copy is never ranked where its source is not)."""
+    return {s for r in rows for s in _linked(graph, r, COPY_EDGE, out=True)}
+
+
+def copy_caps(graph, rows: np.ndarray, nodes) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """`FeatureTable.below`: each candidate that copies others, with its sources' candidate
+    positions (a definition: the one it copies; a file: the files it copies from)."""
+    at = {int(r): i for i, r in enumerate(rows.tolist())}
+    out = []
+    for r, i in at.items():
+        sources = tuple(at[s] for s in _linked(graph, r, COPY_EDGE, out=True) if s in at)
+        if sources:
+            out.append((i, sources))
+    return tuple(out)
+
+
+def companion_files(graph, per_file: Mapping[str, Mapping[str, float]], file_rows: Mapping[str, int],
+                    nodes) -> dict[str, float]:
+    """File -> `f_companion`: the evidence of its strongest companion (`declares` edges
+    between file nodes, either way) among the `COMPANION_FILE_SEEDS` best-scored files, a
+    file's evidence being the largest of its `COMPANION_OF` features (each capped at 1)."""
+    strength = {f: max(min(1.0, feats.get(k, 0.0)) for k in COMPANION_OF)
+                for f, feats in per_file.items() if _TEST_GROUP[0] not in f and f in file_rows}
+    out: dict[str, float] = {}
+    for f in sorted(strength, key=lambda f: (-strength[f], f))[:COMPANION_FILE_SEEDS]:
+        if strength[f] <= 0:
+            break
+        r = file_rows[f]
+        for u in _linked(graph, r, COMPANION_EDGE, out=True) + _linked(graph, r, COMPANION_EDGE, out=False):
+            g = nodes.file[u]
+            if nodes.kind[u] == "file" and g != f:
+                out[g] = max(out.get(g, 0.0), strength[f])
+    return out
+
+
+def companion_nodes(graph, node_runs: Mapping[str, Mapping[int, float]], mention: Mapping[int, float],
+                    nodes) -> dict[int, float]:
+    """Definition row -> `n_companion`: the evidence (best of the BM25 runs and the mention)
+    of its strongest companion definition (`declares` edges, either way) among the
+    `COMPANION_NODE_SEEDS` best-scored definitions."""
+    strength: dict[int, float] = {}
+    for scores in (node_runs["bm25"], node_runs["title"], node_runs["prose"], mention):
+        for r, v in scores.items():
+            if nodes.kind[r] != "file":
+                strength[r] = max(strength.get(r, 0.0), min(1.0, v))
+    out: dict[int, float] = {}
+    for r in sorted(strength, key=lambda r: (-strength[r], r))[:COMPANION_NODE_SEEDS]:
+        if strength[r] <= 0:
+            break
+        for u in _linked(graph, r, COMPANION_EDGE, out=True) + _linked(graph, r, COMPANION_EDGE, out=False):
+            if u != r and nodes.kind[u] != "file":
+                out[u] = max(out.get(u, 0.0), strength[r])
+    return out
+
+
 # --- helpers ---------------------------------------------------------------------------------
+
+def _linked(graph, v: int, edge: str, out: bool) -> list[int]:
+    """The vertices one `edge` away from `v` (successors when `out`, else predecessors); none
+    without a graph, or with one whose types lack `edge` (a graph loaded by older code)."""
+    if graph is None:
+        return []
+    try:
+        pairs = graph.successors_idx(v, (edge,)) if out else graph.predecessors_idx(v, (edge,))
+    except ValueError:
+        return []
+    return [u for u, _ in pairs]
+
 
 def _normalised(hits, n: int, minmax: bool = False) -> dict[int, float]:
     """Row -> score scaled to [0, 1] by the run's best score (min-max for cosine scores)."""
