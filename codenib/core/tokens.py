@@ -129,6 +129,11 @@ class Tokenizer:
 
 
 @lru_cache(maxsize=200_000)
+def cjk_characters(text: str) -> int:
+    """How many Han, kana and Hangul characters `text` holds (its words are not spaced out)."""
+    return sum(len(run) for run in _CJK.findall(text))
+
+
 def split_identifier(word: str) -> list[str]:
     """`HTTPServer_v2` -> ["HTTP", "Server", "v", "2"]: snake, camel and Pascal parts and digits."""
     parts: list[str] = []

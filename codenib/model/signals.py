@@ -20,7 +20,7 @@ from codenib.model.intent.reading import Intent
 from codenib.model.intent.targets import TargetEvidence
 from codenib.model.intent.tokens import SymbolTable
 from codenib.ops.transform import QueryKeywords, extract_keywords, looks_symbol
-from codenib.core.tokens import ENGLISH_STOPWORDS
+from codenib.core.tokens import ENGLISH_STOPWORDS, cjk_characters
 
 _WORD = re.compile(r"[A-Za-z]+")
 
@@ -33,6 +33,9 @@ LONG_QUERY_WORDS = 40
 #: this many words: short feature requests and bug reports are still reports, not questions.
 REPORT_MIN_WORDS = 12
 _TITLE_AND_BODY = re.compile(r"\A[ \t]*\S[^\n]*\n[ \t\r]*\n\s*\S")
+#: Characters of a CJK word on average (Chinese words are mostly one or two characters): a
+#: report written in Chinese counts its words from its characters, since nothing spaces them.
+CJK_CHARS_PER_WORD = 2
 #: Target evidence kept in a trace (the best candidates).
 MAX_EVIDENCE = 6
 
@@ -78,7 +81,7 @@ def query_signals(text: str, symbols: SymbolTable | None = None) -> QuerySignals
     core = strip_courtesy(text)
     kw = extract_keywords(core)
     words = _WORD.findall(core)
-    n_words = len(words)
+    n_words = len(words) + cjk_characters(core) // CJK_CHARS_PER_WORD
     long_text = n_words > LONG_QUERY_WORDS or (n_words >= REPORT_MIN_WORDS and bool(_TITLE_AND_BODY.match(core)))
     intent = parse_intent(core, symbols) if not long_text else Intent()
     direction = intent.direction

@@ -79,3 +79,11 @@ def test_text_without_cjk_tokenizes_as_before(text):
     for stemmer in (None, "english"):
         assert (Tokenizer(TokenizerConfig(stemmer=stemmer))(text)
                 == Tokenizer(TokenizerConfig(stemmer=stemmer, cjk="none"))(text))
+
+
+def test_cjk_characters_counts_han_kana_and_hangul_only():
+    from codenib.core.tokens import cjk_characters
+
+    assert cjk_characters("解析 date 日期") == 4
+    assert cjk_characters("ひらがな カタカナ 한국어") == 11
+    assert cjk_characters("plain ASCII, ü and ß") == 0

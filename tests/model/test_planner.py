@@ -66,6 +66,9 @@ def test_signal_cases_pick_the_expected_plans():
     assert pick("Get the default for a parameter from default_map.").plan == "semantic"
     assert pick("default_map lookup").plan == "fast_lexical"
     assert pick(QUERIES[5]).plan == "bug_localisation"  # a long bug report with a traceback
+    # A report in Chinese naming one identifier: a report, not a look-up of `parse_date`.
+    chinese = "parse_date 解析日期错误\n\n输入的字符串带有时区时，调用 `parse_date` 解析日期失败，升级以后才出现。"
+    assert pick(chinese).plan == "bug_localisation"
 
 
 def test_degradations_are_traced():

@@ -53,3 +53,17 @@ def test_long_runs_are_read_in_linear_time(unit):
 ])
 def test_an_issue_shaped_text_is_a_report_whatever_its_length(text, report):
     assert query_signals(text).long_text is report
+
+
+def test_a_report_in_chinese_counts_its_words_from_its_characters():
+    # Title (6 characters) and body (16 + 8 characters): 30 // 2 = 15 words, 0 Latin words;
+    # with an issue's shape and at least 12 words it is a report (bug_localisation).
+    report = "日期解析错误\n\n输入的字符串带有时区时解析日期失败\n升级以后全部错位"
+    s = query_signals(report)
+    assert s.words == 15 and s.long_text
+    # Four characters are two words: a short question, not a report.
+    short = query_signals("解析日期")
+    assert short.words == 2 and not short.long_text
+    # Latin words and characters add up: 2 + 6 // 2.
+    mixed = query_signals("调用 render_table 之后乱了")
+    assert mixed.words == 2 + 3
