@@ -143,7 +143,7 @@ def _tables(part: Part, work: Path, dense: bool = False) -> locfit.Tables:
     dense run (the indexes hold vectors)."""
     h = hashlib.sha256(b"dense" if dense else b"")
     for src in (HERE / "locfit.py", HERE.parent / "codenib" / "model" / "localise.py",
-                HERE.parent / "codenib" / "model" / "report.py"):
+                HERE.parent / "codenib" / "model" / "reports" / "report.py"):
         h.update(src.read_bytes())
     for q in part.dev.queries:
         h.update(f"{q['qid']}\0{q['query']}\0".encode())
