@@ -33,6 +33,7 @@ class Capabilities:
     embedding_rerank: bool
     llm_rerank: bool = False
     history: bool = False    # built with --history: past changes are evidence
+    fitted_history: bool = False   # built with --fit-weights: its own weights for history signals
 
     def to_dict(self) -> dict[str, bool]:
         return asdict(self)
@@ -231,7 +232,8 @@ def capabilities_of(manifest: dict, llm_configured: bool = False) -> Capabilitie
     edges = manifest.get("counts", {}).get("edges_by_type", {})
     has_graph = sum(v for k, v in edges.items() if k != "contains") > 0
     return Capabilities(dense=has_dense, sparse=True, graph=has_graph, embedding_rerank=has_dense,
-                        llm_rerank=llm_configured, history=bool(manifest.get("history")))
+                        llm_rerank=llm_configured, history=bool(manifest.get("history")),
+                        fitted_history=bool((manifest.get("history_fit") or {}).get("fitted")))
 
 
 def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, sparse: bool = True,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from codenib.core.errors import BadInputError
 from codenib.model import localise
-from codenib.model.history import cochange, evidence as history_evidence
+from codenib.model.history import cochange, evidence as history_evidence, fit as history_fit
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan, Search
 from codenib.model.reports.report import read_report
@@ -304,12 +304,17 @@ class BugLocalisation(RetrievalPlan):
     def with_capabilities(self, plan, caps, reasons):
         # An index built with --history: similar past changes and change-proneness are
         # evidence, each added to the localisation score with its weight (`history.evidence`).
-        weights = tuple((n, w) for n, w in history_evidence.WEIGHTS if w)
+        # An index with weights fitted on its own history weighs the fitted signal itself
+        # (`LocaliseWeights.history_weights`), even where the packaged weight is 0.
+        fitted = getattr(caps, "fitted_history", False)
+        weights = tuple((n, w) for n, w in history_evidence.WEIGHTS
+                        if w or (fitted and n == history_fit.HISTORY_SIGNAL))
         if not getattr(caps, "history", False):
             return plan
         if weights:
             reasons.append("history: " + ", ".join(f"{n} (weight {w:g})" for n, w in weights)
-                           + " added to the localisation scores")
+                           + " added to the localisation scores"
+                           + (" (the index's fitted weights replace these)" if fitted else ""))
             plan = dataclasses.replace(plan, history=weights)
         if cochange.COCHANGE_WEIGHT:
             # The co_changed edges are walked from the best results (`codenib.model.history.cochange`).

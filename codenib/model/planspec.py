@@ -121,6 +121,7 @@ class PlannerCapabilities:
     embedding_rerank: bool = True
     llm_rerank: bool = False
     history: bool = False
+    fitted_history: bool = False
 
 
 @dataclass(frozen=True)

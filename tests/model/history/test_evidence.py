@@ -16,7 +16,7 @@ from codenib.model.session import RetrievalSession
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.history import HistorySpec
-from codenib.model.history import evidence as history_evidence
+from codenib.model.history import cochange, evidence as history_evidence
 from codenib.model.planner import plan_options
 from tests.git_history import git_commit
 
@@ -73,6 +73,17 @@ def indexes(tmp_path_factory):
     return out
 
 
+#: The signal these tests are about, at the weight it shipped with before the co-change walk
+#: replaced it (`history.evidence.WEIGHTS`): the mechanism, not the packaged choice.
+SIMILAR_ONLY = (("similar_changes", 0.5), ("fix_proneness", 0.0))
+
+
+@pytest.fixture(autouse=True)
+def similar_changes_only(monkeypatch):
+    monkeypatch.setattr(history_evidence, "WEIGHTS", SIMILAR_ONLY)
+    monkeypatch.setattr(cochange, "COCHANGE_WEIGHT", 0.0)
+
+
 def _search(index_dir: Path):
     session = RetrievalSession.load(str(index_dir))
     return session.search(REPORT, plan_options("balanced"))
@@ -91,9 +102,9 @@ def test_a_report_like_a_past_fix_ranks_that_fix_s_file_first_with_history(index
 
 def test_the_trace_names_the_history_runs(indexes):
     trace = _search(indexes["with"]).trace
-    weights = dict(history_evidence.WEIGHTS)
+    weights = dict(SIMILAR_ONLY)
     assert trace["capabilities"]["history"] is True
-    assert [n for n, _ in trace["detail"]["plan"]["history"]] == [n for n, w in history_evidence.WEIGHTS if w]
+    assert [n for n, _ in trace["detail"]["plan"]["history"]] == [n for n, w in SIMILAR_ONLY if w]
     assert set(trace["detail"]["history"]) == {n for n, w in weights.items() if w}
     assert trace["detail"]["history"]["similar_changes"]["files"] >= 1
     assert any(r.startswith("history: similar_changes") for r in trace["reasons"])
@@ -111,3 +122,14 @@ def test_without_history_the_plan_and_ranking_are_those_of_the_history_less_plan
     off = _search(indexes["with"])
     assert "history" not in off.trace["detail"]["plan"]
     assert [(c.node_id, c.score) for c in off.candidates] == [(c.node_id, c.score) for c in plain.candidates]
+
+
+def test_the_packaged_plan_walks_co_change_and_adds_no_signal(indexes, monkeypatch):
+    """The packaged weights (chosen leave-one-repository-out): the co-change walk at 1, the
+    signals off; the plan and the trace say so."""
+    monkeypatch.undo()
+    assert cochange.COCHANGE_WEIGHT == 1.0 and not any(w for _, w in history_evidence.WEIGHTS)
+    trace = _search(indexes["with"]).trace
+    assert "history" not in trace["detail"]["plan"] and trace["detail"]["plan"]["cochange"] == 1.0
+    assert any(r.startswith("history: co_changed walk (weight 1)") for r in trace["reasons"])
+    assert trace["detail"]["co_change"]["weight"] == 1.0
