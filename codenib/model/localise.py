@@ -402,20 +402,21 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
     plain = table.scores(weights)
     scores = library_first(plain, table.demoted()) if LIBRARY_FIRST else plain
     order = sorted(range(len(table.rows)), key=lambda i: (-scores[i], node_ids[table.rows[i]]))[:limit]
-    w = weights.vector()
-    out = []
-    capped = {i for i, _ in table.below}
-    for j, i in enumerate(order):
-        contrib = {}
-        if j < explain:
-            contrib = {f: round(float(w[c] * table.X[i, c]), 4) for c, f in enumerate(FEATURES)
-                       if w[c] * table.X[i, c] != 0}
-            if i in capped and plain[i] < table.X[i] @ w:
-                contrib["copy_below_source"] = round(float(plain[i] - table.X[i] @ w), 4)
-            if scores[i] != plain[i]:
-                contrib["library_first"] = round(float(scores[i] - plain[i]), 4)
-        out.append(Scored(int(table.rows[i]), float(scores[i]), contrib))
-    return out
+    why = _contributions(table, weights, order[:explain], plain, scores)
+    return [Scored(int(table.rows[i]), float(scores[i]), why.get(i, {})) for i in order]
+
+
+def explain(table: FeatureTable, weights: LocaliseWeights, rows: Sequence[int]) -> dict[int, dict[str, float]]:
+    """Node row -> each feature's contribution to its score (as `rank` traces it), for the
+    `rows` the table holds; for a ranking re-ordered after `rank` (the co-change walk) that
+    explains only its final top."""
+    if not len(table.rows):
+        return {}
+    at = {int(r): i for i, r in enumerate(table.rows.tolist())}
+    plain = table.scores(weights)
+    scores = library_first(plain, table.demoted()) if LIBRARY_FIRST else plain
+    why = _contributions(table, weights, [at[r] for r in rows if r in at], plain, scores)
+    return {int(table.rows[i]): c for i, c in why.items()}
 
 
 def library_first(scores: np.ndarray, demoted: np.ndarray) -> np.ndarray:
@@ -434,6 +435,8 @@ def fold_copies(inputs: LocaliseInputs, node_runs: Mapping[str, dict[int, float]
     """A generated or vendored copy's evidence credited to the definition it copies too
     (`copies` edges): each run's score (the best of the two), its mentions and the literals
     it holds. Without `copies` edges (older indexes) the inputs come back as they are."""
+    if not _has_edges(graph, COPY_EDGE):
+        return inputs, dict(node_runs)
     reached = {r for scores in node_runs.values() for r in scores}
     reached |= {p.row for p in inputs.priors if p.row is not None}
     reached |= {r for lit in inputs.literals for r in lit.rows}
@@ -459,12 +462,16 @@ def fold_copies(inputs: LocaliseInputs, node_runs: Mapping[str, dict[int, float]
 def copy_sources_of(graph, rows, nodes) -> set[int]:
     """The sources of the copies among `rows`: a copied definition's source, a copy file's
     source files (so that a copy is never ranked where its source is not)."""
+    if not _has_edges(graph, COPY_EDGE):
+        return set()
     return {s for r in rows for s in _linked(graph, r, COPY_EDGE, out=True)}
 
 
 def copy_caps(graph, rows: np.ndarray, nodes) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """`FeatureTable.below`: each candidate that copies others, with its sources' candidate
     positions (a definition: the one it copies; a file: the files it copies from)."""
+    if not _has_edges(graph, COPY_EDGE):
+        return ()
     at = {int(r): i for i, r in enumerate(rows.tolist())}
     out = []
     for r, i in at.items():
@@ -479,6 +486,8 @@ def companion_files(graph, per_file: Mapping[str, Mapping[str, float]], file_row
     """File -> `f_companion`: the evidence of its strongest companion (`declares` edges
     between file nodes, either way) among the `COMPANION_FILE_SEEDS` best-scored files, a
     file's evidence being the largest of its `COMPANION_OF` features (each capped at 1)."""
+    if not _has_edges(graph, COMPANION_EDGE):
+        return {}
     strength = {f: max(min(1.0, feats.get(k, 0.0)) for k in COMPANION_OF)
                 for f, feats in per_file.items() if _TEST_GROUP[0] not in f and f in file_rows}
     out: dict[str, float] = {}
@@ -498,6 +507,8 @@ def companion_nodes(graph, node_runs: Mapping[str, Mapping[int, float]], mention
     """Definition row -> `n_companion`: the evidence (best of the BM25 runs and the mention)
     of its strongest companion definition (`declares` edges, either way) among the
     `COMPANION_NODE_SEEDS` best-scored definitions."""
+    if not _has_edges(graph, COMPANION_EDGE):
+        return {}
     strength: dict[int, float] = {}
     for scores in (node_runs["bm25"], node_runs["title"], node_runs["prose"], mention):
         for r, v in scores.items():
@@ -514,6 +525,31 @@ def companion_nodes(graph, node_runs: Mapping[str, Mapping[int, float]], mention
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+def _contributions(table: FeatureTable, weights: LocaliseWeights, positions: Sequence[int], plain: np.ndarray,
+                   scores: np.ndarray) -> dict[int, dict[str, float]]:
+    """Table position -> the non-zero weighted features (and the copy cap and library shift)."""
+    if not positions:
+        return {}
+    w = weights.vector()
+    capped = {i for i, _ in table.below}
+    out = {}
+    for i in positions:
+        parts = table.X[i] * w
+        contrib = {FEATURES[c]: round(float(parts[c]), 4) for c in np.flatnonzero(parts).tolist()}
+        raw = float(table.X[i] @ w)
+        if i in capped and plain[i] < raw:
+            contrib["copy_below_source"] = round(float(plain[i]) - raw, 4)
+        if scores[i] != plain[i]:
+            contrib["library_first"] = round(float(scores[i] - plain[i]), 4)
+        out[i] = contrib
+    return out
+
+
+def _has_edges(graph, edge: str) -> bool:
+    """Whether the graph holds any `edge` edge (most hold no `copies`: their lookups are skipped)."""
+    return graph is not None and graph.edge_counts().get(edge, 0) > 0
+
 
 def _linked(graph, v: int, edge: str, out: bool) -> list[int]:
     """The vertices one `edge` away from `v` (successors when `out`, else predecessors); none

@@ -47,6 +47,8 @@ NAME_MATCH_RELATIONS = frozenset({"calls", "uses", "depends", "references", "rai
 DENSE_HEAD_WORDS = 96
 #: Dense candidates fetched for a long report, so the file prior has nodes to filter.
 LONG_QUERY_DENSE_K = 400
+#: Results of a bug report whose feature contributions the trace shows.
+TRACE_TOP = 10
 
 
 class RetrievalPlan(ABC):
@@ -340,8 +342,13 @@ class BugLocalisation(RetrievalPlan):
         table = localise.features(inputs, index.nodes, index.graph, parts.file_rows())
         weights = parts.localise_weights
         limit = max(q.plan.k, 100)
-        # The co_changed walk re-ranks every candidate: rank (and explain) them all first.
-        depth, explain = (len(index.nodes.node_id), len(index.nodes.node_id)) if q.plan.cochange else (limit, 10)
+        # The co_changed walk re-ranks every candidate: rank them all first, and explain the
+        # final top after the walk (with history signals, whose shares only `rank_with_history`
+        # knows, every candidate is explained first).
+        explain = TRACE_TOP
+        depth = len(index.nodes.node_id) if q.plan.cochange else limit
+        if q.plan.cochange:
+            explain = depth if q.history is not None else 0
         if q.history is not None:
             # Weights fitted on the index's own history carry their own history weights.
             history_weights = weights.history_weights(q.plan.history)
@@ -355,6 +362,10 @@ class BugLocalisation(RetrievalPlan):
             scored = localise.rank(table, weights, index.nodes.node_id, limit=depth, explain=explain)
         if q.plan.cochange:
             scored, detail["co_change"] = cochange.expand(scored, parts.history(), q.plan.cochange, index.nodes, limit)
+            if not explain:
+                why = localise.explain(table, weights, [x.row for x in scored[:TRACE_TOP]])
+                scored = [dataclasses.replace(x, contributions={**why.get(x.row, {}), **x.contributions})
+                          if j < TRACE_TOP else x for j, x in enumerate(scored)]
         detail["runs"] = sorted(k for k, v in runs.items() if v is not None and len(v[0]))
         detail["mentions"] = report.kinds()
         detail["priors"] = [{"file": p.file, "node_id": index.nodes.node_id[p.row] if p.row is not None else None,
@@ -364,7 +375,7 @@ class BugLocalisation(RetrievalPlan):
                                "files": sorted({index.nodes.file[r] for r in lit.rows})[:5]}
                               for lit in inputs.literals[:10]]
         detail["about_tests"] = inputs.about_tests
-        detail["contributions"] = localise.trace_of(scored, index.nodes, 10)
+        detail["contributions"] = localise.trace_of(scored, index.nodes, TRACE_TOP)
         if report.truncated:
             detail["truncated_at_chars"] = report.chars
         return tuple(parts.ctx.node(x.row, x.score, "localise") for x in scored)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from codenib.model.weights import load_packaged_weights
-from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, features,
+from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, explain, features,
                                     rank)
 from codenib.model.reports.report import Mention, Prior
 
@@ -51,6 +51,18 @@ def test_file_score_is_broadcast_and_node_evidence_orders_within_the_file():
     assert _ids(scored)[:3] == ["lib/a.py::f", "lib/a.py::g", "lib/a.py"]
     for s in scored:
         assert sum(s.contributions.values()) == pytest.approx(s.score, abs=1e-3)
+
+
+def test_explain_gives_the_contributions_rank_traces_for_any_rows():
+    runs = {"bm25": (np.array([1, 4, 2]), np.array([4.0, 4.0, 2.0]))}
+    table = features(LocaliseInputs(runs), NODES, None, FILE_ROWS)
+    w = _w(f_bm25=1.0, n_bm25=0.5, f_test=-1.0)
+    traced = {s.row: s.contributions for s in rank(table, w, NODES.node_id, limit=10, explain=10)}
+    # Rows 4 (test_f: bm25 and the library shift) and 2 (g), in any order; 99 is no row.
+    why = explain(table, w, [4, 2, 99])
+    assert why == {4: traced[4], 2: traced[2]}
+    assert why[2] == {"f_bm25": 1.0, "n_bm25": 0.25}
+    assert why[4]["library_first"] == pytest.approx(-2.5)
 
 
 def test_tests_are_not_demoted_when_the_report_is_about_them():

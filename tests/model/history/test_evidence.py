@@ -133,3 +133,6 @@ def test_the_packaged_plan_walks_co_change_and_adds_no_signal(indexes, monkeypat
     assert "history" not in trace["detail"]["plan"] and trace["detail"]["plan"]["cochange"] == 1.0
     assert any(r.startswith("history: co_changed walk (weight 1)") for r in trace["reasons"])
     assert trace["detail"]["co_change"]["weight"] == 1.0
+    # The top results are explained after the walk re-ranked them: features, then co-change.
+    for row in trace["detail"]["contributions"]:
+        assert any(k.startswith(("f_", "n_")) for k in row["contributions"])
