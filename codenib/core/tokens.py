@@ -128,12 +128,12 @@ class Tokenizer:
             out.append(token)
 
 
-@lru_cache(maxsize=200_000)
 def cjk_characters(text: str) -> int:
     """How many Han, kana and Hangul characters `text` holds (its words are not spaced out)."""
     return sum(len(run) for run in _CJK.findall(text))
 
 
+@lru_cache(maxsize=200_000)
 def split_identifier(word: str) -> list[str]:
     """`HTTPServer_v2` -> ["HTTP", "Server", "v", "2"]: snake, camel and Pascal parts and digits."""
     parts: list[str] = []
