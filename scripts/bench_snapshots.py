@@ -134,7 +134,8 @@ def _set(snapshots: Path, root: Path) -> dict:
                 try:
                     t = p.cpu_times()
                     seen[p.pid] = max(seen.get(p.pid, 0.0), t.user + t.system)
-                    if p.pid not in kinds or kinds[p.pid] == "ray worker (idle)":
+                    # A worker is named once it has started a task: ask again until then.
+                    if kinds.get(p.pid) not in ("ray worker (build_run)", "index-set command (driver)"):
                         kinds[p.pid] = _kind(p, proc.pid)
                 except psutil.Error:
                     continue
@@ -158,12 +159,21 @@ def _kind(p, root_pid: int) -> str:
     snapshots, or one of Ray's own services (raylet, GCS, dashboard, log monitor...)."""
     if p.pid == root_pid:
         return "index-set command (driver)"
-    name = p.name()
+    try:
+        name = " ".join(p.cmdline())    # Ray sets a worker's title there (`ray::build_run`)
+    except psutil_error():
+        name = ""
     if name.startswith("ray::build_run"):
         return "ray worker (build_run)"
     if name.startswith("ray::"):
         return "ray worker (idle)"
     return "ray services"
+
+
+def psutil_error() -> type:
+    import psutil
+
+    return psutil.Error
 
 
 def _equal(a: Path, b: Path, names: list[str]) -> bool:
