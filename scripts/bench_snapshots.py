@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:24s} {a:14.1f} {b:12.1f} {b / a if a else float('nan'):10.2f}")
     print(f"checkouts for the chain: {chain['checkout_wall']:.1f} s wall, {chain['checkout_disk']:.1f} MB (not in the "
           "chain's figures above)")
+    print("set CPU by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(sets["by_kind"].items())))
     print(f"nodes and edges equal in every snapshot: {equal}")
     print(f"set CPU sampled every {SAMPLE_S}s over its process tree (processes shorter than that are missed)")
     return 0 if equal else 1
@@ -120,6 +121,7 @@ def _set(snapshots: Path, root: Path) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: dict[int, float] = {}
+    kinds: dict[int, str] = {}
     stop = threading.Event()
 
     def sample() -> None:
@@ -132,6 +134,9 @@ def _set(snapshots: Path, root: Path) -> dict:
                 try:
                     t = p.cpu_times()
                     seen[p.pid] = max(seen.get(p.pid, 0.0), t.user + t.system)
+                    # A worker is named once it has started a task: ask again until then.
+                    if kinds.get(p.pid) not in ("ray worker (build_run)", "index-set command (driver)"):
+                        kinds[p.pid] = _kind(p, proc.pid)
                 except psutil.Error:
                     continue
             stop.wait(SAMPLE_S)
@@ -143,7 +148,32 @@ def _set(snapshots: Path, root: Path) -> dict:
     sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"index-set failed ({proc.returncode}):\n{err[-2000:]}")
-    return {"cpu": sum(seen.values()), "wall": time.perf_counter() - t0, "disk": _mb(root)}
+    by_kind: dict[str, float] = {}
+    for pid, cpu in seen.items():
+        by_kind[kinds.get(pid, "other")] = by_kind.get(kinds.get(pid, "other"), 0.0) + cpu
+    return {"cpu": sum(seen.values()), "wall": time.perf_counter() - t0, "disk": _mb(root), "by_kind": by_kind}
+
+
+def _kind(p, root_pid: int) -> str:
+    """What a process of the set run is: the command itself, a Ray worker that built
+    snapshots, or one of Ray's own services (raylet, GCS, dashboard, log monitor...)."""
+    if p.pid == root_pid:
+        return "index-set command (driver)"
+    try:
+        name = " ".join(p.cmdline())    # Ray sets a worker's title there (`ray::build_run`)
+    except psutil_error():
+        name = ""
+    if name.startswith("ray::build_run"):
+        return "ray worker (build_run)"
+    if name.startswith("ray::"):
+        return "ray worker (idle)"
+    return "ray services"
+
+
+def psutil_error() -> type:
+    import psutil
+
+    return psutil.Error
 
 
 def _equal(a: Path, b: Path, names: list[str]) -> bool:

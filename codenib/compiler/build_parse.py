@@ -62,9 +62,15 @@ def unchanged_files(previous, shas: dict[str, str], read_errors: dict[str, str])
 
 def _previous_file_shas(previous) -> dict[str, str]:
     """Content sha256 of each file of the earlier index."""
-    nodes = previous.nodes
-    files = nodes.filter(pc.equal(nodes.column("kind"), "file"))
+    files = _file_rows(previous.nodes, ["file", "content_sha256"])
     return dict(zip(files.column("file").to_pylist(), files.column("content_sha256").to_pylist()))
+
+
+def _file_rows(nodes: pa.Table, columns: list[str]) -> pa.Table:
+    """`columns` of the file nodes (selected first: filtering the whole table copies every
+    node's text, 0.08 s a call on sphinx)."""
+    table = nodes.select(["kind", *columns])
+    return table.filter(pc.equal(table.column("kind"), "file"))
 
 
 def _previous_files(previous) -> set[str]:
@@ -145,7 +151,7 @@ def node_table(parsed: dict[str, list[Node]], previous, kept: set[str]) -> tuple
 
 def file_facts(nodes: pa.Table) -> dict[str, tuple[str, bool, str | None]]:
     """Per file: content sha256, whether it parsed, and its parse error (from file nodes)."""
-    files = nodes.filter(pc.equal(nodes.column("kind"), "file"))
+    files = _file_rows(nodes, ["file", "content_sha256", "parse_error"])
     return {rel: (sha, err is None, err) for rel, sha, err in zip(
         files.column("file").to_pylist(), files.column("content_sha256").to_pylist(),
         files.column("parse_error").to_pylist())}

@@ -79,6 +79,9 @@ class Tokenizer:
         self._bigrams = config.cjk == "bigrams"
         self._stop = STOPWORD_SETS[config.stopwords]
         self._stem = _stemmer(config.stemmer) if config.stemmer else None
+        # Code repeats its identifiers: each distinct word is split, filtered and stemmed once
+        # (a build's texts hold ~30 words per distinct one). Dict reads and writes are atomic.
+        self._words: dict[str, tuple[str, ...]] = {}
 
     def __call__(self, text: str) -> list[str]:
         return self.tokenize(text)
@@ -86,8 +89,12 @@ class Tokenizer:
     def tokenize(self, text: str) -> list[str]:
         """Tokens of one text, in order (duplicates kept: they are term frequencies)."""
         out: list[str] = []
+        words = self._words
         for word in _WORD.findall(text):
-            if self._bigrams and not word.isascii() and _CJK.search(word):
+            known = words.get(word)
+            if known is not None:
+                out.extend(known)
+            elif self._bigrams and not word.isascii() and _CJK.search(word):
                 self._cjk_word(word, out)
             else:
                 self._word(word, out)
@@ -110,6 +117,15 @@ class Tokenizer:
             self._word(word[at:], out)
 
     def _word(self, word: str, out: list[str]) -> None:
+        """One word's tokens (remembered for the next time it is seen)."""
+        tokens: list[str] = []
+        self._word_tokens(word, tokens)
+        if len(self._words) >= _MAX_WORDS_KEPT:
+            self._words.clear()
+        self._words[word] = tuple(tokens)
+        out.extend(tokens)
+
+    def _word_tokens(self, word: str, out: list[str]) -> None:
         """One word's tokens: the whole identifier beside its parts, stopwords out, stems."""
         cfg = self.config
         if len(word) > MAX_TOKEN_CHARS:
@@ -131,6 +147,10 @@ class Tokenizer:
 def cjk_characters(text: str) -> int:
     """How many Han, kana and Hangul characters `text` holds (its words are not spaced out)."""
     return sum(len(run) for run in _CJK.findall(text))
+
+
+#: Distinct words whose tokens a tokenizer remembers (then it starts again from none).
+_MAX_WORDS_KEPT = 200_000
 
 
 @lru_cache(maxsize=200_000)

@@ -390,3 +390,32 @@ def test_a_root_that_is_a_package_keeps_its_name_in_module_paths():
     assert module_name_for("sub/deep.py", pkgs, "mypkg") == "mypkg.sub.deep"
     assert module_name_for("__init__.py", pkgs, "mypkg") == "mypkg"
     assert module_name_for("scripts/x.py", pkgs, "mypkg") == "x"  # not inside the package
+
+
+def _save_restore_class(n_methods: int) -> dict[str, str]:
+    """A parser-like class: every method saves `self.pos`, moves it and puts it back."""
+    methods = "".join(f"    def m{i}(self):\n        pos = self.pos\n        self.pos.advance()\n"
+                      f"        self.pos = pos\n" for i in range(n_methods))
+    return {"m.py": "class Cursor:\n    def advance(self): pass\n"
+                    "class Parser:\n    def __init__(self):\n        self.pos = Cursor()\n" + methods}
+
+
+def test_an_attribute_saved_and_restored_in_many_methods_keeps_its_type():
+    got = calls_of(_save_restore_class(4))
+    assert {f"m.py::Parser.m{i}" for i in range(4)} == {s for s, d in got if d == "m.py::Cursor.advance"}
+
+
+def test_reading_an_attribute_inside_its_own_sources_is_a_cycle_cut_at_once():
+    # `self.pos` -> the sources of Parser.pos -> `pos` in each method -> `self.pos` again: cut
+    # there, the lookups of `pos` grow as the square of the methods (444 here); without the
+    # cut they followed every path through the methods up to the depth cap (43,500).
+    files = _save_restore_class(12)
+    pf = parse_source("m.py", files["m.py"].encode())
+    resolver = Resolver(["m.py"])
+    resolver.add_file(pf)
+    counted = []
+    lookup = resolver.lookup
+    resolver.lookup = lambda scope, name, depth=0: counted.append(name) or lookup(scope, name, depth)
+    edges = {(e.src, e.dst) for e in collect_edges(resolver, [pf]) if e.type == "calls"}
+    assert ("m.py::Parser.m11", "m.py::Cursor.advance") in edges
+    assert counted.count("pos") < 1_000

@@ -28,7 +28,7 @@ from codenib.core.types import file_of
 
 #: Bumped whenever what a file's edges are, or what they read, can change for the same
 #: sources: a later build reuses an earlier index's edges only under the same version.
-RESOLVE_VERSION = 1
+RESOLVE_VERSION = 2
 #: Joins the parts of a key in its string form (never inside a path, a name or an id).
 KEY_SEP = "\x1f"
 #: Digest of a key whose scope, definition or class does not exist (or did not parse).

@@ -253,8 +253,22 @@ class Names(Bindings):
                 return self._source_value(("def", members[attr]), depth + 1)
             sources = self.class_attr_sources.get(cid, {}).get(attr)
             if sources:
-                return self._sources_value(sources, depth + 1)
+                return self._attr_sources_value(cid, attr, sources, depth)
         return None
+
+    def _attr_sources_value(self, class_id: str, attr: str, sources: list[tuple], depth: int) -> Value | None:
+        """The value of a class's attribute from its sources, with a cycle guard: reading
+        `self.pos` inside one of the sources of `self.pos` (`pos = self.pos; ...; self.pos
+        = pos` in many methods) is a cycle, and without the guard every path through the
+        methods' locals was walked until the depth cap (sphinx's C++ parser: 0.6 s a method)."""
+        key = ("cattr", class_id, attr)
+        if key in self._resolving:
+            return self._cutoff()
+        self._resolving.add(key)
+        try:
+            return self._sources_value(sources, depth + 1)
+        finally:
+            self._resolving.discard(key)
 
     def property_read(self, node: ast.Attribute, scope: Scope) -> str | None:
         """The getter that `instance.attr` runs when attr is a property, else None."""
