@@ -1,7 +1,7 @@
 """Where the per-file store keeps its entries: a local folder or object storage.
 
 `FileCache` (nodes and term counts) and `VectorStore` (vectors) name their entries with
-relative posix paths (`v2/ab/abcdef....json`, `vectors/v1/<fingerprint>/ab/....npy`) and
+relative posix paths (`v3/ab/abcdef....json.gz`, `vectors/v1/<fingerprint>/ab/....npy`) and
 read and write them through a backend:
 
 * `LocalBackend`: a folder; an entry is written to a temporary name and renamed, so a reader

@@ -198,7 +198,7 @@ def test_a_store_on_s3_gives_the_indexes_of_a_local_store_and_serves_a_fresh_roo
     first = _report(tmp_path / "s3")
     assert [(first[i]["status"], first[i]["files_from_store"]) for i in ("s1", "s2")] == [("built", 0), ("built", 0)]
     # Five file versions at c1, and the one c2 changed: six entries, no local store.
-    assert len([k for k in listing(s3_endpoint, bucket, "store") if k.startswith("v2/")]) == 6
+    assert len([k for k in listing(s3_endpoint, bucket, "store") if k.startswith("v3/")]) == 6
     assert not (tmp_path / "s3" / ".codenib-store").exists()
 
     assert main(["index-set", rows, "--index-root", str(tmp_path / "fresh"), "--store", store, "--no-dense",

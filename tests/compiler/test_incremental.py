@@ -9,6 +9,7 @@ reused).
 from __future__ import annotations
 
 import ast
+import gzip
 import os
 import shutil
 import tempfile
@@ -404,7 +405,7 @@ def test_the_per_file_store_serves_unchanged_files_to_a_build_without_reuse(tmp_
     repo = write_repo(tmp_path / "repo", BASE_FILES)
     first = build_index(repo, tmp_path / "a", with_cache)
     assert first.manifest["cache"]["files_found"] == 0
-    assert len(list(cache.rglob("*.json"))) == len(BASE_FILES)
+    assert len(list(cache.rglob("*.json.gz"))) == len(BASE_FILES)
     util = repo / "pkg" / "util.py"
     util.write_text(util.read_text().replace("return text.lower()", "return text.lower().strip()"))
     second = build_index(repo, tmp_path / "b", with_cache)
@@ -417,8 +418,11 @@ def test_a_damaged_store_entry_is_parsed_again(tmp_path):
     cache = tmp_path / "store"
     repo = write_repo(tmp_path / "repo", BASE_FILES)
     build_index(repo, tmp_path / "a", BuildOptions(dense=False, progress=False, cache=cache))
-    for entry in cache.rglob("*.json"):
-        entry.write_text("{not json")
+    entries = sorted(cache.rglob("*.json.gz"))
+    assert len(entries) == len(BASE_FILES)
+    for i, entry in enumerate(entries):
+        # Three ways to be damaged: not gzip, gzip cut short, gzip of something not an entry.
+        entry.write_bytes([b"{not json", entry.read_bytes()[:20], gzip.compress(b"{not json")][i % 3])
     summary = build_index(repo, tmp_path / "b", BuildOptions(dense=False, progress=False, cache=cache))
     assert summary.manifest["cache"]["files_found"] == 0
     _assert_same_index(tmp_path / "b", tmp_path / "a")

@@ -4,6 +4,8 @@ missing entries are misses, an unreachable bucket is a StorageError."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import pickle
 from collections import Counter
 
@@ -18,7 +20,7 @@ from codenib.compiler.store_backend import LocalBackend, ObjectBackend, open_bac
 from codenib.compiler.vector_store import VectorStore
 from codenib.core.storage import StorageConfig, StorageError
 from codenib.core.tokens import TokenizerConfig
-from codenib.core.types import Node
+from codenib.core.types import NODES_SCHEMA, Node
 from tests.batch.s3 import client, listing, new_bucket
 
 NODES = [Node("a.py", "file", "a.py", "a", "a.py", 1, 2, text="def f():\n    return 1\n"),
@@ -56,10 +58,18 @@ def test_local_entries_are_written_once_where_they_always_were(tmp_path):
     assert backend.read("v2/ab/abc.json") == b"first"
     assert backend.read("v2/ab/none.json") is None
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["v2", "v2/ab", "v2/ab/abc.json"]
-    # A file cache entry sits at STORE/v2/<first two hex digits>/<64 hex digits>.json, as before.
+    # A file cache entry sits at STORE/v3/<first two hex digits>/<64 hex digits>.json.gz.
     FileCache(tmp_path / "fc", TokenizerConfig()).put("a.py", SHA, CachedFile(NODES, TERMS))
-    (entry,) = [p.relative_to(tmp_path / "fc").parts for p in (tmp_path / "fc").rglob("*.json")]
-    assert entry[0] == "v2" and len(entry[2]) == 64 + 5 and entry[2].startswith(entry[1])
+    (path,) = (tmp_path / "fc").rglob("*.json.gz")
+    entry = path.relative_to(tmp_path / "fc").parts
+    assert entry[0] == "v3" and len(entry[2]) == 64 + 8 and entry[2].startswith(entry[1])
+    # It is gzipped JSON (readable with zcat), and the same entry written again gives the same bytes.
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    assert [row[NODES_SCHEMA.names.index("node_id")] for row in data["nodes"]] == [n.node_id for n in NODES]
+    again = tmp_path / "fc2"
+    FileCache(again, TokenizerConfig()).put("a.py", SHA, CachedFile(NODES, TERMS))
+    (path2,) = again.rglob("*.json.gz")
+    assert path2.read_bytes() == path.read_bytes()
 
 
 def test_file_cache_round_trip_on_s3(s3, bucket):
@@ -73,7 +83,7 @@ def test_file_cache_round_trip_on_s3(s3, bucket):
     objects = listing(endpoint, name, "store")
     assert len(objects) == 1
     (key,) = objects
-    assert key.startswith("v2/") and key.endswith(".json")
+    assert key.startswith("v3/") and key.endswith(".json.gz")
     # Another process (here: a pickled copy, as a Ray task gets it) finds the entry.
     again = FileCache(pickle.loads(pickle.dumps(ObjectBackend(uri, storage))), TokenizerConfig())
     got = again.get("a.py", SHA)
