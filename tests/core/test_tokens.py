@@ -62,6 +62,15 @@ def test_cjk_runs_become_character_bigrams():
     assert PLAIN("일이 삼") == ["일이", "삼"] and PLAIN("テスト") == ["テス", "スト"]
 
 
+def test_a_word_seen_before_gives_the_same_tokens_again():
+    # Each distinct word's tokens are remembered: the second time comes from memory.
+    tok = Tokenizer(TokenizerConfig(stemmer=None))
+    once = ["progressbar", "progress", "bar", "日期", "value"]
+    assert tok("ProgressBar 日期 value") == once
+    assert tok("ProgressBar 日期 value ProgressBar") == once + ["progressbar", "progress", "bar"]
+    assert tok("the The") == []
+
+
 def test_an_index_built_before_bigrams_keeps_its_runs_whole():
     old = TokenizerConfig.from_dict({"lowercase": True, "split_identifiers": True, "keep_whole": True,
                                      "stopwords": "english+code", "stemmer": None})

@@ -379,3 +379,21 @@ def test_bench_languages_parses_with_the_grammar_codenib_uses(monkeypatch):
     for (rel, raw), (parser, planned) in zip(items, module._bare_plan(items, reader_for)):
         assert planned == raw
         assert not parser.parse(raw).root_node.has_error, rel
+
+
+def test_bench_snapshots_names_each_process_of_the_set_run(monkeypatch):
+    # The set's CPU is split by process: the command, workers that built, idle workers, Ray.
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import bench_snapshots
+
+    class Proc:
+        def __init__(self, pid: int, cmdline: list[str]):
+            self.pid, self._cmdline = pid, cmdline
+
+        def cmdline(self) -> list[str]:
+            return self._cmdline
+
+    kinds = [bench_snapshots._kind(p, 10) for p in (
+        Proc(10, ["python", "-m", "codenib.commands.cli", "index-set"]), Proc(11, ["ray::build_run", ""]),
+        Proc(12, ["ray::IDLE"]), Proc(13, ["/venv/ray/core/src/ray/raylet/raylet", "--raylet_socket_name"]))]
+    assert kinds == ["index-set command (driver)", "ray worker (build_run)", "ray worker (idle)", "ray services"]
