@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 #: (a run holds one snapshot's build at a time, and the index before it on disk).
 RUNS_PER_WORKER = 1
 #: The fewest snapshots a run is cut to: a run's first build costs about two reused ones
-#: (sphinx, 905 files: ~10 s afresh, ~5 s as --reuse of a nearby commit), so shorter runs
-#: spend more CPU than their parallelism gives back in time.
+#: (sphinx, 905 files: ~5-8 CPU s afresh, ~3-4 as --reuse of the commit 50 before), so shorter
+#: runs spend more CPU than their parallelism gives back in time.
 MIN_RUN_SNAPSHOTS = 4
 #: Ray runs a task again this many times when its worker or node dies (a build is idempotent).
 TASK_RETRIES = 3
