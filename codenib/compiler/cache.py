@@ -19,8 +19,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import zlib
 import os
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
