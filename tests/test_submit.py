@@ -7,6 +7,7 @@ dir and ports, submit jobs/demo.toml with --wait, submit it again, and stop the 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -59,9 +60,17 @@ RERANK_SPEC = '[rerank]\nresults = "runs/x"\nout = "runs/x-nightly"\ntop_n = 50\
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct free ports: every socket stays bound until all are chosen (one closed at once
+    lets the system hand its port out again: the head's dashboard once got the client's)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 # --- submission id -----------------------------------------------------------------------------
@@ -430,8 +439,8 @@ def head():
         pytest.skip("needs bash")
     # Short: Ray puts unix sockets under the temp dir, and socket paths are limited to ~107 bytes.
     base = Path(tempfile.mkdtemp(prefix="cnray-", dir="/tmp"))
-    ports = {"CODENIB_RAY_PORT": free_port(), "CODENIB_DASHBOARD_PORT": free_port(),
-             "CODENIB_RAY_CLIENT_PORT": free_port(), "CODENIB_RAY_AGENT_PORT": free_port()}
+    names = ("CODENIB_RAY_PORT", "CODENIB_DASHBOARD_PORT", "CODENIB_RAY_CLIENT_PORT", "CODENIB_RAY_AGENT_PORT")
+    ports = dict(zip(names, free_ports(len(names))))
     env = {k: v for k, v in os.environ.items() if k not in RAY_ENV}
     env.update({k: str(v) for k, v in ports.items()})
     env.update({"CODENIB_RAY_HOME": str(base / "home"), "CODENIB_RAY_TEMP_DIR": str(base / "t"),
