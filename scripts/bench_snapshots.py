@@ -7,10 +7,14 @@
 
 Prints CPU seconds, wall seconds and disk for each, their ratios, and whether every
 snapshot's nodes and edges are equal both ways. Snapshots are the mirror's first-parent
-commits, evenly spaced over the last `--over` of them.
+commits, evenly spaced over the last `--over` of them; or, with `--set` (repeatable), the
+rows of snapshot sets as `codenib index-set` reads them (SWE-bench-shaped files with
+`--mirror-root`), the chain then running per repository in commit order.
 
     python scripts/bench_snapshots.py --mirror /work/.mirror/sphinx-doc+sphinx/repo \\
         --snapshots 8 --over 400 --workdir /tmp/bench-snapshots
+    python scripts/bench_snapshots.py --set ../shared/eval/swebench-dev/instances.parquet \\
+        --set ../shared/eval/mswe-dev/instances.parquet --mirror-root /work/.mirror --workdir W
 
 CPU of the set run is the sum over its process tree (the CLI, Ray and its workers), sampled
 with psutil every `SAMPLE_S`: a process that lives shorter than that is missed (labelled in
@@ -36,37 +40,54 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mirror", required=True, help="a bare mirror or a clone's .git")
+    ap.add_argument("--mirror", help="a bare mirror or a clone's .git (its first-parent commits)")
     ap.add_argument("--snapshots", type=int, default=8, help="how many snapshots (default 8)")
     ap.add_argument("--over", type=int, default=400, help="spread over the last N first-parent commits")
+    ap.add_argument("--set", action="append", default=[], metavar="FILE",
+                    help="a snapshot set instead of --mirror (repeatable): index, repo, rev or SWE-bench rows")
+    ap.add_argument("--mirror-root", help="where --set's repo names are found (owner+name/repo)")
     ap.add_argument("--workdir", required=True, help="scratch folder (emptied first)")
     args = ap.parse_args(argv)
-    if args.snapshots < 1 or args.over < args.snapshots:
+    if bool(args.mirror) == bool(args.set):
+        print("bench_snapshots: pass --mirror or --set (one of them)", file=sys.stderr)
+        return 2
+    if args.mirror and (args.snapshots < 1 or args.over < args.snapshots):
         print("bench_snapshots: need 1 <= --snapshots <= --over", file=sys.stderr)
         return 2
     import pygit2
 
-    try:
-        repo = pygit2.Repository(args.mirror)
-    except pygit2.GitError as exc:
-        print(f"bench_snapshots: {args.mirror}: not a git repository ({exc})", file=sys.stderr)
-        return 2
-    commits = _first_parent(repo, args.over)
-    step = len(commits) / args.snapshots
-    chosen = [commits[min(len(commits) - 1, int(i * step))] for i in range(args.snapshots)]
+    if args.set:
+        from codenib.core.errors import CodeNibError
+
+        try:
+            items, label = _from_sets(args.set, args.mirror_root)
+        except (CodeNibError, KeyError, ValueError, pygit2.GitError) as exc:
+            print(f"bench_snapshots: {exc}", file=sys.stderr)
+            return 2
+    else:
+        try:
+            repo = pygit2.Repository(args.mirror)
+        except pygit2.GitError as exc:
+            print(f"bench_snapshots: {args.mirror}: not a git repository ({exc})", file=sys.stderr)
+            return 2
+        commits = _first_parent(repo, args.over)
+        step = len(commits) / args.snapshots
+        chosen = [commits[min(len(commits) - 1, int(i * step))] for i in range(args.snapshots)]
+        items = [(repo, str(Path(args.mirror).absolute()), c, f"s{i:03d}") for i, c in enumerate(chosen)]
+        label = f"{len(chosen)} snapshots of {args.mirror} over its last {len(commits)} first-parent commits"
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    names = [f"s{i:03d}" for i in range(len(chosen))]
+    names = [name for _, _, _, name in items]
 
-    chain = _chain(repo, chosen, names, work)
+    chain = _chain(items, work)
     snapshots = work / "set.jsonl"
-    snapshots.write_text("".join(json.dumps({"index": n, "repo": str(Path(args.mirror).absolute()), "rev": c}) + "\n"
-                                 for n, c in zip(names, chosen)), encoding="utf-8")
+    snapshots.write_text("".join(json.dumps({"index": n, "repo": gitdir, "rev": c}) + "\n"
+                                 for _, gitdir, c, n in items), encoding="utf-8")
     sets = _set(snapshots, work / "set")
     equal = _equal(work / "chain", work / "set", names)
 
-    print(f"{len(chosen)} snapshots of {args.mirror} over its last {len(commits)} first-parent commits, no vectors")
+    print(f"{label}, no vectors")
     print(f"{'':24s} {'chain --reuse':>14s} {'index-set':>12s} {'set/chain':>10s}")
     for label, a, b in (("CPU seconds", chain["cpu"], sets["cpu"]), ("wall seconds", chain["wall"], sets["wall"]),
                         ("disk MB (indexes+store)", chain["disk"], sets["disk"])):
@@ -89,13 +110,38 @@ def _first_parent(repo, n: int) -> list[str]:
     return out[::-1]
 
 
-def _chain(repo, commits: list[str], names: list[str], work: Path) -> dict:
+def _from_sets(files: list[str], mirror_root: str | None) -> tuple[list[tuple], str]:
+    """(pygit2 repo, git dir, commit, index name) of every row of the sets, each repository's
+    in commit order (commit time, then id: as index-set orders its runs), and a label."""
+    import pygit2
+
+    from codenib.batch.indexset import read_snapshot_set
+
+    rows, seen, repos = [], set(), {}
+    for f in files:
+        for snap in read_snapshot_set(f, mirror_root):
+            if snap.index in seen:
+                raise ValueError(f"index {snap.index!r} is in more than one set")
+            seen.add(snap.index)
+            repo = repos.get(snap.gitdir) or repos.setdefault(snap.gitdir, pygit2.Repository(snap.gitdir))
+            commit = repo.revparse_single(snap.rev).peel(pygit2.Commit)
+            rows.append((snap.gitdir, int(commit.commit_time), str(commit.id), snap.index))
+    rows.sort()
+    items = [(repos[g], g, c, name) for g, _, c, name in rows]
+    return items, f"{len(items)} snapshots of {len(repos)} repositories from {', '.join(files)}"
+
+
+def _chain(items: list[tuple], work: Path) -> dict:
+    """A checkout and `codenib index --reuse` of the previous snapshot of the same repository,
+    one after another in the order given."""
     sys.path.insert(0, str(REPO_ROOT))
     from tests.git_history import archive
 
-    cpu = wall = checkout_wall = 0.0
-    previous = None
-    for name, commit in zip(names, commits):
+    cpu = wall = checkout_wall = checkout_disk = 0.0
+    previous, previous_repo = None, None
+    for repo, gitdir, commit, name in items:
+        if gitdir != previous_repo:
+            previous, previous_repo = None, gitdir
         t0 = time.perf_counter()
         checkout = archive(repo, commit, work / "checkouts" / name)
         checkout_wall += time.perf_counter() - t0
@@ -109,8 +155,11 @@ def _chain(repo, commits: list[str], names: list[str], work: Path) -> dict:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         previous = out
+        # Checkouts are not in the chain's figures; it needs only the one it is indexing.
+        checkout_disk += _mb(checkout)
+        shutil.rmtree(checkout, ignore_errors=True)
     return {"cpu": cpu, "wall": wall, "disk": _mb(work / "chain"), "checkout_wall": checkout_wall,
-            "checkout_disk": _mb(work / "checkouts")}
+            "checkout_disk": checkout_disk}
 
 
 def _set(snapshots: Path, root: Path) -> dict:

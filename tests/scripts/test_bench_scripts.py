@@ -397,3 +397,44 @@ def test_bench_snapshots_names_each_process_of_the_set_run(monkeypatch):
         Proc(10, ["python", "-m", "codenib.commands.cli", "index-set"]), Proc(11, ["ray::build_run", ""]),
         Proc(12, ["ray::IDLE"]), Proc(13, ["/venv/ray/core/src/ray/raylet/raylet", "--raylet_socket_name"]))]
     assert kinds == ["index-set command (driver)", "ray worker (build_run)", "ray worker (idle)", "ray services"]
+
+
+def test_bench_snapshots_reads_snapshot_sets_and_chains_each_repository_in_commit_order(monkeypatch, tmp_path):
+    # --set: rows of two repositories, given out of order, become one chain per repository in
+    # commit order, each build reusing only the previous snapshot of its own repository.
+    import json
+
+    import pygit2
+
+    from tests.git_history import git_commit
+
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import bench_snapshots
+
+    commits = {}
+    for name in ("alpha", "beta"):
+        repo = pygit2.init_repository(str(tmp_path / name))
+        c1 = git_commit(repo, {"m.py": "def f():\n    return 1\n"}, "one", 1_700_000_000, [])
+        c2 = git_commit(repo, {"m.py": "def f():\n    return 2\n"}, "two", 1_700_000_100, [c1])
+        commits[name] = (str(tmp_path / name / ".git"), str(c1), str(c2))
+    rows = [{"index": "b2", "repo": commits["beta"][0], "rev": commits["beta"][2]},
+            {"index": "a2", "repo": commits["alpha"][0], "rev": commits["alpha"][2]},
+            {"index": "b1", "repo": commits["beta"][0], "rev": commits["beta"][1]}]
+    first = tmp_path / "first.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    second = tmp_path / "second.jsonl"
+    second.write_text(json.dumps({"index": "a1", "repo": commits["alpha"][0], "rev": commits["alpha"][1]}) + "\n",
+                      encoding="utf-8")
+
+    items, label = bench_snapshots._from_sets([str(first), str(second)], None)
+    assert [name for *_, name in items] == ["a1", "a2", "b1", "b2"]
+    assert label.startswith("4 snapshots of 2 repositories")
+    with pytest.raises(ValueError, match="more than one set"):
+        bench_snapshots._from_sets([str(first), str(first)], None)
+
+    work = tmp_path / "work"
+    out = bench_snapshots._chain(items, work)
+    reused = {n: json.loads((work / "chain" / n / "manifest.json").read_text()).get("reuse")
+              for n in ("a1", "a2", "b1", "b2")}
+    assert [n for n, r in reused.items() if r] == ["a2", "b2"]
+    assert out["cpu"] > 0 and out["checkout_disk"] > 0 and not (work / "checkouts" / "a1").exists()
