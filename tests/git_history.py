@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pygit2
@@ -25,12 +26,15 @@ def git_commit(repo: pygit2.Repository, files: dict[str, str | None], message: s
 
 
 def archive(repo: pygit2.Repository, rev: str, dest: Path) -> Path:
-    """Write the files of `rev`'s tree under `dest`, as a `git archive` checkout (no .git)."""
+    """Write the files of `rev`'s tree under `dest`, as a `git archive` checkout (no .git);
+    a symbolic link stays a link (its blob holds the target's path), as git checks it out."""
     def write(tree: pygit2.Tree, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for entry in tree:
             if entry.type_str == "tree":
                 write(entry, folder / entry.name)
+            elif entry.type_str == "blob" and entry.filemode == pygit2.enums.FileMode.LINK:
+                os.symlink(entry.data.decode("utf-8", "surrogateescape"), folder / entry.name)
             elif entry.type_str == "blob":
                 (folder / entry.name).write_bytes(entry.data)
 

@@ -3,6 +3,8 @@ the same commit gives the walk, and builds the same index."""
 
 from __future__ import annotations
 
+import os
+
 import pyarrow.parquet as pq
 import pygit2
 import pytest
@@ -74,11 +76,7 @@ def _tree(repo, entries: dict) -> pygit2.Oid:
 
 def _checkout(repo, rev, dest):
     """`git checkout` of the commit: blobs as files, links as links."""
-    archive(repo, rev, dest)
-    for rel, target in LINKS.items():
-        (dest / rel).unlink(missing_ok=True)
-        (dest / rel).symlink_to(target)
-    return dest
+    return archive(repo, rev, dest)
 
 
 def test_the_walk_of_a_commit_equals_the_walk_of_its_checkout(commit, tmp_path):
@@ -116,3 +114,13 @@ def test_a_revision_that_is_not_a_commit_and_a_folder_that_is_no_repository_are_
         GitTree.open(root / "repo" / ".git", "0" * 40, "snap")
     with pytest.raises(BadInputError, match="not a git repository"):
         GitTree.open(tmp_path, rev, "snap")
+
+
+def test_the_test_archive_helper_checks_links_out_as_links(commit, tmp_path):
+    # tests.git_history.archive (also the checkouts of bench_snapshots' chain) keeps a link a
+    # link, so a checkout's index and the git tree's index read the same files.
+    repo, rev, _ = commit
+    dest = archive(repo, rev, tmp_path / "out")
+    for rel, target in LINKS.items():
+        assert (dest / rel).is_symlink() and os.readlink(dest / rel) == target
+    assert (dest / "pkg" / "alias.py").read_bytes() == FILES["pkg/util.py"]
