@@ -201,18 +201,13 @@ def scores(ranks: dict[str, list[str]], qids: Sequence[str], gold_files, gold_fu
     row = {}
     fq = {q: {f: 1 for f in gold_files[q]} for q in qids if gold_files.get(q)}
     nq = {q: {f: 1 for f in gold_funcs[q]} for q in qids if gold_funcs.get(q)}
-    for k in FILE_KS:
-        vals = metrics.evaluate(files, fq, [f"Acc@{k}"], list(fq))[f"Acc@{k}"]
-        row[f"file@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
-    for k in FUNCTION_KS:
-        vals = metrics.evaluate(funcs, nq, [f"Acc@{k}"], list(nq))[f"Acc@{k}"]
-        row[f"func@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
-    for k in FILE_RECALL_KS:
-        vals = metrics.evaluate(files, fq, [f"R@{k}"], list(fq))[f"R@{k}"]
-        row[f"fileR@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
-    for k in FUNCTION_RECALL_KS:
-        vals = metrics.evaluate(funcs, nq, [f"R@{k}"], list(nq))[f"R@{k}"]
-        row[f"funcR@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
+    # (column prefix, measure, run, judgments, cut-offs): strict Acc, then Recall beside it.
+    for prefix, measure, run, qrels, ks in (("file", "Acc", files, fq, FILE_KS), ("func", "Acc", funcs, nq, FUNCTION_KS),
+                                            ("fileR", "R", files, fq, FILE_RECALL_KS),
+                                            ("funcR", "R", funcs, nq, FUNCTION_RECALL_KS)):
+        for k in ks:
+            vals = metrics.evaluate(run, qrels, [f"{measure}@{k}"], list(qrels))[f"{measure}@{k}"]
+            row[f"{prefix}@{k}"] = sum(vals.values()) / len(vals) if vals else float("nan")
     return row
 
 

@@ -3,26 +3,14 @@ columns travel beside them (issue 41)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+from tests.scripts.script_loader import load_script
 
 
-def _load(name: str):
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-devhistory = _load("devhistory")
+devhistory = load_script("devhistory")
 
 
 def test_the_objective_reads_the_acc_columns_only():

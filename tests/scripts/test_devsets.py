@@ -3,25 +3,14 @@ repository of a table (issue 41, class 5), on literal rankings with hand-compute
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+from tests.scripts.script_loader import load_script
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-devsets = _load("devsets")
+devsets = load_script("devsets")
 
 
 def test_recall_columns_sit_beside_the_strict_acc():

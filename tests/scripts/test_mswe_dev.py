@@ -3,15 +3,14 @@ jobs, the tree-sitter BM25 baseline, its tables; and the function matching it sc
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+from tests.scripts.script_loader import load_script
+
 
 GO_FILES = {
     "go.mod": "module example.com/shop\n\ngo 1.21\n",
@@ -79,12 +78,6 @@ ISSUES = {
 }
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)    # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _fixture(root: Path) -> tuple[Path, Path]:
@@ -109,7 +102,7 @@ def _fixture(root: Path) -> tuple[Path, Path]:
 
 
 def test_functions_match_by_file_and_last_name_segment_strictly():
-    devsets = _load("devsets")
+    devsets = load_script("devsets")
     key = devsets.file_and_name
     assert key("a.go::pkg.Cart.Add#2") == key("a.go::Add") == "a.go::Add"
     assert key("b.go::Add") != key("a.go::Add")
@@ -130,7 +123,7 @@ def test_codenib_evals_file_and_function_name_levels_give_the_scripts_figures():
     and gold give the same strict Acc at every cutoff (a job's report equals the script's)."""
     from codenib.eval import metrics
 
-    devsets = _load("devsets")
+    devsets = load_script("devsets")
     key = devsets.file_and_name
     ranks = {"q1": ["a.go", "a.go::A.f", "a.go::A.f#2", "c.go::x", "c.go::y", "c.go::z", "b.go", "b.go::g"],
              "q2": ["c.go::T.x", "a.go::h", "c.go"], "q3": []}
@@ -153,7 +146,7 @@ def test_codenib_evals_file_and_function_name_levels_give_the_scripts_figures():
 
 def test_the_baseline_chunks_go_definitions_by_receiver():
     pytest.importorskip("tree_sitter_go", reason="the grammar wheels come with the tree-sitter readers")
-    tsbaseline = _load("tsbaseline")
+    tsbaseline = load_script("tsbaseline")
     ids = [c.node_id for c in tsbaseline.chunks("cart/cart.go", GO_FILES["cart/cart.go"].encode())]
     assert ids[0] == "cart/cart.go"
     assert {"cart/cart.go::Cart", "cart/cart.go::Add", "cart/cart.go::Total"} <= set(ids)
@@ -164,7 +157,7 @@ def test_the_baseline_chunks_go_definitions_by_receiver():
 def test_the_multilanguage_dev_script_prints_its_tables_on_a_go_fixture(tmp_path, capsys):
     pytest.importorskip("codenib.compiler.lang", reason="needs the tree-sitter readers (issue 25 items 1-3)")
     data, checkouts = _fixture(tmp_path)
-    rc = _load("mswe_dev").main(["--data", str(data), "--checkouts", str(checkouts),
+    rc = load_script("mswe_dev").main(["--data", str(data), "--checkouts", str(checkouts),
                                  "--work", str(tmp_path / "work"), "--no-dense", "--modes", "auto,sparse"])
     assert rc == 0
     out = capsys.readouterr().out
@@ -214,7 +207,7 @@ def test_the_multilanguage_dev_script_measures_history_leave_one_repository_out(
     pytest.importorskip("codenib.compiler.lang", reason="needs the tree-sitter readers (issue 25 items 1-3)")
     data, checkouts = _fixture(tmp_path)
     mirrors = _mirrors(tmp_path / "mirrors", data)
-    rc = _load("mswe_dev").main(["--data", str(data), "--checkouts", str(checkouts), "--work", str(tmp_path / "work"),
+    rc = load_script("mswe_dev").main(["--data", str(data), "--checkouts", str(checkouts), "--work", str(tmp_path / "work"),
                                  "--no-dense", "--modes", "auto", "--history", str(mirrors)])
     assert rc == 0
     out = capsys.readouterr().out
