@@ -43,7 +43,7 @@ def bench_sparse(index_dir: Path, manifest: dict[str, Any], texts: Sequence[str]
     from rank_bm25 import BM25Okapi
     from tqdm import tqdm
 
-    from codenib.compiler.sparse import BM25_B, BM25_K1
+    from codenib.engines.bm25_terms import BM25_B, BM25_K1
     from codenib.index.sparse import SparseIndex
     from codenib.core.tokens import TokenizerConfig
 

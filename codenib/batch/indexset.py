@@ -41,7 +41,7 @@ from codenib.core.mirrors import find_git_dir
 from codenib.core.rows import column_of, read_rows
 
 if TYPE_CHECKING:
-    from codenib.compiler.store_backend import StoreBackend
+    from codenib.core.store_backend import StoreBackend
     from codenib.core.storage import StorageConfig
 
 #: Runs one Ray worker process builds before it exits: a fresh process hands back what
@@ -60,11 +60,15 @@ REPORT_NAME = "_index_set.parquet"
 DEFAULT_STORE_NAME = ".codenib-store"
 #: The manifest key under which a snapshot records how it was built (for resume).
 MANIFEST_KEY = "index_set"
+#: `--layout`: each snapshot a whole index folder, or one over the shared per-file store
+#: (`codenib.core.store_layout`: nodes and BM25 read back from the store, ~1/10 of the disk).
+FULL_LAYOUT = "full"
+LAYOUTS = (FULL_LAYOUT, "store")
 REPORT_SCHEMA = pa.schema([("index", pa.string()), ("repo", pa.string()), ("rev", pa.string()),
                            ("commit", pa.string()), ("status", pa.string()), ("error", pa.string()),
                            ("seconds", pa.float64()), ("files", pa.int64()), ("nodes", pa.int64()),
                            ("files_from_store", pa.int64()), ("files_kept", pa.int64()),
-                           ("reused_from", pa.string()), ("texts_encoded", pa.int64())])
+                           ("reused_from", pa.string()), ("texts_encoded", pa.int64()), ("layout", pa.string())])
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,7 @@ class IndexSetOptions:
     model: str | None = None
     max_file_bytes: int | None = None
     progress: bool = True
+    layout: str = FULL_LAYOUT
 
     def settings(self) -> dict[str, Any]:
         """What makes two builds of one commit the same index (compared on resume)."""
@@ -178,6 +183,7 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
     if root.exists() and not root.is_dir():
         raise BadInputError("--index-root is a file", path=str(root), fix="pass a folder for the indexes")
     store = _open_store(options.store or root / DEFAULT_STORE_NAME, storage)
+    _check_layout(options.layout, store)
     root.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict] = {}
     resolved: list[tuple[Snapshot, str, int]] = []
@@ -242,19 +248,24 @@ def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: "str | St
               options: IndexSetOptions) -> list[dict]:
     """Build a run of one repository's snapshots in commit order (a Ray task), each after
     the first reusing the one before it; returns their report rows. `store`: the per-file
-    store's folder or backend (`codenib.compiler.store_backend`). A snapshot already
+    store's folder or backend (`codenib.core.store_backend`). A snapshot already
     current is kept (and serves the next as its base)."""
     rows: list[dict] = []
     base: Path | None = None
     for snap, commit in run:
         folder = Path(index_root) / snap.index
         if _current(folder, commit, options.settings()):
-            rows.append(_row(snap, commit, "kept"))
+            row = _row(snap, commit, "kept")
+        else:
+            row = build_snapshot(snap, commit, index_root, store, options, reuse=base)
+        if row["status"] != "error":
+            # The one before has served its turn as the base: only the last is kept whole.
+            if base is not None:
+                _set_layout(base, rows, store, options.layout)
             base = folder
-            continue
-        row = build_snapshot(snap, commit, index_root, store, options, reuse=base)
         rows.append(row)
-        base = folder if row["status"] == "built" else base
+    if base is not None:
+        _set_layout(base, rows, store, options.layout)
     return rows
 
 
@@ -267,7 +278,7 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: "str | S
     from codenib.compiler.build_options import BuildOptions
     from codenib.compiler.history import HistorySpec
     from codenib.compiler.source import GitTree
-    from codenib.compiler.store_backend import open_backend
+    from codenib.core.store_backend import open_backend
 
     t0 = time.perf_counter()
     try:
@@ -295,7 +306,7 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: "str | S
 def _open_store(where: "str | Path", storage: "StorageConfig | None") -> "StoreBackend":
     """The per-file store's backend; one on object storage is reached once now (a bad bucket
     is bad input, exit 2, before any work)."""
-    from codenib.compiler.store_backend import open_backend
+    from codenib.core.store_backend import open_backend
     from codenib.core.storage import StorageConfig, is_uri
 
     if is_uri(str(where)) and storage is None:
@@ -303,6 +314,37 @@ def _open_store(where: "str | Path", storage: "StorageConfig | None") -> "StoreB
     backend = open_backend(str(where), storage)
     backend.check()
     return backend
+
+
+def _check_layout(layout: str, store: "StoreBackend") -> None:
+    """A known layout, and a store the store layout can read back from."""
+    from codenib.core.store_backend import LocalBackend
+
+    if layout not in LAYOUTS:
+        raise BadInputError(f"unknown --layout {layout!r}", fix=f"pass one of {', '.join(LAYOUTS)}")
+    if layout != FULL_LAYOUT and not isinstance(store, LocalBackend):
+        raise BadInputError(f"--layout {layout} reads each index back from a local per-file store, and "
+                            f"--store is {store.shown()}", fix="pass a folder as --store, or --layout full")
+
+
+def _set_layout(folder: Path, rows: list[dict], store: "StoreBackend", layout: str) -> None:
+    """Rewrite the index at `folder` in `layout` once the run no longer builds on it, and
+    say so in its report row (a snapshot that cannot be rewritten stays whole, and loads)."""
+    from codenib.core.artifact import is_store_layout, read_manifest
+
+    row = next((r for r in rows if r["index"] == folder.name), None)
+    if layout != FULL_LAYOUT:
+        from codenib.compiler.compact import compact_index
+
+        try:
+            compact_index(folder, store, lambda message: None)
+        except (CodeNibError, OSError):
+            pass    # still a whole index in the full layout: the row says so
+    if row is not None:
+        try:
+            row["layout"] = "store" if is_store_layout(read_manifest(folder, verify=False)) else FULL_LAYOUT
+        except CodeNibError:
+            row["layout"] = None
 
 
 def _resolved(snapshots: list[Snapshot]):
@@ -341,7 +383,7 @@ def _row(snap: Snapshot, commit: str | None, status: str, error: str | None = No
     return {"index": snap.index, "repo": snap.repo, "rev": snap.rev, "commit": commit, "status": status,
             "error": error, "seconds": round(seconds, 3), "files": files, "nodes": nodes,
             "files_from_store": from_store, "files_kept": kept, "reused_from": reused_from,
-            "texts_encoded": encoded}
+            "texts_encoded": encoded, "layout": None}
 
 
 def _write_report(rows: list[dict], path: Path) -> None:

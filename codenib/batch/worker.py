@@ -96,15 +96,19 @@ class IndexCache:
 
 
 def loaded_bytes(folder: str, parts: tuple[str, ...]) -> int:
-    """The manifest's sizes of the artifacts under `parts` (all of them when empty)."""
+    """The manifest's sizes of the artifacts under `parts` (all of them when empty); for an
+    index in the store layout, the full layout's sizes of what it reads back from the store."""
     import json
 
     try:
-        artifacts = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8")).get("artifacts", {})
+        manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return 0
-    return sum(int(a.get("size", 0)) for name, a in artifacts.items()
-               if not parts or any(name == p or name.startswith(p) for p in parts))
+    sizes = {name: int(a.get("size", 0)) for name, a in manifest.get("artifacts", {}).items()}
+    layout = manifest.get("layout")
+    if isinstance(layout, dict):
+        sizes.update((name, int(size)) for name, size in (layout.get("dropped") or {}).items())
+    return sum(size for name, size in sizes.items() if not parts or any(name == p or name.startswith(p) for p in parts))
 
 
 def cache_stats(cache: IndexCache) -> dict[str, int]:

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 def _cache(where: str):
     """`--cache`: a folder, or a store on object storage whose bucket is checked now (a bad
     one exits 2 here rather than making every file a miss)."""
-    from codenib.compiler.store_backend import LocalBackend, open_backend
+    from codenib.core.store_backend import LocalBackend, open_backend
     from codenib.core.storage import StorageConfig, is_uri
 
     backend = open_backend(where, StorageConfig.from_env() if is_uri(where) else None)

@@ -32,6 +32,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sentence-transformers model of the vectors (the packaged all-MiniLM-L6-v2 when absent)")
     p.add_argument("--max-file-bytes", type=int, metavar="N",
                    help="source files larger than N bytes are skipped, as in `codenib index`")
+    p.add_argument("--layout", choices=("full", "store"), default="full",
+                   help="full: each snapshot a whole index folder (default); store: each snapshot keeps only its "
+                        "edges, history and vectors, its nodes and BM25 read back from the local per-file store "
+                        "when loaded (about a tenth of the disk; docs/scale.md)")
     p.add_argument("--quiet", action="store_true", help="no progress")
 
 
@@ -46,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     options = IndexSetOptions(snapshots=args.snapshots, index_root=args.index_root, store=args.store,
                               mirror_root=args.mirror_root, address=args.address, dense=not args.no_dense,
                               history=args.history, model=args.model, max_file_bytes=args.max_file_bytes,
-                              progress=not args.quiet)
+                              progress=not args.quiet, layout=args.layout)
     storage = StorageConfig.from_env() if is_uri(args.store) else None
     summary = run_index_set(options, storage=storage)
     print(summary.render(), file=sys.stderr)

@@ -215,12 +215,13 @@ def build_index(repo: "str | Path | SourceTree", out: str | Path, options: Build
 
             t0 = time.perf_counter()
             from codenib.compiler import sparse
+            from codenib.engines.bm25_terms import file_terms
 
             cached_terms = {n.node_id: c for entry in cached.values() for n, c in zip(entry.nodes, entry.terms)}
             terms, tokenized, new_counts = term_counts(nodes, origin, previous, options, workers, cached_terms)
             sparse.build_sparse_from_terms(terms, staging / artifact.SPARSE_DIR)
-            sparse.write_bm25(sparse.file_terms(terms, *(nodes.column(c).to_pylist() for c in
-                                                        ("kind", "file", "start_line", "end_line"))),
+            sparse.write_bm25(file_terms(terms, *(nodes.column(c).to_pylist() for c in
+                                                 ("kind", "file", "start_line", "end_line"))),
                               staging / artifact.FILE_SPARSE_DIR)
             seconds["sparse"] = time.perf_counter() - t0
             workers.close()     # their memory goes back before the dense stage loads a model

@@ -36,7 +36,7 @@ def cached_files(store, rels: list[str], shas: dict[str, str]) -> dict:
 def fill_cache(store, fresh: set[str], parsed: dict[str, list[Node]], shas: dict[str, str],
                 terms, nodes: pa.Table, new_counts: dict[str, Counter], log: Logger) -> None:
     """Store the files parsed now (best effort: a store that cannot be written is skipped)."""
-    from codenib.compiler.cache import CachedFile
+    from codenib.core.file_entry import CachedFile
 
     row_of = None
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from codenib.compiler.history import HistorySpec
-from codenib.compiler.store_backend import StoreBackend
+from codenib.core.store_backend import StoreBackend
 from codenib.compiler.walk import MAX_FILE_BYTES
 from codenib.core.tokens import TokenizerConfig
 

@@ -22,7 +22,7 @@ def term_counts(nodes: pa.Table, origin: list, previous, options: BuildOptions, 
 
     Returns them, how many texts were counted, and the counts made now by node id.
     """
-    from codenib.compiler.sparse import assemble_terms
+    from codenib.engines.bm25_terms import assemble_terms
 
     old_terms = previous.terms if previous is not None else None
     rows: list = list(origin) if old_terms is not None else [None] * nodes.num_rows

@@ -6,7 +6,7 @@ the same bytes at the same path always give the same nodes. Entries are gzipped 
 repeat their file's source, so they shrink about fivefold) written once (to a temporary
 name, then renamed; on object storage one PUT), so builds that share the store never see half
 an entry, and a store can be deleted at any time. Nothing is pickled. The store is a local
-folder or a `pyarrow.fs` URI (`s3://bucket/prefix`; `codenib.compiler.store_backend`).
+folder or a `pyarrow.fs` URI (`s3://bucket/prefix`; `codenib.core.store_backend`).
 
     STORE/v3/ab/abcdef....json.gz      (`zcat` shows one)
 
@@ -16,38 +16,23 @@ a build without an earlier index of the same repository at hand can still skip.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
-import zlib
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 from codenib.compiler.lang import reader_versions
 from codenib.compiler.lang.python_parse import PARSE_VERSION
-from codenib.compiler.store_backend import LocalBackend, StoreBackend, open_backend
+from codenib.core.file_entry import CachedFile, decode_entry, encode_entry
+from codenib.core.store_backend import LocalBackend, StoreBackend, open_backend
 from codenib.engines.languages import languages_of
 from codenib.core.tokens import TokenizerConfig
-from codenib.core.types import NODES_SCHEMA, Node
 
 #: Bumped when the entry layout or key changes (old entries are then simply not found; 2:
 #: the key holds the version of the reader of the file's language; 3: entries are gzipped).
 CACHE_VERSION = 3
-#: gzip level of an entry: 6 keeps ~97% of level 9's saving on sphinx's entries (5.1x vs 4.1x
-#: at level 1) for about 1 CPU s per 55 MB of JSON.
-GZIP_LEVEL = 6
 #: The store's folder name when it sits next to the index (`codenib index --out DIR`).
 DEFAULT_CACHE_NAME = ".codenib-cache"
-
-
-@dataclass(frozen=True, slots=True)
-class CachedFile:
-    """One file's nodes and the term counts of their texts (row i = nodes[i])."""
-
-    nodes: list[Node]
-    terms: list[Counter]
 
 
 class FileCache:
@@ -66,34 +51,18 @@ class FileCache:
 
     def get(self, rel_path: str, content_sha256: str) -> CachedFile | None:
         """The entry for these bytes at this path, or None (missing or unreadable)."""
-        raw = self.backend.read(self._name(rel_path, content_sha256))
-        if raw is None:
-            return None
-        try:
-            data = json.loads(gzip.decompress(raw).decode("utf-8"))
-            names = NODES_SCHEMA.names
-            nodes = [Node(**{n: (tuple(v) if n == "decorators" else v) for n, v in zip(names, row)})
-                     for row in data["nodes"]]
-            terms = [Counter(dict(pairs)) for pairs in data["terms"]]
-        except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError):
-            return None     # a missing or damaged entry is parsed again, never trusted
-        if len(terms) != len(nodes) or not nodes or nodes[0].file != rel_path:
-            return None
-        return CachedFile(nodes, terms)
+        raw = self.backend.read(self.entry_name(rel_path, content_sha256))
+        # A missing or damaged entry is parsed again, never trusted.
+        return None if raw is None else decode_entry(raw, rel_path)
 
     def put(self, rel_path: str, content_sha256: str, entry: CachedFile) -> None:
         """Store an entry (atomically; the same key always holds the same bytes). Raises
         OSError when the store cannot be written."""
-        names = NODES_SCHEMA.names
-        data = {"nodes": [[(list(v) if n == "decorators" else v) for n, v in ((n, getattr(node, n)) for n in names)]
-                          for node in entry.nodes],
-                "terms": [sorted(c.items()) for c in entry.terms]}
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        # mtime 0: the same entry always gives the same bytes, whoever writes it.
-        self.backend.write(self._name(rel_path, content_sha256),
-                           gzip.compress(text.encode("utf-8"), compresslevel=GZIP_LEVEL, mtime=0))
+        self.backend.write(self.entry_name(rel_path, content_sha256), encode_entry(entry))
 
-    def _name(self, rel_path: str, content_sha256: str) -> str:
+    def entry_name(self, rel_path: str, content_sha256: str) -> str:
+        """The name of the entry for these bytes at this path (what an index in the store
+        layout records, so a later reader version still finds it)."""
         # A `.h` may be read as C or C++: both readers' versions key it.
         reader = "/".join(str(self._versions.get(lang, 0)) for lang in languages_of(rel_path)) or "0"
         key = hashlib.sha256(f"{self._salt}\0{rel_path}\0{content_sha256}\0{reader}".encode("utf-8", "surrogatepass"))

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from codenib.core import artifact
 from codenib.compiler.state import Previous
-from codenib.compiler.store_backend import StoreBackend
+from codenib.core.store_backend import StoreBackend
+from codenib.core.store_layout import read_nodes
 from codenib.compiler.vector_store import VectorStore, file_groups
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
@@ -182,7 +182,7 @@ def _reusable_vectors(previous: Previous, fingerprint: str, dim: int, log) -> di
         log(f"dense: {old_dir} was built with another model or settings "
             f"({model.get('name', 'no dense vectors')}); nothing to reuse")
         return {}
-    table = previous.nodes if previous.nodes is not None else pq.read_table(old_dir / artifact.NODES_FILE)
+    table = previous.nodes if previous.nodes is not None else read_nodes(old_dir, manifest)
     texts = table.column("text").to_pylist()
     out: dict[str, np.ndarray] = {}
     fields = [(artifact.VECTORS_FILE, texts)]

@@ -32,7 +32,7 @@ from codenib.compiler.lang.python_graph import FileFacts, GraphState
 from codenib.compiler.lang import reader_versions
 from codenib.compiler.lang.python_parse import PARSE_VERSION
 from codenib.compiler.lang.python_resolve.deps import RESOLVE_VERSION
-from codenib.compiler.sparse import DocTerms
+from codenib.engines.bm25_terms import DocTerms
 from codenib.core.tokens import TokenizerConfig
 
 INCR_DIR = "incr"
@@ -121,6 +121,10 @@ def load_previous(index_dir: Path, root_package: str | None, tokenizer: Tokenize
     resolves every file afresh never reads it)."""
     incr = index_dir / INCR_DIR
     nothing = Previous(index_dir, None, None, None, manifest=manifest)
+    if manifest is not None and artifact.is_store_layout(manifest):
+        log(f"reuse: {index_dir} is in the store layout (no incremental state); its files' nodes come from "
+            "the per-file store where this build uses the same store, and every file is resolved again")
+        return nothing
     try:
         meta = json.loads((incr / STATE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):

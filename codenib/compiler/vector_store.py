@@ -12,7 +12,7 @@ readers, paths or commits can make a stale entry match.
 
 Entries are written once (a temporary name, then renamed; on object storage one PUT) and read
 best effort: a missing, damaged or mis-shaped entry is encoded again, never trusted. The store
-is a local folder or a `pyarrow.fs` URI (`codenib.compiler.store_backend`).
+is a local folder or a `pyarrow.fs` URI (`codenib.core.store_backend`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from codenib.compiler.store_backend import StoreBackend, open_backend
+from codenib.core.store_backend import StoreBackend, open_backend
 
 #: Bumped when the entry layout or key changes (old entries are then simply not found).
 VECTOR_STORE_VERSION = 1

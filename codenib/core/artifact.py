@@ -34,6 +34,13 @@ FILE_SPARSE_DIR = "sparse_files"
 DENSE_DIR = "dense"
 HISTORY_DIR = "history"
 VECTORS_FILE = "dense/vectors.npy"
+#: An index in the store layout (`codenib.core.store_layout`) names each file's entry in the
+#: per-file store here, instead of holding nodes.parquet and the BM25 folders.
+STORE_FILES_FILE = "store_files.parquet"
+#: The manifest key of an index's layout (absent: every artifact in the folder).
+LAYOUT_KEY = "layout"
+#: `manifest[LAYOUT_KEY]["kind"]` of an index read back from the per-file store.
+STORE_LAYOUT = "store"
 #: The manifest's own checksum field.
 SELF_CHECKSUM = "self_sha256"
 #: What the loader reads: these files, and every file under these folders. Each must be listed
@@ -59,6 +66,12 @@ def describe_artifacts(folder: Path) -> dict[str, dict[str, Any]]:
             rel = path.relative_to(folder).as_posix()
             out[rel] = {"sha256": sha256_file(path), "size": path.stat().st_size}
     return out
+
+
+def is_store_layout(manifest: dict[str, Any]) -> bool:
+    """Whether the index of `manifest` keeps its nodes and term counts in the per-file store."""
+    layout = manifest.get(LAYOUT_KEY)
+    return isinstance(layout, dict) and layout.get("kind") == STORE_LAYOUT
 
 
 def is_index_dir(path: Path) -> bool:
@@ -131,7 +144,7 @@ def check_listing(folder: Path, manifest: dict[str, Any]) -> None:
     listed = manifest.get("artifacts")
     if not isinstance(listed, dict):
         raise IndexFormatError("the manifest lists no artifacts", path=str(folder / MANIFEST), fix=fix)
-    read = list(LOADED_FILES)
+    read = [STORE_FILES_FILE, EDGES_FILE] if is_store_layout(manifest) else list(LOADED_FILES)
     for part in LOADED_DIRS:
         if (folder / part).is_dir():
             read += sorted(p.relative_to(folder).as_posix() for p in (folder / part).rglob("*")

@@ -204,13 +204,11 @@ def _index_folder(name: str, root: str | os.PathLike) -> str:
 
 def _load_spans(folder: str) -> dict[str, list[NodeSpan]]:
     """The node spans of the index at `folder` (its manifest and checksums verified first)."""
-    import pyarrow.parquet as pq
+    from codenib.core.artifact import read_manifest
+    from codenib.core.store_layout import read_nodes
 
-    from codenib.core.artifact import NODES_FILE, read_manifest
-
-    read_manifest(folder)
-    return spans_by_file(pq.read_table(Path(folder) / NODES_FILE,
-                                       columns=["node_id", "kind", "file", "start_line", "end_line"]))
+    manifest = read_manifest(folder)
+    return spans_by_file(read_nodes(folder, manifest, ["node_id", "kind", "file", "start_line", "end_line"]))
 
 
 def _check_applies(change: FileChange, spans: Sequence[NodeSpan] | None,

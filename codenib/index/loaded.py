@@ -19,8 +19,10 @@ from codenib.index.graph import CodeGraph
 from codenib.index.literal import TextScan
 from codenib.index.sparse import SparseIndex
 from codenib.index.symbols import SymbolIndex
+from codenib.core.store_layout import read_nodes, read_nodes_and_terms
 from codenib.core.tokens import TokenizerConfig
 from codenib.core.types import EDGES_SCHEMA
+from codenib.engines.bm25_terms import DocTerms, assemble_terms, file_terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,7 @@ class LoadedIndex:
         self._encoder: Encoder | None = None
         self._texts: list[str] | None = None
         self._symbols: SymbolIndex | None = None
+        self._stored: _StoredParts | None = None     # a store-layout index's parts read back
         self._lock = threading.Lock()
 
     @property
@@ -96,7 +99,9 @@ class LoadedIndex:
         loaded on first use."""
         with self._lock:
             if not hasattr(self, "_file_sparse"):
-                self._file_sparse = FileSparse.load(self.path, self.manifest, self.nodes)
+                self._file_sparse = (FileSparse.from_terms(self._stored.terms, self.manifest, self.nodes)
+                                     if self._stored is not None else
+                                     FileSparse.load(self.path, self.manifest, self.nodes))
             return self._file_sparse
 
     @property
@@ -151,8 +156,11 @@ class LoadedIndex:
         """Indexed text of every node (read on first use; large)."""
         with self._lock:
             if self._texts is None:
-                table = pq.read_table(self.path / artifact.NODES_FILE, columns=["text"])
-                self._texts = table.column("text").to_pylist()
+                if self._stored is not None:
+                    self._texts = self._stored.texts
+                else:
+                    table = pq.read_table(self.path / artifact.NODES_FILE, columns=["text"])
+                    self._texts = table.column("text").to_pylist()
             return self._texts
 
     def text_scan(self) -> "TextScan":
@@ -184,6 +192,14 @@ class FileSparse:
                                    fix=f"rebuild with `codenib index REPO --out {path}`")
         return cls(sparse, rows)
 
+    @classmethod
+    def from_terms(cls, terms: DocTerms, manifest: dict, nodes: NodeTable) -> "FileSparse":
+        """Whole-file BM25 computed from the node rows' term counts (a store-layout index)."""
+        documents = file_terms(terms, nodes.kind, nodes.file, nodes.start_line, nodes.end_line)
+        sparse = SparseIndex.from_terms(documents, TokenizerConfig.from_dict(manifest.get("tokenizer", {})),
+                                        warmup=False)
+        return cls(sparse, np.array([r for r, kind in enumerate(nodes.kind) if kind == "file"], dtype=np.int64))
+
     def search(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k files of each query as node rows of file nodes (-1 / 0 pad), with scores."""
         docs, scores = self.sparse.search(queries, k)
@@ -196,7 +212,7 @@ def load_symbols(path: str | Path) -> SymbolIndex:
     driver plans with, without loading the index's engines)."""
     path = Path(path)
     manifest = artifact.read_manifest(path, verify=False)
-    table = _read(path / artifact.NODES_FILE, ["node_id", "kind", "file", "qualname", "name"])
+    table = read_nodes(path, manifest, ["node_id", "kind", "file", "qualname", "name"])
     cols = {c: table.column(c).to_pylist() for c in table.column_names}
     return SymbolIndex(cols["node_id"], cols["kind"], cols["file"], cols["qualname"], cols["name"],
                        manifest.get("root_package"))
@@ -257,7 +273,13 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
     manifest = artifact.read_manifest(path, verify=verify)
     nodes_path = path / artifact.NODES_FILE
     edges_path = path / artifact.EDGES_FILE
-    nodes = _read_nodes(nodes_path)
+    tokenizer = TokenizerConfig.from_dict(manifest.get("tokenizer", {}))
+    stored = None
+    if artifact.is_store_layout(manifest):
+        stored = _StoredParts.read(path, manifest)
+        nodes = stored.nodes
+    else:
+        nodes = _read_nodes(nodes_path)
     edges = _read(edges_path, EDGES_SCHEMA.names) if graph else EDGES_SCHEMA.empty_table()
     expected = manifest.get("counts", {}).get("nodes")
     if expected is not None and expected != len(nodes):
@@ -266,8 +288,8 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
     code_graph = CodeGraph(nodes.node_id, edges)
     sparse_index = None
     if sparse:
-        sparse_index = SparseIndex.load(path / artifact.SPARSE_DIR,
-                                        TokenizerConfig.from_dict(manifest.get("tokenizer", {})))
+        sparse_index = (SparseIndex.from_terms(stored.terms, tokenizer) if stored is not None
+                        else SparseIndex.load(path / artifact.SPARSE_DIR, tokenizer))
         if sparse_index.num_docs != len(nodes):
             raise IndexFormatError(f"the BM25 index holds {sparse_index.num_docs} documents, nodes.parquet "
                                    f"{len(nodes)}", path=str(path / artifact.SPARSE_DIR),
@@ -282,7 +304,9 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
                                       backend=dense_backend, device=device,
                                       hnsw_ef_search=model.get("hnsw_ef_search"),
                                       name_field=model.get("name_field"))
-    return LoadedIndex(path, manifest, nodes, code_graph, sparse_index, dense_index, device)
+    index = LoadedIndex(path, manifest, nodes, code_graph, sparse_index, dense_index, device)
+    index._stored = stored
+    return index
 
 
 def _read(path: Path, columns: list[str]):
@@ -303,6 +327,22 @@ def _read(path: Path, columns: list[str]):
 
 
 def _read_nodes(path: Path) -> NodeTable:
-    cols = [c for c in NodeTable.__dataclass_fields__]
-    table = _read(path, cols)
-    return NodeTable(**{c: table.column(c).to_pylist() for c in cols})
+    return _node_table(_read(path, list(NodeTable.__dataclass_fields__)))
+
+
+def _node_table(table) -> NodeTable:
+    return NodeTable(**{c: table.column(c).to_pylist() for c in NodeTable.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredParts:
+    """What a store-layout index reads back from the per-file store (`codenib.core.store_layout`)."""
+
+    nodes: NodeTable
+    terms: DocTerms
+    texts: list[str]
+
+    @classmethod
+    def read(cls, path: Path, manifest: dict) -> "_StoredParts":
+        table, counts = read_nodes_and_terms(path, manifest)
+        return cls(_node_table(table), assemble_terms(counts), table.column("text").to_pylist())

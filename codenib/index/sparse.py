@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from codenib.engines.bm25 import import_bm25s, kernel_threads, topk_kernel
+from codenib.engines.bm25_terms import DocTerms, bm25_retriever
 from codenib.core.errors import IndexFormatError
 from codenib.core.tokens import Tokenizer, TokenizerConfig
 
@@ -36,8 +37,17 @@ class SparseIndex:
             raise IndexFormatError(f"cannot load the BM25 index: {exc}", path=str(folder),
                                    fix="rebuild the index with `codenib index`") from exc
         index = cls(retriever, Tokenizer(tokenizer))
-        if warmup and len(retriever.scores["indptr"]) > 1:
-            index.search_tokens([[next(iter(index._vocab))]], 1, n_threads=1)  # loads (or compiles) the kernel
+        if warmup:
+            index._warm()
+        return index
+
+    @classmethod
+    def from_terms(cls, terms: DocTerms, tokenizer: TokenizerConfig, warmup: bool = True) -> "SparseIndex":
+        """The BM25 index of documents already counted, computed in memory (what `load` reads
+        back from the folder the compiler saves of the same counts)."""
+        index = cls(bm25_retriever(terms), Tokenizer(tokenizer))
+        if warmup:
+            index._warm()
         return index
 
     def tokenize(self, queries: Sequence[str]) -> list[list[str]]:
@@ -67,3 +77,8 @@ class SparseIndex:
         parallel = (n_threads or 1) > 1 or (n_threads is None and nq >= PARALLEL_MIN_BATCH)
         return topk_kernel(parallel)(flat, pointers, k, s["data"], s["indptr"], s["indices"],
                                      int(s["num_docs"]), kernel_threads() if parallel else 1)
+
+    def _warm(self) -> None:
+        """Load (or compile) the top-k kernel with one search."""
+        if len(self.retriever.scores["indptr"]) > 1:
+            self.search_tokens([[next(iter(self._vocab))]], 1, n_threads=1)

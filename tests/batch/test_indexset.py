@@ -176,7 +176,7 @@ def test_an_unexpected_failure_is_one_rows_error_and_the_run_goes_on(history, tm
 
 
 def test_a_store_on_s3_gives_the_indexes_of_a_local_store_and_serves_a_fresh_root(ray_session, s3_endpoint, history,
-                                                                                   tmp_path, monkeypatch):
+                                                                                   tmp_path, monkeypatch, capsys):
     """`--store s3://...`: the indexes equal those of a run with a local store, the store
     holds each file version once, and a second run into a fresh index root parses nothing
     its first snapshot needs."""
@@ -211,6 +211,13 @@ def test_a_store_on_s3_gives_the_indexes_of_a_local_store_and_serves_a_fresh_roo
         assert pq.read_table(tmp_path / "fresh" / name / "nodes.parquet").equals(
             pq.read_table(tmp_path / "local" / name / "nodes.parquet"))
 
+    # The store layout reads indexes back from a local store only: refused before any work.
+    capsys.readouterr()
+    assert main(["index-set", rows, "--index-root", str(tmp_path / "layout"), "--store", store, "--no-dense",
+                 "--quiet", "--layout", "store"]) == 2
+    assert "--layout store reads each index back from a local per-file store" in capsys.readouterr().err
+    assert not (tmp_path / "layout").exists()
+
 
 def test_a_store_in_a_missing_bucket_exits_2_before_any_work(s3_endpoint, history, tmp_path, monkeypatch, capsys):
     _, gitdir, c1, _ = history
@@ -222,3 +229,63 @@ def test_a_store_in_a_missing_bucket_exits_2_before_any_work(s3_endpoint, histor
     err = capsys.readouterr().err
     assert store in err and "does not exist" in err and "create the bucket" in err
     assert not (tmp_path / "idx").exists()
+
+
+def test_the_store_layout_loads_and_searches_as_the_full_folders(ray_session, history, tmp_path, capsys):
+    from codenib.core.artifact import read_manifest
+    from codenib.core.errors import IndexFormatError
+    from codenib.core.store_layout import read_nodes
+    from codenib.index.loaded import load_index
+
+    repo, gitdir, c1, c2 = history
+    rows = [{"index": "s1", "repo": str(gitdir), "rev": c1}, {"index": "s2", "repo": str(gitdir), "rev": c2}]
+    full, small = tmp_path / "full", tmp_path / "small"
+    assert main(["index-set", _set(tmp_path / "f.jsonl", rows), "--index-root", str(full), "--no-dense",
+                 "--quiet"]) == 0
+    assert main(["index-set", _set(tmp_path / "s.jsonl", rows), "--index-root", str(small), "--no-dense",
+                 "--quiet", "--layout", "store"]) == 0
+    report = _report(small)
+    # s2 was built as --reuse of s1 while s1 was still whole; then both were rewritten.
+    assert [(report[i]["status"], report[i]["layout"], report[i]["reused_from"]) for i in ("s1", "s2")] == [
+        ("built", "store", None), ("built", "store", "s1")]
+    assert {r["layout"] for r in _report(full).values()} == {"full"}
+    queries = ["who calls g?", "function y returns one", "def f():\n    return g() + 1\nwrong value in pkg/a.py"]
+    for name in ("s1", "s2"):
+        kept = sorted(p.name for p in (small / name).iterdir())
+        assert kept == ["edges.parquet", "manifest.json", "store_files.parquet"], kept
+        manifest = read_manifest(small / name)
+        assert manifest["layout"]["store"] == "../.codenib-store"
+        assert read_nodes(small / name, manifest).equals(pq.read_table(full / name / "nodes.parquet"))
+        a, b = load_index(full / name), load_index(small / name)
+        assert a.nodes == b.nodes and a.texts() == b.texts()
+        for x, y in zip(a.sparse.search(queries, 20), b.sparse.search(queries, 20)):
+            assert (x == y).all()
+        for x, y in zip(a.file_sparse.search(queries, 5), b.file_sparse.search(queries, 5)):
+            assert (x == y).all()
+        ranked = []
+        for folder in (full / name, small / name):
+            assert main(["query", str(folder), queries[0], "--json"]) == 0
+            ranked.append([(r["node_id"], r["score"]) for r in json.loads(capsys.readouterr().out)["results"]])
+        assert ranked[0] == ranked[1] and ranked[0]
+
+    # `--reuse` of a store-layout index builds afresh (it holds no incremental state), equal all the same.
+    checkout = archive(repo, c2, tmp_path / "checkout")
+    again = tmp_path / "again"
+    assert main(["index", str(checkout), "--out", str(again), "--no-dense", "--quiet", "--no-cache",
+                 "--reuse", str(small / "s1")]) == 0
+    assert "is in the store layout" in capsys.readouterr().err
+    assert pq.read_table(again / "nodes.parquet").equals(pq.read_table(full / "s2" / "nodes.parquet"))
+
+    # Resumed: both current, kept as they are.
+    assert main(["index-set", _set(tmp_path / "s.jsonl", rows), "--index-root", str(small), "--no-dense",
+                 "--quiet", "--layout", "store"]) == 0
+    assert [_report(small)[i]["status"] for i in ("s1", "s2")] == ["kept", "kept"]
+
+    # A store entry gone: loading names it, and the command exits 2.
+    entry = pq.read_table(small / "s2" / "store_files.parquet").to_pylist()[0]
+    (small / ".codenib-store" / entry["entry"]).unlink()
+    with pytest.raises(IndexFormatError, match=f"no readable entry for {entry['file']}"):
+        load_index(small / "s2")
+    capsys.readouterr()
+    assert main(["query", str(small / "s2"), "who calls g?"]) == 2
+    assert entry["entry"] in capsys.readouterr().err

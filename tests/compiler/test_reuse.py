@@ -54,7 +54,7 @@ def test_reuse_reads_and_verifies_the_old_index_once(fixture_repo, fixture_index
     old = fixture_index_dir.resolve()
     verified: list = []
     nodes_reads: list = []
-    real_manifest, real_read, real_read_table = artifact.read_manifest, state._read, pq.read_table
+    real_manifest, real_read, real_read_nodes = artifact.read_manifest, state._read, dense.read_nodes
 
     def read_manifest(path, *args, **kwargs):
         if kwargs.get("verify") and os_path(path) == old:
@@ -70,7 +70,12 @@ def test_reuse_reads_and_verifies_the_old_index_once(fixture_repo, fixture_index
 
     monkeypatch.setattr(artifact, "read_manifest", read_manifest)
     monkeypatch.setattr(state, "_read", count_nodes(real_read))
-    monkeypatch.setattr(dense.pq, "read_table", count_nodes(real_read_table))
+    def dense_nodes(folder, *args, **kwargs):
+        if os_path(folder) == old:
+            nodes_reads.append(folder)
+        return real_read_nodes(folder, *args, **kwargs)
+
+    monkeypatch.setattr(dense, "read_nodes", dense_nodes)
     reused = build_index(fixture_repo, tmp_path / "reused", BuildOptions(
         progress=False, device="cpu", encoder="torch", reuse=fixture_index_dir))
     assert len(verified) == 1 and len(nodes_reads) == 1

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codenib.compiler.sparse import (BM25_B, BM25_K1, DocTerms, assemble_terms, bm25_scores,
-                                     build_sparse, count_terms, write_bm25)
+from codenib.compiler.sparse import build_sparse, count_terms, write_bm25
+from codenib.engines.bm25_terms import BM25_B, BM25_K1, DocTerms, assemble_terms, bm25_scores
 from codenib.index.sparse import SparseIndex
 from codenib.core.tokens import TokenizerConfig
 
@@ -94,7 +94,7 @@ def test_terms_that_do_not_fit_are_refused(tmp_path):
 
 
 def test_whole_file_documents_count_the_file_and_its_outermost_definitions_once():
-    from codenib.compiler.sparse import file_terms
+    from codenib.engines.bm25_terms import file_terms
 
     # a.py: file, class C (2-9) holding method m (3-4, inside C: not counted again), f (11-12);
     # b.py: file and g. Rows are deliberately out of file order.

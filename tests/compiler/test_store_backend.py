@@ -15,8 +15,9 @@ import pytest
 
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
-from codenib.compiler.cache import CachedFile, FileCache
-from codenib.compiler.store_backend import LocalBackend, ObjectBackend, open_backend
+from codenib.compiler.cache import FileCache
+from codenib.core.file_entry import CachedFile
+from codenib.core.store_backend import LocalBackend, ObjectBackend, open_backend
 from codenib.compiler.vector_store import VectorStore
 from codenib.core.storage import StorageConfig, StorageError
 from codenib.core.tokens import TokenizerConfig

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from codenib.compiler._arrays import ranges
+from codenib.engines.arrays import ranges
 from codenib.compiler.lang.python_parse import ParsedFile, parse_syntax
 from codenib.compiler.lang.python_resolve import resolve_unit
 from codenib.compiler.lang.python_resolve.edges import contains_edges, file_units

@@ -1,4 +1,4 @@
-"""Small numpy helpers the compiler's incremental stages share."""
+"""Small numpy helpers shared by the compiler's incremental stages and the BM25 term counts."""
 
 from __future__ import annotations
 

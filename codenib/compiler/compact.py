@@ -1,0 +1,112 @@
+"""Rewrite a built index in the store layout (`codenib.core.store_layout`).
+
+A snapshot set shares one per-file store: every file version's nodes and term counts are
+already there once. `compact_index` keeps of an index only what is its own (edges, history,
+vectors, the manifest's fields) and names each file's store entry in `store_files.parquet`;
+nodes.parquet, `sparse/`, `sparse_files/` and `incr/` go (about 90% of a sphinx snapshot's
+11.4 MB). The rewrite is atomic (a staging folder renamed over the index), and an entry the
+store lacks is put first, from the index's own nodes and `incr/` counts, so the index reads back
+the same nodes and scores.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from codenib.compiler.cache import FileCache
+from codenib.compiler.state import INCR_DIR
+from codenib.core import artifact
+from codenib.core.errors import BadInputError
+from codenib.core.file_entry import CachedFile
+from codenib.core.store_backend import LocalBackend, StoreBackend
+from codenib.core.store_layout import STORE_FILES_SCHEMA, layout_entry
+from codenib.core.tokens import TokenizerConfig
+from codenib.core.types import NODES_SCHEMA, Node
+
+#: What the store layout leaves out: the per-file store holds it (nodes, term counts) or it is
+#: computed again on load (BM25 arrays); `incr/` serves only a `--reuse` of this very folder.
+DROPPED = (artifact.NODES_FILE, artifact.SPARSE_DIR, artifact.FILE_SPARSE_DIR, INCR_DIR)
+#: Manifest fields `artifact.write_manifest` writes itself.
+_WRITTEN = ("format", "format_version", "codenib_version", "created", "artifacts", artifact.SELF_CHECKSUM)
+
+
+def compact_index(index_dir: str | os.PathLike, store: StoreBackend, log: Callable[[str], None]) -> bool:
+    """Rewrite the index at `index_dir` in the store layout over `store` (a local folder's
+    backend); returns False, leaving the index as it is, when it already is in that layout or
+    a file of it has no bytes to key an entry by (a file that could not be read).
+
+    Raises:
+        BadInputError: `store` is on object storage (the layout reads local stores only).
+    """
+    index_dir = Path(index_dir)
+    if not isinstance(store, LocalBackend):
+        raise BadInputError(f"the store layout needs a local per-file store, not {store.shown()}",
+                            fix="pass a folder as --store, or --layout full")
+    manifest = artifact.read_manifest(index_dir, verify=False)
+    if artifact.is_store_layout(manifest):
+        return False
+    nodes = pq.ParquetFile(index_dir / artifact.NODES_FILE).read()
+    cols = nodes.select(["kind", "file", "content_sha256"]).to_pydict()
+    files = sorted((f, sha) for k, f, sha in zip(cols["kind"], cols["file"], cols["content_sha256"]) if k == "file")
+    if any(not sha for _, sha in files):
+        log(f"{index_dir}: a file without content (unreadable) keeps this index in the full layout")
+        return False
+    cache = FileCache(store, TokenizerConfig.from_dict(manifest.get("tokenizer", {})))
+    names = [cache.entry_name(rel, sha) for rel, sha in files]
+    missing = {rel for (rel, _), name in zip(files, names) if not (store.root / name).is_file()}
+    if missing and not _put_missing(index_dir, nodes, missing, dict(files), cache, log):
+        return False
+    with artifact.atomic_index_dir(index_dir) as staging:
+        for rel in manifest["artifacts"]:
+            if rel.split("/", 1)[0] not in DROPPED:
+                _link(index_dir / rel, staging / rel)
+        pq.write_table(pa.table({"file": [f for f, _ in files], "content_sha256": [s for _, s in files],
+                                 "entry": names}, schema=STORE_FILES_SCHEMA), staging / artifact.STORE_FILES_FILE)
+        fields = {k: v for k, v in manifest.items() if k not in _WRITTEN}
+        dropped = {rel: meta["size"] for rel, meta in manifest["artifacts"].items() if rel.split("/", 1)[0] in DROPPED}
+        fields[artifact.LAYOUT_KEY] = layout_entry(index_dir, store.root, len(files), dropped)
+        artifact.write_manifest(staging, fields)
+    return True
+
+
+# --- private helpers ---------------------------------------------------------------------------
+
+def _put_missing(index_dir: Path, nodes: pa.Table, missing: set[str], shas: dict[str, str], cache: FileCache,
+                 log: Callable[[str], None]) -> bool:
+    """Put the entries of the `missing` files from the index's nodes and `incr/` counts;
+    False when the counts are not there (the index then stays as it is)."""
+    from codenib.engines.bm25_terms import DocTerms
+
+    try:
+        terms = DocTerms.load(index_dir / INCR_DIR)
+    except (OSError, ValueError) as exc:
+        log(f"{index_dir}: no term counts to store {len(missing)} file(s) from ({exc}); kept in the full layout")
+        return False
+    if terms.num_docs != nodes.num_rows:
+        log(f"{index_dir}: its term counts do not match its nodes; kept in the full layout")
+        return False
+    rows: dict[str, list[int]] = {}
+    for r, f in enumerate(nodes.column("file").to_pylist()):
+        if f in missing:
+            rows.setdefault(f, []).append(r)
+    for rel, picked in sorted(rows.items()):
+        part = nodes.take(picked).to_pylist()
+        file_nodes = [Node(**{n: (tuple(row[n] or ()) if n == "decorators" else row[n]) for n in NODES_SCHEMA.names})
+                      for row in part]
+        cache.put(rel, shas[rel], CachedFile(file_nodes, [terms.counts_of(r) for r in picked]))
+    return True
+
+
+def _link(src: Path, dst: Path) -> None:
+    """`dst` as a hard link to `src` (a copy where the file system has none)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
