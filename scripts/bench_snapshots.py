@@ -3,10 +3,12 @@
 - chain: today's way, a checkout per snapshot and `codenib index CHECKOUT --reuse PREVIOUS`,
   one after another in commit order;
 - set: `codenib index-set` over the same commits, read from git objects as Ray tasks that
-  share one per-file store.
+  share one per-file store (`--layout store` by default: each snapshot keeps its edges and
+  names its files' store entries; `--layout full`: whole folders).
 
 Prints CPU seconds, wall seconds and disk for each, their ratios, and whether every
-snapshot's nodes and edges are equal both ways. Snapshots are the mirror's first-parent
+snapshot's nodes and edges are equal both ways; then loads a sample of snapshots both ways
+(`--load-sample`) and prints the load seconds and whether their BM25 searches agree. Snapshots are the mirror's first-parent
 commits, evenly spaced over the last `--over` of them; or, with `--set` (repeatable), the
 rows of snapshot sets as `codenib index-set` reads them (SWE-bench-shaped files with
 `--mirror-root`), the chain then running per repository in commit order.
@@ -46,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="FILE",
                     help="a snapshot set instead of --mirror (repeatable): index, repo, rev or SWE-bench rows")
     ap.add_argument("--mirror-root", help="where --set's repo names are found (owner+name/repo)")
+    ap.add_argument("--layout", choices=("store", "full"), default="store", help="index-set's --layout (default store)")
+    ap.add_argument("--load-sample", type=int, default=10, metavar="N",
+                    help="load N snapshots (evenly spread) from both and compare searches (default 10)")
     ap.add_argument("--workdir", required=True, help="scratch folder (emptied first)")
     args = ap.parse_args(argv)
     if bool(args.mirror) == bool(args.set):
@@ -84,20 +89,25 @@ def main(argv: list[str] | None = None) -> int:
     snapshots = work / "set.jsonl"
     snapshots.write_text("".join(json.dumps({"index": n, "repo": gitdir, "rev": c}) + "\n"
                                  for _, gitdir, c, n in items), encoding="utf-8")
-    sets = _set(snapshots, work / "set")
+    sets = _set(snapshots, work / "set", args.layout)
     equal = _equal(work / "chain", work / "set", names)
+    sample = names[::max(1, len(names) // max(1, args.load_sample))][:args.load_sample]
+    loads = _loads(work / "chain", work / "set", sample)
 
-    print(f"{label}, no vectors")
+    print(f"{label}, no vectors; index-set --layout {args.layout}")
     print(f"{'':24s} {'chain --reuse':>14s} {'index-set':>12s} {'set/chain':>10s}")
     for label, a, b in (("CPU seconds", chain["cpu"], sets["cpu"]), ("wall seconds", chain["wall"], sets["wall"]),
-                        ("disk MB (indexes+store)", chain["disk"], sets["disk"])):
+                        ("disk MB (indexes+store)", chain["disk"], sets["disk"]),
+                        (f"load s ({len(sample)} indexes)", loads["chain"], loads["set"])):
         print(f"{label:24s} {a:14.1f} {b:12.1f} {b / a if a else float('nan'):10.2f}")
+    print(f"set disk: store {sets['store_disk']:.1f} MB, snapshot folders {sets['disk'] - sets['store_disk']:.1f} MB")
     print(f"checkouts for the chain: {chain['checkout_wall']:.1f} s wall, {chain['checkout_disk']:.1f} MB (not in the "
           "chain's figures above)")
     print("set CPU by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(sets["by_kind"].items())))
     print(f"nodes and edges equal in every snapshot: {equal}")
+    print(f"BM25 and whole-file BM25 searches equal in the {len(sample)} loaded: {loads['equal']}")
     print(f"set CPU sampled every {SAMPLE_S}s over its process tree (processes shorter than that are missed)")
-    return 0 if equal else 1
+    return 0 if equal and loads["equal"] else 1
 
 
 def _first_parent(repo, n: int) -> list[str]:
@@ -162,11 +172,11 @@ def _chain(items: list[tuple], work: Path) -> dict:
             "checkout_disk": checkout_disk}
 
 
-def _set(snapshots: Path, root: Path) -> dict:
+def _set(snapshots: Path, root: Path, layout: str) -> dict:
     import psutil
 
     argv = [sys.executable, "-m", "codenib.commands.cli", "index-set", str(snapshots), "--index-root", str(root),
-            "--no-dense", "--quiet"]
+            "--no-dense", "--quiet", "--layout", layout]
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: dict[int, float] = {}
@@ -200,7 +210,8 @@ def _set(snapshots: Path, root: Path) -> dict:
     by_kind: dict[str, float] = {}
     for pid, cpu in seen.items():
         by_kind[kinds.get(pid, "other")] = by_kind.get(kinds.get(pid, "other"), 0.0) + cpu
-    return {"cpu": sum(seen.values()), "wall": time.perf_counter() - t0, "disk": _mb(root), "by_kind": by_kind}
+    return {"cpu": sum(seen.values()), "wall": time.perf_counter() - t0, "disk": _mb(root), "by_kind": by_kind,
+            "store_disk": _mb(root / ".codenib-store")}
 
 
 def _kind(p, root_pid: int) -> str:
@@ -225,11 +236,37 @@ def psutil_error() -> type:
     return psutil.Error
 
 
-def _equal(a: Path, b: Path, names: list[str]) -> bool:
+def _equal(chain: Path, sets: Path, names: list[str]) -> bool:
+    """Each snapshot's nodes (read back from the store in the store layout) and edges equal."""
     import pyarrow.parquet as pq
 
-    return all(pq.read_table(a / n / t).equals(pq.read_table(b / n / t))
-               for n in names for t in ("nodes.parquet", "edges.parquet"))
+    from codenib.core.artifact import read_manifest
+    from codenib.core.store_layout import read_nodes
+
+    return all(pq.read_table(chain / n / "nodes.parquet").equals(read_nodes(sets / n, read_manifest(sets / n)))
+               and pq.read_table(chain / n / "edges.parquet").equals(pq.read_table(sets / n / "edges.parquet"))
+               for n in names)
+
+
+#: Queries of the load check: a symbol, a phrase, an issue-like text.
+_QUERIES = ("build", "read the configuration file", "TypeError when the option is None in the parser")
+
+
+def _loads(chain: Path, sets: Path, names: list[str]) -> dict:
+    """Seconds to load each index both ways, and whether their node and file BM25 agree."""
+    from codenib.index.loaded import load_index
+
+    seconds = {"chain": 0.0, "set": 0.0}
+    equal = True
+    for n in names:
+        results = []
+        for side, root in (("chain", chain), ("set", sets)):
+            t0 = time.perf_counter()
+            index = load_index(root / n, dense=False)
+            seconds[side] += time.perf_counter() - t0
+            results.append((index.sparse.search(list(_QUERIES), 50), index.file_sparse.search(list(_QUERIES), 10)))
+        equal &= all((x == y).all() for pa, pb in zip(*results) for x, y in zip(pa, pb))
+    return {**seconds, "equal": equal}
 
 
 def _mb(folder: Path) -> float:
