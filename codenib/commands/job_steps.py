@@ -34,7 +34,7 @@ _INDEX_SET_TYPES: dict[str, tuple[type, str]] = {
     "snapshots": (str, '"swe.jsonl"'), "index_root": (str, '"idx/swe"'), "mirror_root": (str, '"mirrors"'),
     "store": (str, '"idx/.codenib-store"'), "address": (str, '"ray://127.0.0.1:10001"'),
     "model": (str, '"all-MiniLM-L6-v2"'), "dense": (bool, "false"), "history": (bool, "true"),
-    "max_file_bytes": (int, "1048576")}
+    "max_file_bytes": (int, "1048576"), "layout": (str, '"store"')}
 _QRELS_TYPES: dict[str, tuple[type, str]] = {
     "out": (str, '"runs/swe.qrels.parquet"'), "patches": (str, '"swe.jsonl"'), "mirror_root": (str, '"mirrors"'),
     "force": (bool, "true")}
@@ -154,7 +154,7 @@ def _left_out(n: int, queries: str | None) -> str:
 
 def _index_set_step(spec: JobSpec, options: RunOptions) -> tuple[RunOptions, IndexSetOptions]:
     """[index_set] as `IndexSetOptions`, and the run's options with its index root."""
-    from codenib.batch.indexset import IndexSetOptions, read_snapshot_set
+    from codenib.batch.indexset import LAYOUTS, IndexSetOptions, read_snapshot_set
 
     table = spec.index_set
     where = f"{spec.path} [index_set]"
@@ -162,6 +162,8 @@ def _index_set_step(spec: JobSpec, options: RunOptions) -> tuple[RunOptions, Ind
     if table.get("max_file_bytes") is not None and table["max_file_bytes"] < 1:
         raise BadInputError(f"`max_file_bytes` must be at least 1, got {table['max_file_bytes']}", path=where,
                             fix="leave it out for codenib index's default")
+    if table.get("layout", "full") not in LAYOUTS:
+        raise BadInputError(f"unknown `layout` {table['layout']!r}", path=where, fix=f"use one of {', '.join(LAYOUTS)}")
     if options.index is not None:
         raise BadInputError("[index_set] builds one index per snapshot under an index root, but the run names "
                             f"one index (--index {options.index})", path=spec.path,
@@ -174,7 +176,8 @@ def _index_set_step(spec: JobSpec, options: RunOptions) -> tuple[RunOptions, Ind
                                 mirror_root=table.get("mirror_root"),
                                 address=table.get("address", options.address), dense=table.get("dense", True),
                                 history=table.get("history", False), model=table.get("model"),
-                                max_file_bytes=table.get("max_file_bytes"), progress=options.progress)
+                                max_file_bytes=table.get("max_file_bytes"), progress=options.progress,
+                                layout=table.get("layout", "full"))
     # The set is read now (its rows, their git directories) so that bad input stops here.
     read_snapshot_set(index_set.snapshots, index_set.mirror_root)
     return options, index_set

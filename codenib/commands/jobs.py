@@ -30,7 +30,7 @@ EVAL_KEYS = ("qrels", "queries", "out", "measures", "levels", "compare", "auto",
 #: [index_set] keys: `codenib index-set`'s options (read by codenib/commands/job_steps.py; index_root,
 #: address and progress default to [run]'s).
 INDEX_SET_KEYS = ("snapshots", "index_root", "mirror_root", "store", "address", "dense", "history", "model",
-                  "max_file_bytes")
+                  "max_file_bytes", "layout")
 #: [qrels] keys: where the job's judgments go (`out`) and where they come from (given `files`
 #: merged, or the `patches` of a row file, by default [run]'s queries).
 QRELS_KEYS = ("out", "files", "patches", "mirror_root", "force")

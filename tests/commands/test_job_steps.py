@@ -167,7 +167,7 @@ out = "{work / 'report'}"
 """)
 
 
-@pytest.mark.parametrize("case", ["single index", "other root", "dense type", "unknown key", "no out",
+@pytest.mark.parametrize("case", ["single index", "other root", "dense type", "unknown key", "layout", "no out",
                                   "files and patches", "missing file", "no patch column", "users file",
                                   "out is input", "eval qrels", "eval level", "eval queries", "no mirror"])
 def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case):
@@ -183,6 +183,7 @@ def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case):
         "other root": (dict(index_set=f'index_root = "{tmp_path / "elsewhere"}"'), "is not the run's index root"),
         "dense type": (dict(index_set='dense = "no"'), "`dense` must be true or false"),
         "unknown key": (dict(index_set="dense_vectors = false"), "unknown key(s) ['dense_vectors'] in [index_set]"),
+        "layout": (dict(index_set='layout = "shared"'), "unknown `layout` 'shared'"),
         "no out": (dict(qrels='patches = "x.jsonl"'), "[qrels] has no `out`"),
         "files and patches": (dict(qrels=f'out = "{q}"\nfiles = ["{mine}"]\npatches = "p.jsonl"'),
                               "names both given `files` and `patches`"),
