@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'':24s} {'chain --reuse':>14s} {'index-set':>12s} {'set/chain':>10s}")
     for label, a, b in (("CPU seconds", chain["cpu"], sets["cpu"]), ("wall seconds", chain["wall"], sets["wall"]),
                         ("disk MB (indexes+store)", chain["disk"], sets["disk"]),
+                        ("  in 4 KiB blocks (du)", chain["blocks"], sets["blocks"]),
                         (f"load s ({len(sample)} indexes)", loads["chain"], loads["set"])):
         print(f"{label:24s} {a:14.1f} {b:12.1f} {b / a if a else float('nan'):10.2f}")
     print(f"set disk: store {sets['store_disk']:.1f} MB, snapshot folders {sets['disk'] - sets['store_disk']:.1f} MB")
@@ -168,7 +169,8 @@ def _chain(items: list[tuple], work: Path) -> dict:
         # Checkouts are not in the chain's figures; it needs only the one it is indexing.
         checkout_disk += _mb(checkout)
         shutil.rmtree(checkout, ignore_errors=True)
-    return {"cpu": cpu, "wall": wall, "disk": _mb(work / "chain"), "checkout_wall": checkout_wall,
+    return {"cpu": cpu, "wall": wall, "disk": _mb(work / "chain"), "blocks": _mb(work / "chain", blocks=True),
+            "checkout_wall": checkout_wall,
             "checkout_disk": checkout_disk}
 
 
@@ -210,7 +212,8 @@ def _set(snapshots: Path, root: Path, layout: str) -> dict:
     by_kind: dict[str, float] = {}
     for pid, cpu in seen.items():
         by_kind[kinds.get(pid, "other")] = by_kind.get(kinds.get(pid, "other"), 0.0) + cpu
-    return {"cpu": sum(seen.values()), "wall": time.perf_counter() - t0, "disk": _mb(root), "by_kind": by_kind,
+    return {"cpu": sum(seen.values()), "wall": time.perf_counter() - t0, "disk": _mb(root),
+            "blocks": _mb(root, blocks=True), "by_kind": by_kind,
             "store_disk": _mb(root / ".codenib-store")}
 
 
@@ -269,8 +272,10 @@ def _loads(chain: Path, sets: Path, names: list[str]) -> dict:
     return {**seconds, "equal": equal}
 
 
-def _mb(folder: Path) -> float:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) / 1e6
+def _mb(folder: Path, blocks: bool = False) -> float:
+    """MB of the files under `folder`: their bytes, or (`blocks`) what they take on disk, as `du`."""
+    files = [p.stat() for p in folder.rglob("*") if p.is_file() and not p.is_symlink()]
+    return sum(s.st_blocks * 512 if blocks else s.st_size for s in files) / 1e6
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from codenib.compiler.gcpause import collector_paused
+from codenib.core.gcpause import collector_paused
 from codenib.compiler.lang import reader_of
 from codenib.compiler.lang.facts import ForeignFacts
 from codenib.compiler.lang.python_graph import KEEP_TREES_BYTES

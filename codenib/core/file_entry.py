@@ -41,14 +41,30 @@ def encode_entry(entry: CachedFile) -> bytes:
 def decode_entry(raw: bytes, rel_path: str) -> CachedFile | None:
     """The entry in `raw` for the file `rel_path`, or None when the bytes are damaged or hold
     another file's entry (never trusted: the caller parses the file again or says so)."""
-    try:
-        data = json.loads(gzip.decompress(raw).decode("utf-8"))
-        names = NODES_SCHEMA.names
-        nodes = [Node(**{n: (tuple(v) if n == "decorators" else v) for n, v in zip(names, row)})
-                 for row in data["nodes"]]
-        terms = [Counter(dict(pairs)) for pairs in data["terms"]]
-    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError):
+    decoded = decode_rows(raw, rel_path)
+    if decoded is None:
         return None
-    if len(terms) != len(nodes) or not nodes or nodes[0].file != rel_path:
+    rows, pairs = decoded
+    try:
+        names = NODES_SCHEMA.names
+        nodes = [Node(**{n: (tuple(v) if n == "decorators" else v) for n, v in zip(names, row)}) for row in rows]
+        terms = [Counter(dict(p)) for p in pairs]
+    except (ValueError, TypeError):
         return None
     return CachedFile(nodes, terms)
+
+
+def decode_rows(raw: bytes, rel_path: str) -> tuple[list[list], list[list]] | None:
+    """`decode_entry` without making records: the nodes as rows in `NODES_SCHEMA` order, and
+    each node's term counts as (term, count) pairs sorted by term; None as there."""
+    try:
+        data = json.loads(gzip.decompress(raw).decode("utf-8"))
+        rows, pairs = data["nodes"], data["terms"]
+        width = len(NODES_SCHEMA.names)
+        if (not isinstance(rows, list) or not isinstance(pairs, list) or len(rows) != len(pairs) or not rows
+                or any(not isinstance(r, list) or len(r) != width for r in rows)
+                or rows[0][NODES_SCHEMA.names.index("file")] != rel_path):
+            return None
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError):
+        return None
+    return rows, pairs

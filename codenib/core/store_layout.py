@@ -18,7 +18,6 @@ still finds them. A store entry missing or damaged is an `IndexFormatError` nami
 from __future__ import annotations
 
 import os
-from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -28,10 +27,12 @@ import pyarrow.parquet as pq
 
 from codenib.core import artifact
 from codenib.core.errors import IndexFormatError
-from codenib.core.file_entry import decode_entry
+from codenib.core.file_entry import decode_rows
+from codenib.core.gcpause import collector_paused
 from codenib.core.store_backend import LocalBackend
-from codenib.core.types import nodes_to_table
+from codenib.core.types import NODES_SCHEMA
 
+_KIND, _SHA256 = NODES_SCHEMA.names.index("kind"), NODES_SCHEMA.names.index("content_sha256")
 #: `store_files.parquet`: one row per file of the snapshot, sorted by path.
 STORE_FILES_SCHEMA = pa.schema([("file", pa.string()), ("content_sha256", pa.string()), ("entry", pa.string())])
 
@@ -71,9 +72,10 @@ def read_nodes(index_dir: str | os.PathLike, manifest: dict[str, Any],
     return table.select(list(columns)) if columns is not None else table
 
 
-def read_nodes_and_terms(index_dir: str | os.PathLike, manifest: dict[str, Any]) -> tuple[pa.Table, list[Counter]]:
+def read_nodes_and_terms(index_dir: str | os.PathLike, manifest: dict[str, Any]) -> tuple[pa.Table, list[list]]:
     """A store-layout index's nodes table (sorted by node id, as a build writes it) and the
-    term counts of each row, read from its files' store entries.
+    term counts of each row ((term, count) pairs sorted by term), read from its files' store
+    entries.
 
     Raises:
         IndexFormatError: an entry missing, damaged, or of other bytes than the file's.
@@ -83,22 +85,17 @@ def read_nodes_and_terms(index_dir: str | os.PathLike, manifest: dict[str, Any])
            f"{manifest.get(artifact.LAYOUT_KEY, {}).get('store')!r} was moved, pruned or damaged")
     files = pq.ParquetFile(index_dir / artifact.STORE_FILES_FILE).read().to_pydict()
     backend = LocalBackend(store_root(index_dir, manifest))
-    nodes: list = []
-    terms: list[Counter] = []
-    for rel, sha, name in zip(files["file"], files["content_sha256"], files["entry"]):
-        raw = backend.read(name)
-        entry = decode_entry(raw, rel) if raw is not None else None
-        if entry is None:
-            raise IndexFormatError(f"the per-file store has no readable entry for {rel} "
-                                   f"({'damaged' if raw is not None else 'missing'})",
-                                   path=backend.shown(name), fix=fix)
-        shas = {n.content_sha256 for n in entry.nodes if n.kind == "file"}
-        if shas != {sha}:
-            raise IndexFormatError(f"the store entry of {rel} is of other bytes ({sorted(shas)}) than the "
-                                   f"snapshot's ({sha})", path=backend.shown(name), fix=fix)
-        nodes.extend(entry.nodes)
-        terms.extend(entry.terms)
-    table = nodes_to_table(nodes)
+    rows: list[list] = []
+    terms: list[list] = []
+    with collector_paused():    # the entries' many small lists hold no cycles
+        for rel, sha, name in zip(files["file"], files["content_sha256"], files["entry"]):
+            _append_entry(backend, rel, sha, name, rows, terms, fix)
+    try:
+        table = pa.table({n: list(col) for n, col in zip(NODES_SCHEMA.names, zip(*rows))} if rows else
+                         {n: [] for n in NODES_SCHEMA.names}, schema=NODES_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise IndexFormatError(f"a store entry of this index holds malformed nodes: {exc}",
+                               path=str(index_dir / artifact.STORE_FILES_FILE), fix=fix) from exc
     order = pc.sort_indices(table, sort_keys=[("node_id", "ascending")])
     table = table.take(order).combine_chunks()
     expected = manifest.get("counts", {}).get("nodes")
@@ -106,3 +103,21 @@ def read_nodes_and_terms(index_dir: str | os.PathLike, manifest: dict[str, Any])
         raise IndexFormatError(f"the store entries hold {table.num_rows} nodes, the manifest says {expected}",
                                path=str(index_dir / artifact.STORE_FILES_FILE), fix=fix)
     return table, [terms[i] for i in order.to_numpy()]
+
+
+# --- private helpers ---------------------------------------------------------------------------
+
+def _append_entry(backend: LocalBackend, rel: str, sha: str, name: str, rows: list, terms: list, fix: str) -> None:
+    """Add the nodes and term counts of `rel`'s store entry to `rows` and `terms`."""
+    raw = backend.read(name)
+    entry = decode_rows(raw, rel) if raw is not None else None
+    if entry is None:
+        raise IndexFormatError(f"the per-file store has no readable entry for {rel} "
+                               f"({'damaged' if raw is not None else 'missing'})",
+                               path=backend.shown(name), fix=fix)
+    shas = {row[_SHA256] for row in entry[0] if row[_KIND] == "file"}
+    if shas != {sha}:
+        raise IndexFormatError(f"the store entry of {rel} is of other bytes ({sorted(shas)}) than the "
+                               f"snapshot's ({sha})", path=backend.shown(name), fix=fix)
+    rows.extend(entry[0])
+    terms.extend(entry[1])

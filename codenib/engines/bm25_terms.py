@@ -115,6 +115,27 @@ def assemble_terms(rows: Sequence[Counter | int], old: DocTerms | None = None) -
     return DocTerms(vocab, ptr, ids, counts)
 
 
+def terms_from_pairs(docs: Sequence[Sequence[Sequence]]) -> DocTerms:
+    """Term counts of documents given as (term, count) pairs: what `assemble_terms` makes of
+    the same counts, without a `Counter` per document (a store-layout index's load)."""
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    ptr = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    flat = [pair for d in docs for pair in d]
+    terms, counts_ = zip(*flat) if flat else ((), ())
+    vocab = sorted(set(terms))
+    index = {t: i for i, t in enumerate(vocab)}
+    ids = np.array(list(map(index.__getitem__, terms)), dtype=np.int32)
+    counts = np.array(counts_, dtype=np.int32)
+    # Each document's ids must ascend: pairs sorted by term do (the store writes them so).
+    rising = np.diff(ids) > 0
+    starts = np.zeros(len(ids), dtype=bool)
+    starts[ptr[1:-1][ptr[1:-1] < len(ids)]] = True
+    if not np.all(rising | starts[1:]):
+        return assemble_terms([Counter(dict(d)) for d in docs])
+    return DocTerms(vocab, ptr, ids, counts)
+
+
 def bm25_retriever(terms: DocTerms):
     """A bm25s retriever holding the index of `terms` (what `bm25s.BM25.index` builds from
     the same documents, with this vocabulary order), in memory."""

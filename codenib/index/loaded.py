@@ -22,7 +22,7 @@ from codenib.index.symbols import SymbolIndex
 from codenib.core.store_layout import read_nodes, read_nodes_and_terms
 from codenib.core.tokens import TokenizerConfig
 from codenib.core.types import EDGES_SCHEMA
-from codenib.engines.bm25_terms import DocTerms, assemble_terms, file_terms
+from codenib.engines.bm25_terms import DocTerms, file_terms, terms_from_pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,5 +344,5 @@ class _StoredParts:
 
     @classmethod
     def read(cls, path: Path, manifest: dict) -> "_StoredParts":
-        table, counts = read_nodes_and_terms(path, manifest)
-        return cls(_node_table(table), assemble_terms(counts), table.column("text").to_pylist())
+        table, pairs = read_nodes_and_terms(path, manifest)
+        return cls(_node_table(table), terms_from_pairs(pairs), table.column("text").to_pylist())

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from codenib.compiler.gcpause import collector_paused
+from codenib.core.gcpause import collector_paused
 from codenib.compiler.lang import LANGUAGES, Reader, reader_named, reader_of
 from codenib.compiler.walk import is_utf8
 from codenib.engines.languages import language_of

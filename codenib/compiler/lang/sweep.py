@@ -18,7 +18,7 @@ from typing import Sequence
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
 from codenib.compiler.lang.reader import Hunk, Span
-from codenib.compiler.gcpause import collector_paused
+from codenib.core.gcpause import collector_paused
 from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
 from codenib.core.types import Node, UniqueQualnames, make_node_id

@@ -1,4 +1,4 @@
-"""Python's cycle collector held off while parsing, by any thread (one counter for all)."""
+"""Python's cycle collector held off while parsing or decoding, by any thread (one counter for all)."""
 
 from __future__ import annotations
 
