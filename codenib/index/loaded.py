@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from codenib.core import artifact
@@ -67,7 +68,8 @@ class LoadedIndex:
     """Every searchable part of one index folder, loaded once and shared read-only."""
 
     def __init__(self, path: Path, manifest: dict, nodes: NodeTable, graph: CodeGraph,
-                 sparse: SparseIndex | None, dense: DenseIndex | None, device: str):
+                 sparse: SparseIndex | None, dense: DenseIndex | None, device: str,
+                 stored: "_StoredParts | None" = None):
         self.path = path
         self.manifest = manifest
         self.nodes = nodes
@@ -79,7 +81,7 @@ class LoadedIndex:
         self._encoder: Encoder | None = None
         self._texts: list[str] | None = None
         self._symbols: SymbolIndex | None = None
-        self._stored: _StoredParts | None = None     # a store-layout index's parts read back
+        self._stored = stored       # a store-layout index's parts read back from the store
         self._lock = threading.Lock()
 
     @property
@@ -157,7 +159,7 @@ class LoadedIndex:
         with self._lock:
             if self._texts is None:
                 if self._stored is not None:
-                    self._texts = self._stored.texts
+                    self._texts = self._stored.texts.to_pylist()
                 else:
                     table = pq.read_table(self.path / artifact.NODES_FILE, columns=["text"])
                     self._texts = table.column("text").to_pylist()
@@ -304,9 +306,7 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
                                       backend=dense_backend, device=device,
                                       hnsw_ef_search=model.get("hnsw_ef_search"),
                                       name_field=model.get("name_field"))
-    index = LoadedIndex(path, manifest, nodes, code_graph, sparse_index, dense_index, device)
-    index._stored = stored
-    return index
+    return LoadedIndex(path, manifest, nodes, code_graph, sparse_index, dense_index, device, stored)
 
 
 def _read(path: Path, columns: list[str]):
@@ -340,9 +340,9 @@ class _StoredParts:
 
     nodes: NodeTable
     terms: DocTerms
-    texts: list[str]
+    texts: "pa.ChunkedArray"     # kept as Arrow until `LoadedIndex.texts` asks
 
     @classmethod
     def read(cls, path: Path, manifest: dict) -> "_StoredParts":
         table, pairs = read_nodes_and_terms(path, manifest)
-        return cls(_node_table(table), terms_from_pairs(pairs), table.column("text").to_pylist())
+        return cls(_node_table(table), terms_from_pairs(pairs), table.column("text"))
