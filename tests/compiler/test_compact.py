@@ -45,6 +45,22 @@ def test_an_index_with_vectors_compacted_into_an_empty_store_puts_its_entries_an
     np.testing.assert_array_equal(a.dense.vectors, b.dense.vectors)
 
 
+def test_a_reuse_of_a_compacted_index_takes_its_vectors_and_builds_the_rest_afresh(
+        fixture_repo, fixture_index_dir, tmp_path):
+    from codenib.compiler.build import build_index
+    from codenib.compiler.build_options import BuildOptions
+
+    folder = tmp_path / "idx"
+    shutil.copytree(fixture_index_dir, folder)
+    assert compact_index(folder, LocalBackend(tmp_path / "store"), print)
+    said: list[str] = []
+    summary = build_index(fixture_repo, tmp_path / "again", BuildOptions(
+        progress=False, device="cpu", encoder="torch", reuse=folder, use_cache=False), log=said.append)
+    assert any("is in the store layout" in line for line in said)
+    assert summary.dense["encoded"] == 0 and summary.dense["reused"] == summary.manifest["counts"]["nodes"]
+    assert pq.read_table(tmp_path / "again" / "nodes.parquet").equals(pq.read_table(fixture_index_dir / "nodes.parquet"))
+
+
 def test_an_object_store_is_refused(fixture_index_dir, tmp_path):
     folder = tmp_path / "idx"
     shutil.copytree(fixture_index_dir, folder)
