@@ -338,6 +338,18 @@ def test_a_macro_before_a_cpp_namespace_leaves_the_namespace_a_namespace():
     assert [n.qualname for n in read_foreign("src/a.c", c_text).nodes[1:]] == ["go"]
 
 
+@pytest.mark.parametrize("rel, text, expected", [
+    # fmt's core.h: the enum's id was the file's own (two nodes, one id; their term counts mixed up).
+    ("include/core.h", b"namespace fmt {\nenum : unsigned long long { is_unpacked_bit = 1ULL << 63 };\n"
+                       b"struct S {\n  enum { a, b };\n  int f() { return a; }\n};\n}\n", ["fmt.S", "fmt.S.f"]),
+    ("src/a.c", b"struct { int x; } point;\nenum { RED, GREEN };\nint go(void) { return RED; }\n", ["go"]),
+])
+def test_an_anonymous_type_is_no_node_and_every_id_is_unique(rel, text, expected):
+    parsed = read_foreign(rel, text)
+    assert [n.qualname for n in parsed.nodes[1:]] == expected
+    assert len({n.node_id for n in parsed.nodes}) == len(parsed.nodes)
+
+
 @pytest.mark.parametrize("source, calls", [
     ("x?.y()", [("y", "x")]),
     ("a .b()", [("b", "a")]),

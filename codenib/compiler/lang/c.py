@@ -17,7 +17,7 @@ _DECLARATOR_WRAPPERS = frozenset({"function_declarator", "pointer_declarator", "
 
 class CReader(TreeReader):
     language = "c"
-    version = 4      # 2: a `.h` with C++ lines goes to the C++ reader; 3: keyword-named "functions" are macro misparses; 4: unique ids, long lines cut, nesting capped
+    version = 5      # 2: a `.h` with C++ lines goes to the C++ reader; 3: keyword-named "functions" are macro misparses; 4: unique ids, long lines cut, nesting capped; 5: an anonymous type is no node
     type_nodes = ("struct_specifier", "union_specifier", "enum_specifier")
     query_source = """
     (function_definition) @def

@@ -10,7 +10,8 @@ from codenib.compiler.lang.c import CReader
 
 class CppReader(CReader):
     language = "cpp"
-    version = 3      # 2: `MACRO namespace x {` is the namespace x; 3: unique ids, long lines cut, nesting capped
+    version = 4      # 2: `MACRO namespace x {` is the namespace x; 3: unique ids, long lines cut, nesting capped;
+                     # 4: an anonymous type is no node (its id was its scope's: a file's twice)
     query_source = CReader.query_source + """
     (class_specifier body: (_)) @def
     (namespace_definition) @def

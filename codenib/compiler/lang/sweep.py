@@ -228,6 +228,11 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
             if not spans_only and found.role == "impl" and found.bases:
                 impl_bases.append((".".join(path + segs), found.bases, node.start_point.row + 1))
             continue
+        if not found.name:
+            # An anonymous type (`enum : unsigned long long { bit = 1 };`) names nothing: as a
+            # node its id would be its scope's (at the top, the file's own), so its members
+            # stay with the scope around it.
+            continue
         segs = path + tuple(found.qualifier) + (found.name,)
         plain = ".".join(segs)
         qual = names.add(plain)
