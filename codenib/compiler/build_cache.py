@@ -42,6 +42,11 @@ def fill_cache(store, fresh: set[str], parsed: dict[str, list[Node]], shas: dict
     try:
         for rel in sorted(fresh):
             file_nodes = parsed[rel]
+            if len({n.node_id for n in file_nodes}) != len(file_nodes):
+                # Counts are matched to nodes by id: a reader that gave two nodes one id would
+                # store one node's counts under both. Such a file is parsed again each time.
+                log(f"warning: {rel}: two nodes share an id; not put in the parse cache")
+                continue
             counts = []
             for n in file_nodes:
                 c = new_counts.get(n.node_id)

@@ -143,3 +143,21 @@ def test_a_second_build_takes_every_file_from_a_store_on_s3(s3, bucket, fixture_
     assert len(listing(s3[0], name, "store")) == n_files
     for table in ("nodes.parquet", "edges.parquet"):
         assert pq.read_table(tmp_path / "one" / table).equals(pq.read_table(tmp_path / "two" / table))
+
+
+def test_a_file_whose_nodes_share_an_id_is_not_stored(tmp_path):
+    import pyarrow as pa
+
+    from codenib.compiler.build_cache import fill_cache
+    from codenib.core.types import Node
+
+    def node(nid, kind, text):
+        return Node(node_id=nid, kind=kind, file="a.h", qualname="", name="a.h", start_line=1, end_line=1,
+                    signature="", docstring="", text=text, content_sha256=SHA)
+
+    cache = FileCache(tmp_path / "fc", TokenizerConfig())
+    twins = [node("a.h", "file", "whole file"), node("a.h", "class", "enum")]
+    said: list[str] = []
+    fill_cache(cache, {"a.h"}, {"a.h": twins}, {"a.h": SHA}, None, pa.table({"node_id": ["a.h", "a.h"]}),
+               {"a.h": Counter({"enum": 1})}, said.append)
+    assert cache.get("a.h", SHA) is None and "two nodes share an id" in said[0]
