@@ -121,12 +121,11 @@ def terms_from_pairs(docs: Sequence[Sequence[Sequence]]) -> DocTerms:
     lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
     ptr = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum(lengths, out=ptr[1:])
-    flat = [pair for d in docs for pair in d]
-    terms, counts_ = zip(*flat) if flat else ((), ())
+    terms = [pair[0] for d in docs for pair in d]
     vocab = sorted(set(terms))
     index = {t: i for i, t in enumerate(vocab)}
-    ids = np.array(list(map(index.__getitem__, terms)), dtype=np.int32)
-    counts = np.array(counts_, dtype=np.int32)
+    ids = np.fromiter(map(index.__getitem__, terms), dtype=np.int32, count=len(terms))
+    counts = np.fromiter((pair[1] for d in docs for pair in d), dtype=np.int32, count=len(terms))
     # Each document's ids must ascend: pairs sorted by term do (the store writes them so).
     rising = np.diff(ids) > 0
     starts = np.zeros(len(ids), dtype=bool)
