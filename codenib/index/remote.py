@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from codenib.core.artifact import MANIFEST, SELF_CHECKSUM, manifest_checksum, read_manifest
+from codenib.core.artifact import MANIFEST, SELF_CHECKSUM, is_store_layout, manifest_checksum, read_manifest
 from codenib.core.errors import IndexFormatError
 from codenib.core.storage import StorageConfig, StorageError, is_uri
 
@@ -84,6 +84,12 @@ class IndexCacheDir:
         if not isinstance(key, str) or len(key) != 64 or manifest_checksum(manifest) != key:
             raise IndexFormatError(f"the manifest has no valid {SELF_CHECKSUM}", path=f"{uri}/{MANIFEST}",
                                    fix="rebuild the index with `codenib index` and upload it again")
+        if is_store_layout(manifest):
+            # Its nodes live in a per-file store beside it, which is not copied from object storage.
+            raise IndexFormatError("this index is in the store layout (`index-set --layout store`): its nodes are "
+                                   "read from a local per-file store, which an index on object storage does not "
+                                   "carry", path=uri, fix="upload indexes built with `--layout full`, or run on the "
+                                                          "local index root")
         root = Path(self.root)
         root.mkdir(parents=True, exist_ok=True)
         dest = root / key

@@ -318,3 +318,20 @@ def test_unplaceable_actors_leave_nothing_on_the_store(ray_session, s3_endpoint,
                            local_below=0, actor_resources="nowhere=1", index_cache=str(tmp_path / "cache"),
                            progress=False), log=lambda m: None, storage=StorageConfig(endpoint=s3_endpoint))
     assert listing(s3_endpoint, bucket, "runs/unplaced") == {}
+
+
+def test_an_index_in_the_store_layout_on_s3_is_refused_naming_the_uri(s3_endpoint, bucket, sparse_only_index_dir,
+                                                                      s3_queries, tmp_path, monkeypatch, capsys):
+    from codenib.compiler.compact import compact_index
+    from codenib.core.store_backend import LocalBackend
+
+    small = tmp_path / "small"
+    shutil.copytree(sparse_only_index_dir, small)
+    assert compact_index(small, LocalBackend(tmp_path / "store"), print)
+    uri = upload_dir(s3_endpoint, small, bucket, "indexes/small")
+    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
+    code = main(["run", "--queries", str(s3_queries[0]), "--index", uri, "--out", f"s3://{bucket}/runs/small",
+                 "--index-cache", str(tmp_path / "cache"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and uri in err and "in the store layout" in err and "--layout full" in err
+    assert listing(s3_endpoint, bucket, "runs/small") == {}
