@@ -221,6 +221,7 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
                 stop_ray()
     else:
         rows.update((snap.index, _row(snap, commit, "kept")) for snap, commit, _ in resolved)
+    _pack(store, log)
     report = root / REPORT_NAME
     _write_report([rows[s.index] for s in snapshots], report)
     statuses = [r["status"] for r in rows.values()]
@@ -345,6 +346,19 @@ def _set_layout(folder: Path, rows: list[dict], store: "StoreBackend", layout: s
             row["layout"] = "store" if is_store_layout(read_manifest(folder, verify=False)) else FULL_LAYOUT
         except CodeNibError:
             row["layout"] = None
+
+
+def _pack(store: "StoreBackend", log: Callable[[str], None]) -> None:
+    """Pack a local store's new entries (`codenib.core.store_packs`); one that cannot be packed
+    stays as it is, loose entries and all, and is read the same."""
+    from codenib.core.store_backend import LocalBackend
+    from codenib.core.store_packs import pack_store
+
+    if isinstance(store, LocalBackend):
+        try:
+            pack_store(store.root, log)
+        except OSError as exc:
+            log(f"warning: the store {store.root} was not packed ({exc}); its entries stay loose")
 
 
 def _resolved(snapshots: list[Snapshot]):

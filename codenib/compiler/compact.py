@@ -62,7 +62,7 @@ def compact_index(index_dir: str | os.PathLike, store: StoreBackend, log: Callab
         return False
     cache = FileCache(store, TokenizerConfig.from_dict(manifest.get("tokenizer", {})))
     names = [cache.entry_name(rel, sha) for rel, sha in files]
-    missing = {rel for (rel, _), name in zip(files, names) if not (store.root / name).is_file()}
+    missing = {rel for (rel, _), name in zip(files, names) if not store.has(name)}
     if missing and not _put_missing(index_dir, missing, dict(files), cache, log):
         return False
     with artifact.atomic_index_dir(index_dir) as staging:

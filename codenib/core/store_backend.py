@@ -45,20 +45,26 @@ class StoreBackend(Protocol):
 
 
 class LocalBackend:
-    """Entries as files under a folder (the layout of every store before object storage)."""
+    """Entries as files under a folder (the layout of every store before object storage), or
+    packed into larger files (`codenib.core.store_packs`) once a job is done with them."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
+        self._packs = None
 
     def read(self, name: str) -> bytes | None:
         try:
             return (self.root / name).read_bytes()
         except OSError:
-            return None
+            return self._packed().read(name)
+
+    def has(self, name: str) -> bool:
+        """Whether the store holds the entry, loose or packed."""
+        return (self.root / name).is_file() or self._packed().has(name)
 
     def write(self, name: str, data: bytes) -> None:
         path = self.root / name
-        if path.exists():       # written once: the same key always holds the same bytes
+        if path.exists() or self._packed().has(name):   # written once: the same key always holds the same bytes
             return
         tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
         try:
@@ -73,6 +79,13 @@ class LocalBackend:
 
     def shown(self, name: str = "") -> str:
         return str(self.root / name) if name else str(self.root)
+
+    def _packed(self):
+        if self._packs is None:
+            from codenib.core.store_packs import Packs
+
+            self._packs = Packs(self.root)
+        return self._packs
 
     def __reduce__(self):
         return LocalBackend, (str(self.root),)

@@ -281,9 +281,12 @@ def test_the_store_layout_loads_and_searches_as_the_full_folders(ray_session, hi
                  "--quiet", "--layout", "store"]) == 0
     assert [_report(small)[i]["status"] for i in ("s1", "s2")] == ["kept", "kept"]
 
-    # A store entry gone: loading names it, and the command exits 2.
+    # The job packed the store's entries (no loose file left). The packs gone: loading names
+    # the first file's entry, and the command exits 2.
+    assert not list((small / ".codenib-store").rglob("*.json.gz"))
+    assert len(list((small / ".codenib-store" / "packs").glob("*.idx"))) == 1
     entry = pq.read_table(small / "s2" / "store_files.parquet").to_pylist()[0]
-    (small / ".codenib-store" / entry["entry"]).unlink()
+    shutil.rmtree(small / ".codenib-store" / "packs")
     with pytest.raises(IndexFormatError, match=f"no readable entry for {entry['file']}"):
         load_index(small / "s2")
     capsys.readouterr()
