@@ -103,6 +103,12 @@ def _put_missing(index_dir: Path, missing: set[str], shas: dict[str, str], cache
     for r, f in enumerate(nodes.column("file").to_pylist()):
         if f in missing:
             rows.setdefault(f, []).append(r)
+    ids = nodes.column("node_id").to_pylist()
+    for rel, picked in sorted(rows.items()):
+        if len({ids[r] for r in picked}) != len(picked):
+            # A build takes a stored file's counts by node id (`fill_cache` refuses such a file too).
+            log(f"{index_dir}: two nodes of {rel} share an id; kept in the full layout")
+            return False
     for rel, picked in sorted(rows.items()):
         part = nodes.take(picked).to_pylist()
         file_nodes = [Node(**{n: (tuple(row[n] or ()) if n == "decorators" else row[n]) for n in NODES_SCHEMA.names})
