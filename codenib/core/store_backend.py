@@ -5,7 +5,8 @@ relative posix paths (`v3/ab/abcdef....json.gz`, `vectors/v1/<fingerprint>/ab/..
 read and write them through a backend:
 
 * `LocalBackend`: a folder; an entry is written to a temporary name and renamed, so a reader
-  never sees half of one, and an entry already there is left as it is;
+  never sees half of one, and an entry already there (loose, or packed into a larger file
+  once a job was done with it: `codenib.core.store_packs`) is left as it is;
 * `ObjectBackend`: a `pyarrow.fs` URI (`s3://bucket/prefix`) through `codenib.core.storage`;
   an entry is one PUT, which the store makes whole or nothing (a second writer of the same
   key writes the same bytes: keys are content addresses).
