@@ -8,8 +8,9 @@
 
 Prints CPU seconds, wall seconds and disk for each, their ratios, and whether every
 snapshot's nodes and edges are equal both ways; then loads a sample of snapshots both ways
-(`--load-sample`) and prints the load seconds and whether their BM25 searches agree. Snapshots are the mirror's first-parent
-commits, evenly spaced over the last `--over` of them; or, with `--set` (repeatable), the
+(`--load-sample`) and prints the load seconds and whether their BM25 searches agree.
+Snapshots are the mirror's first-parent commits, evenly spaced over the last `--over` of
+them; or, with `--set` (repeatable), the
 rows of snapshot sets as `codenib index-set` reads them (SWE-bench-shaped files with
 `--mirror-root`), the chain then running per repository in commit order.
 
