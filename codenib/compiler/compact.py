@@ -19,6 +19,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from codenib.compiler.build_parse import nodes_of
 from codenib.compiler.cache import FileCache
 from codenib.compiler.state import INCR_DIR
 from codenib.core import artifact
@@ -27,7 +28,6 @@ from codenib.core.file_entry import CachedFile
 from codenib.core.store_backend import LocalBackend, StoreBackend
 from codenib.core.store_layout import STORE_FILES_SCHEMA, layout_entry
 from codenib.core.tokens import TokenizerConfig
-from codenib.core.types import NODES_SCHEMA, Node
 
 #: What the store layout leaves out: the per-file store holds it (nodes, term counts) or it is
 #: computed again on load (BM25 arrays); `incr/` serves only a `--reuse` of this very folder.
@@ -110,10 +110,7 @@ def _put_missing(index_dir: Path, missing: set[str], shas: dict[str, str], cache
             log(f"{index_dir}: two nodes of {rel} share an id; kept in the full layout")
             return False
     for rel, picked in sorted(rows.items()):
-        part = nodes.take(picked).to_pylist()
-        file_nodes = [Node(**{n: (tuple(row[n] or ()) if n == "decorators" else row[n]) for n in NODES_SCHEMA.names})
-                      for row in part]
-        cache.put(rel, shas[rel], CachedFile(file_nodes, [terms.counts_of(r) for r in picked]))
+        cache.put(rel, shas[rel], CachedFile(nodes_of(nodes.take(picked)), [terms.counts_of(r) for r in picked]))
     return True
 
 
