@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 
+from codenib.batch.snapshot_layout import FULL_LAYOUT, check_layout, pack, set_layout
 from codenib.core.errors import BadInputError, CodeNibError
 from codenib.core.mirrors import find_git_dir
 from codenib.core.rows import column_of, read_rows
@@ -60,10 +61,6 @@ REPORT_NAME = "_index_set.parquet"
 DEFAULT_STORE_NAME = ".codenib-store"
 #: The manifest key under which a snapshot records how it was built (for resume).
 MANIFEST_KEY = "index_set"
-#: `--layout`: each snapshot a whole index folder, or one over the shared per-file store
-#: (`codenib.core.store_layout`: nodes and BM25 read back from the store, ~1/10 of the disk).
-FULL_LAYOUT = "full"
-LAYOUTS = (FULL_LAYOUT, "store")
 REPORT_SCHEMA = pa.schema([("index", pa.string()), ("repo", pa.string()), ("rev", pa.string()),
                            ("commit", pa.string()), ("status", pa.string()), ("error", pa.string()),
                            ("seconds", pa.float64()), ("files", pa.int64()), ("nodes", pa.int64()),
@@ -183,7 +180,7 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
     if root.exists() and not root.is_dir():
         raise BadInputError("--index-root is a file", path=str(root), fix="pass a folder for the indexes")
     store = _open_store(options.store or root / DEFAULT_STORE_NAME, storage)
-    _check_layout(options.layout, store)
+    check_layout(options.layout, store)
     root.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict] = {}
     resolved: list[tuple[Snapshot, str, int]] = []
@@ -221,7 +218,7 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
                 stop_ray()
     else:
         rows.update((snap.index, _row(snap, commit, "kept")) for snap, commit, _ in resolved)
-    _pack(store, log)
+    pack(store, log)
     report = root / REPORT_NAME
     _write_report([rows[s.index] for s in snapshots], report)
     statuses = [r["status"] for r in rows.values()]
@@ -262,11 +259,11 @@ def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: "str | St
         if row["status"] != "error":
             # The one before has served its turn as the base: only the last is kept whole.
             if base is not None:
-                _set_layout(base, rows, store, options.layout)
+                set_layout(base, rows, store, options.layout)
             base = folder
         rows.append(row)
     if base is not None:
-        _set_layout(base, rows, store, options.layout)
+        set_layout(base, rows, store, options.layout)
     return rows
 
 
@@ -315,50 +312,6 @@ def _open_store(where: "str | Path", storage: "StorageConfig | None") -> "StoreB
     backend = open_backend(str(where), storage)
     backend.check()
     return backend
-
-
-def _check_layout(layout: str, store: "StoreBackend") -> None:
-    """A known layout, and a store the store layout can read back from."""
-    from codenib.core.store_backend import LocalBackend
-
-    if layout not in LAYOUTS:
-        raise BadInputError(f"unknown --layout {layout!r}", fix=f"pass one of {', '.join(LAYOUTS)}")
-    if layout != FULL_LAYOUT and not isinstance(store, LocalBackend):
-        raise BadInputError(f"--layout {layout} reads each index back from a local per-file store, and "
-                            f"--store is {store.shown()}", fix="pass a folder as --store, or --layout full")
-
-
-def _set_layout(folder: Path, rows: list[dict], store: "StoreBackend", layout: str) -> None:
-    """Rewrite the index at `folder` in `layout` once the run no longer builds on it, and
-    say so in its report row (a snapshot that cannot be rewritten stays whole, and loads)."""
-    from codenib.core.artifact import is_store_layout, read_manifest
-
-    row = next((r for r in rows if r["index"] == folder.name), None)
-    if layout != FULL_LAYOUT:
-        from codenib.compiler.compact import compact_index
-
-        try:
-            compact_index(folder, store, lambda message: None)
-        except (CodeNibError, OSError):
-            pass    # still a whole index in the full layout: the row says so
-    if row is not None:
-        try:
-            row["layout"] = "store" if is_store_layout(read_manifest(folder, verify=False)) else FULL_LAYOUT
-        except CodeNibError:
-            row["layout"] = None
-
-
-def _pack(store: "StoreBackend", log: Callable[[str], None]) -> None:
-    """Pack a local store's new entries (`codenib.core.store_packs`); one that cannot be packed
-    stays as it is, loose entries and all, and is read the same."""
-    from codenib.core.store_backend import LocalBackend
-    from codenib.core.store_packs import pack_store
-
-    if isinstance(store, LocalBackend):
-        try:
-            pack_store(store.root, log)
-        except OSError as exc:
-            log(f"warning: the store {store.root} was not packed ({exc}); its entries stay loose")
 
 
 def _resolved(snapshots: list[Snapshot]):

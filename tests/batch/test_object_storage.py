@@ -137,11 +137,7 @@ def test_a_copy_that_fails_its_checksums_is_bad_input_naming_the_uri(s3_endpoint
     data = bytearray((broken / "nodes.parquet").read_bytes())
     data[len(data) // 2] ^= 0xFF
     (broken / "nodes.parquet").write_bytes(bytes(data))
-    uri = upload_dir(s3_endpoint, broken, bucket, "indexes/broken")
-    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
-    code = main(["run", "--queries", str(s3_queries[0]), "--index", uri, "--out", f"s3://{bucket}/runs/broken",
-                 "--index-cache", str(tmp_path / "cache"), "--quiet"])
-    err = capsys.readouterr().err
+    code, err, uri = _run_uploaded(broken, "broken", s3_endpoint, bucket, s3_queries, tmp_path, monkeypatch, capsys)
     assert code == 2 and uri in err and "fails its checksums" in err and "upload the index folder again" in err
     assert listing(s3_endpoint, bucket, "runs/broken") == {}
     assert [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")] == []
@@ -328,10 +324,16 @@ def test_an_index_in_the_store_layout_on_s3_is_refused_naming_the_uri(s3_endpoin
     small = tmp_path / "small"
     shutil.copytree(sparse_only_index_dir, small)
     assert compact_index(small, LocalBackend(tmp_path / "store"), print)
-    uri = upload_dir(s3_endpoint, small, bucket, "indexes/small")
-    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
-    code = main(["run", "--queries", str(s3_queries[0]), "--index", uri, "--out", f"s3://{bucket}/runs/small",
-                 "--index-cache", str(tmp_path / "cache"), "--quiet"])
-    err = capsys.readouterr().err
+    code, err, uri = _run_uploaded(small, "small", s3_endpoint, bucket, s3_queries, tmp_path, monkeypatch, capsys)
     assert code == 2 and uri in err and "in the store layout" in err and "--layout full" in err
     assert listing(s3_endpoint, bucket, "runs/small") == {}
+
+
+def _run_uploaded(folder, name, s3_endpoint, bucket, s3_queries, tmp_path, monkeypatch, capsys):
+    """`codenib run` over `folder` uploaded as `indexes/NAME`, results to `runs/NAME`: exit
+    status, stderr and the index's URI."""
+    uri = upload_dir(s3_endpoint, folder, bucket, f"indexes/{name}")
+    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
+    code = main(["run", "--queries", str(s3_queries[0]), "--index", uri, "--out", f"s3://{bucket}/runs/{name}",
+                 "--index-cache", str(tmp_path / "cache"), "--quiet"])
+    return code, capsys.readouterr().err, uri
