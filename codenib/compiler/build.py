@@ -266,6 +266,7 @@ def build_index(repo: "str | Path | SourceTree", out: str | Path, options: Build
                 "reuse": reuse,
                 "max_file_bytes": options.max_file_bytes,
                 "skipped_files": [{"path": s.rel_path, "reason": s.reason} for s in skipped],
+                "borrowed_files": {f.rel_path: f.borrowed for f in files if f.borrowed},
                 "cache": {"path": str(store.root), "files_found": len(cached)} if store is not None else None,
                 **extra,
             }

@@ -13,6 +13,7 @@ import posixpath
 from pathlib import Path
 from typing import Protocol
 
+from codenib.compiler.borrowed import banner_reason, folder_reason
 from codenib.compiler.generated import generated_name_reason, generated_text_reason
 from codenib.compiler.walk import (BINARY_SNIFF_BYTES, MAX_FILE_BYTES, SourceFile, SkippedFile, content_reason,
                                    path_reason, skip_folder_name, walk_repository)
@@ -134,9 +135,11 @@ class GitTree:
 
     # -- private helpers -----------------------------------------------------------------------
 
-    def _walk(self, tree, rel_dir: str, max_file_bytes: int, files: list, skipped: list) -> None:
+    def _walk(self, tree, rel_dir: str, max_file_bytes: int, files: list, skipped: list,
+              vendored: str | None = None) -> None:
         # A folder's files, then its folders, each by name: the order of `os.walk` on a checkout.
         entries = sorted(tree, key=lambda e: e.name)
+        vendored = vendored or folder_reason(rel_dir, [e.name for e in entries if e.type_str == "blob"])
         for entry in entries:
             if entry.type_str != "blob" or language_of(entry.name) is None:
                 continue        # a folder (below), a submodule (a checkout leaves it empty), no reader's
@@ -149,12 +152,12 @@ class GitTree:
                 skipped.append(SkippedFile(rel, reason))
             else:
                 self._held[rel] = data
-                files.append(SourceFile(rel, Path(rel)))
+                files.append(SourceFile(rel, Path(rel), vendored or banner_reason(data)))
         for entry in entries:
             if entry.type_str == "tree" and not skip_folder_name(entry.name, top=not rel_dir) \
                     and not _is_venv(entry):
                 self._walk(entry, posixpath.join(rel_dir, entry.name) if rel_dir else entry.name,
-                           max_file_bytes, files, skipped)
+                           max_file_bytes, files, skipped, vendored)
 
     def _select(self, entry, rel: str, max_file_bytes: int) -> tuple[str | None, bytes | None]:
         """Why the blob `entry` at `rel` is left out (the walk's reasons) and else its bytes."""

@@ -8,6 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from codenib.compiler.borrowed import banner_reason, folder_reason
 from codenib.compiler.generated import generated_reason
 from codenib.engines.languages import language_of
 from codenib.core.errors import BadInputError
@@ -35,6 +36,8 @@ class SourceFile:
 
     rel_path: str   # posix path relative to the repository root
     abs_path: Path
+    # why the project did not write it (generated, vendored: `codenib.compiler.borrowed`), or None
+    borrowed: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,22 +78,25 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
         rel = Path(exc.filename).relative_to(root_real).as_posix() if exc.filename else "."
         skipped.append(SkippedFile(rel + "/", f"folder not readable: {exc.strerror}"))
 
+    vendored: dict[Path, str | None] = {}   # folder -> why it holds vendored code (inherited)
     for dirpath, dirnames, filenames in os.walk(root_real, onerror=unlistable, followlinks=False):
         here = Path(dirpath)
         rel_dir = here.relative_to(root_real)
         dirnames[:] = sorted(d for d in dirnames if not _skip_dir(here / d, d, top=rel_dir == Path(".")))
+        in_vendored = vendored[rel_dir] = (vendored.get(rel_dir.parent) if rel_dir != Path(".") else None) \
+            or folder_reason(rel_dir.as_posix(), filenames)
         for name in sorted(filenames):
             if language_of(name) is None:
                 continue
             path = here / name
             rel = (rel_dir / name).as_posix()
-            reason = _skip_file(path, root_real, max_file_bytes)
+            reason, head = _skip_file(path, root_real, max_file_bytes)
             reason = reason or generated_reason(path, rel)
             rel, reason = path_reason(rel, reason)
             if reason:
                 skipped.append(SkippedFile(rel, reason))
             else:
-                files.append(SourceFile(rel, path))
+                files.append(SourceFile(rel, path, in_vendored or banner_reason(head)))
     files.sort(key=lambda f: f.rel_path)
     return files, skipped
 
@@ -148,31 +154,32 @@ def _skip_dir(path: Path, name: str, top: bool) -> bool:
         return False
 
 
-def _skip_file(path: Path, root_real: Path, max_file_bytes: int) -> str | None:
+def _skip_file(path: Path, root_real: Path, max_file_bytes: int) -> tuple[str | None, bytes]:
+    """Why the file is left out (None: kept), and its first bytes (those a kept file was sniffed by)."""
     if path.is_symlink():
         try:
             target = path.resolve(strict=True)
         except RuntimeError:     # Python 3.11 raises this for a loop, later versions OSError(ELOOP)
-            return "symlink loop"
+            return "symlink loop", b""
         except OSError as exc:
-            return "symlink loop" if exc.errno == errno.ELOOP else f"broken symlink: {exc.strerror}"
+            return ("symlink loop" if exc.errno == errno.ELOOP else f"broken symlink: {exc.strerror}"), b""
         if not target.is_relative_to(root_real):
-            return "symlink leaves the repository root"
+            return "symlink leaves the repository root", b""
     try:
         info = path.stat()
     except OSError as exc:
-        return f"unreadable: {exc.strerror}"
+        return f"unreadable: {exc.strerror}", b""
     if not stat.S_ISREG(info.st_mode):
         # Opening a named pipe blocks until a writer comes; devices and sockets are no source.
-        return f"not a regular file ({_file_type(info.st_mode)})"
+        return f"not a regular file ({_file_type(info.st_mode)})", b""
     if info.st_size > max_file_bytes:
-        return content_reason(info.st_size, b"", max_file_bytes)
+        return content_reason(info.st_size, b"", max_file_bytes), b""
     try:
         with open(path, "rb") as fh:
             head = fh.read(BINARY_SNIFF_BYTES)
     except OSError as exc:
-        return f"unreadable: {exc.strerror}"
-    return content_reason(info.st_size, head, max_file_bytes)
+        return f"unreadable: {exc.strerror}", b""
+    return content_reason(info.st_size, head, max_file_bytes), head
 
 
 def _file_type(mode: int) -> str:

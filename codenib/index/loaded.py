@@ -111,6 +111,12 @@ class LoadedIndex:
         return self.manifest.get("source_root_name") or self.path.name
 
     @property
+    def borrowed_files(self) -> dict[str, str]:
+        """Generated and vendored files (path -> why; `codenib.compiler.borrowed`): empty for
+        an index built before the marks."""
+        return self.manifest.get("borrowed_files") or {}
+
+    @property
     def model_spec(self) -> ModelSpec | None:
         model = self.manifest.get("model")
         if not model:

@@ -158,6 +158,9 @@ class LocaliseInputs:
     # the report's quoted literals found verbatim in the code; a node's and a file's evidence
     # is log2(1 + the weights of those they hold): several count more than one, less and less
     literals: tuple[Literal, ...] = ()
+    # generated and vendored files (the index's `borrowed_files`): outside the library code,
+    # as documentation and examples are (`f_nonlib`)
+    borrowed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -214,10 +217,12 @@ def dense_text(report: BugReport) -> str:
 def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], index) -> LocaliseInputs:
     """Resolve a report's mentions against `index` and bundle them with its search runs."""
     priors = tuple(resolve_mentions(report, index.symbols, index.nodes))
+    borrowed = frozenset(getattr(index, "borrowed_files", None) or ())
     scan = index.text_scan() if report.literals and hasattr(index, "text_scan") else None
-    literals = (literal_holders(report.literals, scan, index.nodes.file, is_library_path)
+    literals = (literal_holders(report.literals, scan, index.nodes.file,
+                                lambda path: is_library_path(path) and path not in borrowed)
                 if scan is not None else ())
-    return LocaliseInputs(runs, priors, about_tests(report), report.words, literals)
+    return LocaliseInputs(runs, priors, about_tests(report), report.words, literals, borrowed)
 
 
 def is_library_path(path: str) -> bool:
@@ -337,7 +342,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         path, _, in_file_tests = f.partition(_TEST_GROUP[0])
         if (in_file_tests or is_test_path(path)) and not inputs.about_tests:
             feats["f_test"] = 1.0
-        if is_nonlib_path(path):
+        if is_nonlib_path(path) or path in inputs.borrowed:
             feats["f_nonlib"] = 1.0
 
     # The report's words as name words: `n_name_words` is the share of a definition's name

@@ -324,3 +324,33 @@ def test_a_test_file_sharing_the_reports_words_ranks_below_the_library_unless_na
     prior = Prior("test/parse.test.js", None, 0.9, Mention("path", "test/parse.test.js", 40, 58))
     table = features(LocaliseInputs(runs, (prior,)), JS, None, JS_FILES)
     assert _ids_of(JS, rank(table, w, JS.node_id))[0] == "test/parse.test.js::parseDate"
+
+
+#: jq's layout: its own `src/builtin.c`, a vendored `src/decNumber/decNumber.c` and a
+#: Bison-generated `src/parser.c`, each with one function.
+C = SimpleNamespace(
+    node_id=["src/builtin.c", "src/builtin.c::f_tostring", "src/decNumber/decNumber.c",
+             "src/decNumber/decNumber.c::decNumberToString", "src/parser.c", "src/parser.c::yyparse"],
+    kind=["file", "function", "file", "function", "file", "function"],
+    file=["src/builtin.c", "src/builtin.c", "src/decNumber/decNumber.c", "src/decNumber/decNumber.c",
+          "src/parser.c", "src/parser.c"],
+    qualname=["", "f_tostring", "", "decNumberToString", "", "yyparse"],
+    start_line=[1, 1, 1, 1, 1, 1],
+    end_line=[30, 30, 40, 40, 50, 50],
+)
+C_FILES = {"src/builtin.c": 0, "src/decNumber/decNumber.c": 2, "src/parser.c": 4}
+
+
+def test_generated_and_vendored_files_rank_below_the_projects_own_code():
+    # BM25: decNumberToString 8, yyparse 6, f_tostring 4 -> 1, 0.75, 0.5 (max-normalised).
+    runs = {"bm25": (np.array([3, 5, 1]), np.array([8.0, 6.0, 4.0]))}
+    w = _w(f_bm25=1.0, n_bm25=0.5, f_nonlib=-0.6)
+    unmarked = features(LocaliseInputs(runs), C, None, C_FILES)
+    assert _ids_of(C, rank(unmarked, w, C.node_id))[0] == "src/decNumber/decNumber.c::decNumberToString"
+    # Marked (the index's `borrowed_files`), both lose 0.6 at the file level: decNumber.c
+    # 1 - 0.6 = 0.4 and parser.c 0.75 - 0.6 = 0.15, against builtin.c's 0.5.
+    borrowed = frozenset({"src/decNumber/decNumber.c", "src/parser.c"})
+    marked = features(LocaliseInputs(runs, borrowed=borrowed), C, None, C_FILES)
+    order = _ids_of(C, rank(marked, w, C.node_id))
+    assert order[:2] == ["src/builtin.c::f_tostring", "src/builtin.c"]
+    assert order.index("src/decNumber/decNumber.c") < order.index("src/parser.c")
