@@ -66,7 +66,9 @@ class BuildSummary:
         n_nodes = sum(self.nodes_by_kind.values())
         lines = [
             f"index written to {self.out}",
-            f"  files      {self.files}  ({len(self.skipped)} skipped, {len(self.parse_errors)} with parse errors)",
+            f"  files      {self.files}  ({len(self.skipped)} skipped, {len(self.parse_errors)} with parse errors"
+            + (f", {len(borrowed)} generated or vendored" if (borrowed := self.manifest.get("borrowed_files")) else "")
+            + ")",
             "  nodes      " + f"{n_nodes}  (" + ", ".join(f"{k} {v}" for k, v in self.nodes_by_kind.items()) + ")",
             "  edges      " + f"{sum(self.edges_by_type.values())}  ("
             + ", ".join(f"{k} {v}" for k, v in self.edges_by_type.items()) + ")",

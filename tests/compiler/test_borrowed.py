@@ -81,7 +81,8 @@ def test_both_walks_mark_the_same_files_and_the_manifest_keeps_them(commit, tmp_
     in_git = {f.rel_path: f.borrowed for f in tree.walk()[0]}
     assert in_git == on_disk
     assert {p: r for p, r in on_disk.items() if r} == WANT
-    build_index(checkout, tmp_path / "idx", NO_DENSE, log=lambda m: None)
+    summary = build_index(checkout, tmp_path / "idx", NO_DENSE, log=lambda m: None)
+    assert "5 generated or vendored)" in summary.render().splitlines()[1]
     assert json.loads((tmp_path / "idx" / "manifest.json").read_text())["borrowed_files"] == WANT
     # What bug localisation reads: the loaded index's marks, as its inputs' `borrowed`.
     index = load_index(tmp_path / "idx", dense=False)
