@@ -375,6 +375,9 @@ class BugLocalisation(RetrievalPlan):
                                "files": sorted({index.nodes.file[r] for r in lit.rows})[:5]}
                               for lit in inputs.literals[:10]]
         detail["about_tests"] = inputs.about_tests
+        if inputs.borrowed:     # generated and vendored candidates, ranked as non-library code
+            marked = sorted({index.nodes.file[r] for r in table.rows.tolist()} & inputs.borrowed)
+            detail["borrowed"] = {f: index.borrowed_files[f] for f in marked[:TRACE_TOP]}
         detail["contributions"] = localise.trace_of(scored, index.nodes, TRACE_TOP)
         if report.truncated:
             detail["truncated_at_chars"] = report.chars
