@@ -13,9 +13,10 @@ mark here stands alone, so its banners are the generators' fixed wording only.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: How much of a file's start is searched for a generator's banner: banners open the file.
 BANNER_BYTES = 1_024
@@ -39,7 +40,8 @@ LICENSE_SUFFIXES = frozenset({"", ".txt", ".md", ".rst", ".html", ".htm", ".mark
 #: Documentation trees are outside the library code already, and their `license.rst` is a page.
 DOCS_FOLDER = re.compile(r"(^|/)(docs?|documentation)(/|$)")
 #: A folder with one of these is a package of the project's own (a monorepo's packages carry
-#: their own license files), not a copy.
+#: their own license files), not a copy; so is one whose license is the root's (a package that
+#: ships the project's license with it: `is_own`).
 PACKAGE_MANIFESTS = frozenset({"package.json", "Cargo.toml", "go.mod", "pom.xml", "build.gradle",
                                "build.gradle.kts", "pyproject.toml", "setup.py", "setup.cfg"})
 
@@ -53,10 +55,12 @@ def banner_reason(head: bytes) -> str | None:
     return f"generated (its banner: {found.group(0).decode('ascii', 'replace')!r})"
 
 
-def folder_reason(rel_dir: str, file_names: Iterable[str]) -> str | None:
+def folder_reason(rel_dir: str, file_names: Iterable[str],
+                  is_own: Callable[[str], bool] = lambda name: False) -> str | None:
     """Why the folder `rel_dir` (posix, relative to the root; "" or "." is the root) holds
     vendored code: a vendor folder's name, or a license file of its own and no package
-    manifest (`file_names`: every file in it, source or not). None when neither."""
+    manifest (`file_names`: every file in it, source or not; `is_own(name)`: whether that
+    license file says what one of the root's does, `license_digest`). None when neither."""
     if rel_dir in ("", ".") or DOCS_FOLDER.search(rel_dir):
         return None
     name = rel_dir.rsplit("/", 1)[-1]
@@ -65,10 +69,21 @@ def folder_reason(rel_dir: str, file_names: Iterable[str]) -> str | None:
     names = list(file_names)
     if PACKAGE_MANIFESTS.intersection(names):
         return None
-    licenses = sorted(n for n in names if LICENSE_FILE.search(n) and _license_suffix(n))
+    licenses = sorted(n for n in names if is_license_name(n) and not is_own(n))
     if licenses:
         return f"vendored ({rel_dir}/ holds its own {licenses[0]})"
     return None
+
+
+def is_license_name(name: str) -> bool:
+    """Whether a file of this name is a license (`LICENSE_FILE`, with a license's ending)."""
+    return bool(LICENSE_FILE.search(name)) and _license_suffix(name)
+
+
+def license_digest(data: bytes) -> str:
+    """A license text's digest, blind to case, spacing and numbers (a copy of the root's
+    license whose years or line breaks differ is still the project's own)."""
+    return hashlib.sha256(re.sub(rb"[\s\d]+", b"", data.lower())).hexdigest()
 
 
 def _license_suffix(name: str) -> bool:

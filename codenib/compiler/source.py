@@ -13,7 +13,7 @@ import posixpath
 from pathlib import Path
 from typing import Protocol
 
-from codenib.compiler.borrowed import banner_reason, folder_reason
+from codenib.compiler.borrowed import banner_reason, folder_reason, is_license_name, license_digest
 from codenib.compiler.generated import generated_name_reason, generated_text_reason
 from codenib.compiler.walk import (BINARY_SNIFF_BYTES, MAX_FILE_BYTES, SourceFile, SkippedFile, content_reason,
                                    path_reason, skip_folder_name, walk_repository)
@@ -84,6 +84,7 @@ class GitTree:
         self.commit = str(commit.id)
         self.name = name
         self._held: dict[str, bytes] = {}
+        self._root_licenses: set[str] = set()   # the root's license texts (`license_digest`), for `_walk`
 
     @classmethod
     def open(cls, gitdir: str | os.PathLike, rev: str, name: str) -> "GitTree":
@@ -112,6 +113,8 @@ class GitTree:
         files: list[SourceFile] = []
         skipped: list[SkippedFile] = []
         self._held = {}
+        self._root_licenses = {self._license_digest(e.name) for e in self._tree
+                               if e.type_str == "blob" and is_license_name(e.name)} - {None}
         self._walk(self._tree, "", max_file_bytes, files, skipped)
         files.sort(key=lambda f: f.rel_path)
         return files, skipped
@@ -139,7 +142,9 @@ class GitTree:
               vendored: str | None = None) -> None:
         # A folder's files, then its folders, each by name: the order of `os.walk` on a checkout.
         entries = sorted(tree, key=lambda e: e.name)
-        vendored = vendored or folder_reason(rel_dir, [e.name for e in entries if e.type_str == "blob"])
+        vendored = vendored or folder_reason(
+            rel_dir, [e.name for e in entries if e.type_str == "blob"],
+            lambda name: self._license_digest(posixpath.join(rel_dir, name)) in self._root_licenses)
         for entry in entries:
             if entry.type_str != "blob" or language_of(entry.name) is None:
                 continue        # a folder (below), a submodule (a checkout leaves it empty), no reader's
@@ -158,6 +163,14 @@ class GitTree:
                     and not _is_venv(entry):
                 self._walk(entry, posixpath.join(rel_dir, entry.name) if rel_dir else entry.name,
                            max_file_bytes, files, skipped, vendored)
+
+    def _license_digest(self, rel: str) -> str | None:
+        """`license_digest` of the file at `rel` (links followed inside the tree), as the
+        checkout walk reads it; None when there is no such file or it is larger than a license."""
+        blob, _ = self._resolve(rel)
+        if blob is None or blob.size > MAX_FILE_BYTES:
+            return None
+        return license_digest(blob.data)
 
     def _select(self, entry, rel: str, max_file_bytes: int) -> tuple[str | None, bytes | None]:
         """Why the blob `entry` at `rel` is left out (the walk's reasons) and else its bytes."""

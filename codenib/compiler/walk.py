@@ -8,7 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from codenib.compiler.borrowed import banner_reason, folder_reason
+from codenib.compiler.borrowed import banner_reason, folder_reason, is_license_name, license_digest
 from codenib.compiler.generated import generated_reason
 from codenib.engines.languages import language_of
 from codenib.core.errors import BadInputError
@@ -79,12 +79,17 @@ def walk_repository(root: str | os.PathLike, max_file_bytes: int = MAX_FILE_BYTE
         skipped.append(SkippedFile(rel + "/", f"folder not readable: {exc.strerror}"))
 
     vendored: dict[Path, str | None] = {}   # folder -> why it holds vendored code (inherited)
+    root_licenses: set[str | None] = set()  # the root's license texts (os.walk visits the root first)
     for dirpath, dirnames, filenames in os.walk(root_real, onerror=unlistable, followlinks=False):
         here = Path(dirpath)
         rel_dir = here.relative_to(root_real)
         dirnames[:] = sorted(d for d in dirnames if not _skip_dir(here / d, d, top=rel_dir == Path(".")))
+        if rel_dir == Path("."):
+            root_licenses = {_license_digest(here / n, root_real) for n in filenames if is_license_name(n)}
+            root_licenses.discard(None)
         in_vendored = vendored[rel_dir] = (vendored.get(rel_dir.parent) if rel_dir != Path(".") else None) \
-            or folder_reason(rel_dir.as_posix(), filenames)
+            or folder_reason(rel_dir.as_posix(), filenames,
+                             lambda name: _license_digest(here / name, root_real) in root_licenses)
         for name in sorted(filenames):
             if language_of(name) is None:
                 continue
@@ -180,6 +185,18 @@ def _skip_file(path: Path, root_real: Path, max_file_bytes: int) -> tuple[str | 
     except OSError as exc:
         return f"unreadable: {exc.strerror}", b""
     return content_reason(info.st_size, head, max_file_bytes), head
+
+
+def _license_digest(path: Path, root_real: Path) -> str | None:
+    """`license_digest` of a license file inside the root (links followed), None when it is
+    not a readable regular file of the root or is larger than a license."""
+    try:
+        target = path.resolve(strict=True)
+        if not target.is_relative_to(root_real) or not target.is_file() or target.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return license_digest(target.read_bytes())
+    except (OSError, RuntimeError):
+        return None
 
 
 def _file_type(mode: int) -> str:

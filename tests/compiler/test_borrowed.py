@@ -9,7 +9,7 @@ import json
 import pygit2
 import pytest
 
-from codenib.compiler.borrowed import BANNER_BYTES, banner_reason, folder_reason
+from codenib.compiler.borrowed import BANNER_BYTES, banner_reason, folder_reason, license_digest
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.source import GitTree
@@ -32,7 +32,10 @@ FILES = {
     "packages/core/package.json": b"{\"name\": \"core\"}\n",
     "packages/core/index.js": b"function core() {}\nmodule.exports = { core };\n",
     "third_party/zlib/inflate.c": b"int inflate(int z) { return z; }\n",
-    "LICENSE": b"MIT\n",
+    "LICENSE": b"MIT License\n\nCopyright (c) 2020 Example\n",
+    # a package that ships the project's own license (another year, other line breaks): its code
+    "src/pkg/LICENSE.txt": b"MIT License\nCopyright (c) 2024 Example\n",
+    "src/pkg/core.py": b"def core():\n    return 2\n",
     "main.py": b"def main():\n    return 1\n",
 }
 WANT = {
@@ -70,6 +73,9 @@ def test_banners_and_folders_name_why():
     assert folder_reason("tests/scripts", ["license-checks.sh"]) is None     # a script, not a license
     assert folder_reason("lib/x", ["COPYING.LESSER", "x.c"]) is not None
     assert folder_reason("doc/en", ["license.rst", "conf.py"]) is None       # a documentation page
+    assert folder_reason("src/pkg", ["LICENSE", "a.py"], is_own=lambda name: True) is None   # the root's own
+    assert license_digest(b"MIT License\n(c) 2020") == license_digest(b"mit license (c)  2024\n")
+    assert license_digest(b"MIT License") != license_digest(b"BSD License")
     assert folder_reason("deps/vendor", []) == "vendored (deps/vendor/ is a vendor/ folder)"
 
 
