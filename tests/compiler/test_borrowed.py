@@ -1,6 +1,6 @@
 """Generated files (a generator's banner) and vendored folders (a vendor folder's name, or a
-license of their own without a package manifest) are marked by both walks alike and kept in
-the manifest."""
+license of their own, not the root's, without a package manifest) are marked by both walks
+alike and kept in the manifest."""
 
 from __future__ import annotations
 
