@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from codenib.compiler.borrowed import VENDOR_FOLDER_NAMES
 from codenib.core.types import EDGES_SCHEMA
 
 #: The edge type of a copy's link to its source (`codenib.core.types.EDGE_TYPES`).
@@ -41,9 +42,9 @@ COPY_MIN_LINES = 3
 COPY_MIN_DEFS = 3
 COPY_SHARE = 0.5
 #: Paths that hold generated or vendored copies.
-COPY_PATH = re.compile(r"(^|/)(single_?include|single_?header|amalgamat\w*|vendors?|vendored|_vendor|"
-                       r"third[_-]?party|3rd[_-]?party|bower_components|node_modules|dist)/|amalgamat",
-                       re.IGNORECASE)
+COPY_PATH = re.compile(r"(^|/)(single_?include|single_?header|amalgamat\w*|"
+                       + "|".join(map(re.escape, sorted(VENDOR_FOLDER_NAMES)))
+                       + r"|bower_components|node_modules|dist)/|amalgamat", re.IGNORECASE)
 #: Opening-line banners of generated files (read from the file node's text, which opens the file).
 COPY_BANNER = re.compile(r"amalgamat|auto-?generated|generated (automatically |by |from )|do not (edit|modify)",
                          re.IGNORECASE)
