@@ -5,21 +5,25 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from codenib.core import artifact
+from codenib.compiler.build_parse import nodes_of
 from codenib.compiler.state import Previous
 from codenib.core.store_backend import StoreBackend
-from codenib.core.store_layout import read_nodes
+from codenib.core.store_layout import read_nodes, read_vectors
 from codenib.compiler.vector_store import VectorStore, file_groups
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
 from codenib.engines.vectors import query_matrix, search_matrix
-from codenib.core.errors import BadInputError
+from codenib.core.errors import BadInputError, IndexFormatError
 from codenib.core.tokens import split_identifier
 from codenib.core.types import Node, plain_qualname
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ANN_KINDS = ("flat", "hnsw")
 #: HNSW graph degree: 32 is faiss's usual recall/memory balance for 384-d vectors.
@@ -88,6 +92,51 @@ def build_dense(nodes: Sequence[Node], folder: Path, options, log: Callable[[str
         info["hnsw_ef_search"] = HNSW_EF_SEARCH
         log(f"dense: HNSW recall@100 against exact search = {info['ann_recall_at_100']:.3f}")
     return info
+
+
+def store_vectors_of(index_dir: Path, nodes: "pa.Table", store_root: "Path | StoreBackend",
+                     log: Callable[[str], None]) -> dict[str, str] | None:
+    """File -> the name of its vector entry in the per-file store, for an index whose vectors
+    are to be read from the store (`codenib index-set --layout store`); an entry the store
+    lacks is put first from the index's own vectors, so the index reads back the same rows.
+    None (the index keeps its `dense/`) when it has no vectors with a name field, or its
+    vectors do not match its nodes.
+
+    Raises:
+        OSError: the store cannot be written.
+    """
+    manifest = artifact.read_manifest(index_dir, verify=False)
+    model = manifest.get("model") or {}
+    name_field = model.get("name_field") or {}
+    body_path = index_dir / artifact.VECTORS_FILE
+    name_path = index_dir / artifact.DENSE_DIR / str(name_field.get("file", NAME_VECTORS_FILE))
+    if not model.get("fingerprint") or not name_field or not body_path.is_file() or not name_path.is_file():
+        return None
+    body = np.load(body_path, allow_pickle=False, mmap_mode="r")
+    names = np.load(name_path, allow_pickle=False, mmap_mode="r")
+    dim = int(model["dimension"])
+    if body.shape != (nodes.num_rows, dim) or names.shape != body.shape:
+        log(f"{index_dir}: its vectors do not match its nodes; they stay in its dense/ folder")
+        return None
+    store = VectorStore(store_root, model["fingerprint"], dim)
+    rows_of = file_groups(nodes.column("file").to_pylist())
+    texts = nodes.column("text").to_pylist()
+    all_nodes = nodes_of(nodes)
+    out: dict[str, str] = {}
+    for rel, rows in rows_of.items():
+        bodies, titles = [texts[r] for r in rows], [name_text(all_nodes[r]) for r in rows]
+        own = np.asarray(body[rows]), np.asarray(names[rows])
+        stored = store.get(bodies, titles)
+        if stored is None:
+            store.put(bodies, titles, *own)
+            out[rel] = store.name(bodies, titles)
+        elif all(np.array_equal(a, b) for a, b in zip(stored, own)):
+            out[rel] = store.name(bodies, titles)
+        else:
+            # The same texts encoded in another batch can differ in the last bits (the
+            # encoder's padding); the index's own rows are kept, under their bytes' digest.
+            out[rel] = store.put_exact(*own)
+    return out
 
 
 def name_text(node: Node) -> str:
@@ -186,11 +235,20 @@ def _reusable_vectors(previous: Previous, fingerprint: str, dim: int, log) -> di
     texts = table.column("text").to_pylist()
     out: dict[str, np.ndarray] = {}
     fields = [(artifact.VECTORS_FILE, texts)]
-    if (old_dir / artifact.DENSE_DIR / NAME_VECTORS_FILE).is_file():
+    stored = artifact.vectors_in_store(manifest)
+    if stored or (old_dir / artifact.DENSE_DIR / NAME_VECTORS_FILE).is_file():
         old_nodes = [Node(**{k: v for k, v in row.items() if k != "decorators"}) for row in table.to_pylist()]
         fields.append((f"{artifact.DENSE_DIR}/{NAME_VECTORS_FILE}", [name_text(n) for n in old_nodes]))
-    for rel, field_texts in fields:
-        vectors = np.load(old_dir / rel, allow_pickle=False, mmap_mode="r")
+    # A store-layout index's vectors are its files' entries in the per-file store.
+    arrays = None
+    if stored:
+        try:
+            arrays = read_vectors(old_dir, manifest, table.column("file").to_pylist())
+        except IndexFormatError as exc:
+            log(f"dense: the vectors of {old_dir} are not reusable ({exc}); they are encoded again")
+            return {}
+    for i, (rel, field_texts) in enumerate(fields):
+        vectors = arrays[i] if arrays is not None else np.load(old_dir / rel, allow_pickle=False, mmap_mode="r")
         if vectors.shape != (len(field_texts), dim):
             log(f"dense: {old_dir / rel} has shape {vectors.shape}, expected ({len(field_texts)}, {dim}); "
                 "not reused")

@@ -10,26 +10,20 @@ readers, paths or commits can make a stale entry match.
 
     STORE/vectors/v1/<fingerprint>/ab/abcdef....npy     # (2 x nodes, dimension) float32
 
-Entries are written once (a temporary name, then renamed; on object storage one PUT) and read
-best effort: a missing, damaged or mis-shaped entry is encoded again, never trusted. The store
-is a local folder or a `pyarrow.fs` URI (`codenib.core.store_backend`).
+Entries (their names and bytes: `codenib.core.vector_entry`) are written once (a temporary
+name, then renamed; on object storage one PUT) and read best effort: a missing, damaged or
+mis-shaped entry is encoded again, never trusted. The store is a local folder or a `pyarrow.fs` URI (`codenib.core.store_backend`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
 from collections.abc import Sequence
 
 import numpy as np
 
 from codenib.core.store_backend import StoreBackend, open_backend
-
-#: Bumped when the entry layout or key changes (old entries are then simply not found).
-VECTOR_STORE_VERSION = 1
-#: The folder under the per-file store's root.
-VECTORS_DIR = "vectors"
+from codenib.core.vector_entry import decode_vectors, encode_vectors, entry_name, exact_entry_name, model_prefix
 
 
 class VectorStore:
@@ -38,38 +32,39 @@ class VectorStore:
 
     def __init__(self, root: "str | os.PathLike | StoreBackend", fingerprint: str, dimension: int):
         self.backend = open_backend(root)
-        self._prefix = f"{VECTORS_DIR}/v{VECTOR_STORE_VERSION}/{fingerprint}"
         #: Where this model's entries are, for messages.
-        self.root = self.backend.shown(self._prefix)
+        self.root = self.backend.shown(model_prefix(fingerprint))
         self.fingerprint = fingerprint
         self.dimension = dimension
 
     def get(self, bodies: Sequence[str], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """The (body, name) vectors of one file's nodes, or None when not stored."""
-        raw = self.backend.read(self._name(bodies, names))
-        if raw is None:
-            return None
-        try:
-            data = np.load(io.BytesIO(raw), allow_pickle=False)
-        except (OSError, ValueError, EOFError):
-            return None
-        n = len(bodies)
-        if data.shape != (2 * n, self.dimension) or data.dtype != np.float32:
-            return None
-        return data[:n], data[n:]
+        raw = self.backend.read(self.name(bodies, names))
+        return None if raw is None else decode_vectors(raw, len(bodies), self.dimension)
+
+    def has(self, bodies: Sequence[str], names: Sequence[str]) -> bool:
+        """Whether the store holds an entry under these texts' name (its bytes unread)."""
+        return self.backend.has(self.name(bodies, names))
 
     def put(self, bodies: Sequence[str], names: Sequence[str], body_vectors: np.ndarray,
             name_vectors: np.ndarray) -> None:
         """Store one file's vectors (atomically; the same key always holds the same vectors).
         Raises OSError when the store cannot be written."""
-        data = np.concatenate([body_vectors, name_vectors]).astype(np.float32, copy=False)
-        buffer = io.BytesIO()
-        np.save(buffer, data, allow_pickle=False)
-        self.backend.write(self._name(bodies, names), buffer.getvalue())
+        self.backend.write(self.name(bodies, names), encode_vectors(body_vectors, name_vectors))
 
-    def _name(self, bodies: Sequence[str], names: Sequence[str]) -> str:
-        digest = _texts_digest(self.fingerprint, bodies, names)
-        return f"{self._prefix}/{digest[:2]}/{digest}.npy"
+    def put_exact(self, body_vectors: np.ndarray, name_vectors: np.ndarray) -> str:
+        """Store one file's vectors under the digest of their bytes (not of their texts) and
+        return the entry's name: what a store-layout index reads back when the entry of its
+        texts holds vectors encoded in another batch. Raises OSError as `put`."""
+        data = encode_vectors(body_vectors, name_vectors)
+        name = exact_entry_name(self.fingerprint, data)
+        if not self.backend.has(name):
+            self.backend.write(name, data)
+        return name
+
+    def name(self, bodies: Sequence[str], names: Sequence[str]) -> str:
+        """The entry name of one file's texts (`codenib.core.vector_entry.entry_name`)."""
+        return entry_name(self.fingerprint, bodies, names)
 
 
 def file_groups(files: Sequence[str]) -> dict[str, list[int]]:
@@ -78,14 +73,3 @@ def file_groups(files: Sequence[str]) -> dict[str, list[int]]:
     for row, rel in enumerate(files):
         groups.setdefault(rel, []).append(row)
     return groups
-
-
-def _texts_digest(fingerprint: str, bodies: Sequence[str], names: Sequence[str]) -> str:
-    h = hashlib.sha256(fingerprint.encode())
-    # The count, then each text's length before it: no two pairs of lists share a digest.
-    h.update(len(bodies).to_bytes(8, "little"))
-    for text in (*bodies, *names):
-        raw = text.encode("utf-8", "surrogatepass")
-        h.update(len(raw).to_bytes(8, "little"))
-        h.update(raw)
-    return h.hexdigest()

@@ -74,6 +74,12 @@ def is_store_layout(manifest: dict[str, Any]) -> bool:
     return isinstance(layout, dict) and layout.get("kind") == STORE_LAYOUT
 
 
+def vectors_in_store(manifest: dict[str, Any]) -> bool:
+    """Whether a store-layout index reads its vectors from the per-file store's vector
+    entries (`codenib.core.vector_entry`) rather than from its own `dense/` folder."""
+    return is_store_layout(manifest) and manifest[LAYOUT_KEY].get("vectors") == STORE_LAYOUT
+
+
 def is_index_dir(path: Path) -> bool:
     """True when `path` holds a manifest written by CodeNib (valid or not)."""
     manifest = path / MANIFEST
@@ -150,7 +156,7 @@ def check_listing(folder: Path, manifest: dict[str, Any]) -> None:
             read += sorted(p.relative_to(folder).as_posix() for p in (folder / part).rglob("*")
                            if not p.is_dir() or p.is_symlink())
     model = manifest.get("model")
-    if isinstance(model, dict):
+    if isinstance(model, dict) and not vectors_in_store(manifest):
         read.append(VECTORS_FILE)
         name_field = model.get("name_field")
         if isinstance(name_field, dict) and name_field.get("file"):

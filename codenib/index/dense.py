@@ -47,15 +47,18 @@ class DenseIndex:
     @classmethod
     def load(cls, folder: str | Path, num_nodes: int, dimension: int | None = None,
              backend: str = "auto", device: str = "cpu", hnsw_ef_search: int | None = None,
-             name_field: dict | None = None) -> "DenseIndex":
-        """Load `vectors.npy` (no pickle), checking its shape against the nodes table."""
+             name_field: dict | None = None,
+             arrays: "tuple[np.ndarray, np.ndarray] | None" = None) -> "DenseIndex":
+        """Load `vectors.npy` (no pickle), checking its shape against the nodes table.
+
+        Args:
+            arrays: the (body, name) vectors read elsewhere (a store-layout index reads them
+                from the per-file store); `folder` then gives only the HNSW graph, if any.
+        """
         folder = Path(folder)
         path = folder / "vectors.npy"
         fix = "rebuild the index with `codenib index`, or build with --no-dense"
-        try:
-            vectors = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"cannot read the vectors: {exc}", path=str(path), fix=fix) from exc
+        vectors = arrays[0] if arrays is not None else _load_npy(path, "the vectors", fix)
         if vectors.ndim != 2 or vectors.shape[0] != num_nodes:
             raise IndexFormatError(
                 f"vectors have shape {vectors.shape}, expected {num_nodes} rows (one per row of "
@@ -68,10 +71,7 @@ class DenseIndex:
         name_vectors = None
         if name_field:
             name_path = folder / name_field["file"]
-            try:
-                name_vectors = np.load(name_path, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise IndexFormatError(f"cannot read the name vectors: {exc}", path=str(name_path), fix=fix) from exc
+            name_vectors = arrays[1] if arrays is not None else _load_npy(name_path, "the name vectors", fix)
             if name_vectors.shape != vectors.shape or name_vectors.dtype != np.float32:
                 raise IndexFormatError(f"name vectors have shape {name_vectors.shape} ({name_vectors.dtype}), "
                                        f"expected {vectors.shape} float32", path=str(name_path), fix=fix)
@@ -177,3 +177,11 @@ def _faiss_has_gpu(faiss) -> bool:
         return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
     except Exception:  # noqa: BLE001 - CPU builds may lack the symbol entirely
         return False
+
+
+def _load_npy(path: Path, what: str, fix: str) -> np.ndarray:
+    """One `.npy` array of the index (no pickle)."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise IndexFormatError(f"cannot read {what}: {exc}", path=str(path), fix=fix) from exc

@@ -20,7 +20,7 @@ from codenib.index.graph import CodeGraph
 from codenib.index.literal import TextScan
 from codenib.index.sparse import SparseIndex
 from codenib.index.symbols import SymbolIndex
-from codenib.core.store_layout import read_nodes, read_nodes_and_terms
+from codenib.core.store_layout import read_nodes, read_nodes_and_terms, read_vectors
 from codenib.core.tokens import TokenizerConfig
 from codenib.core.types import EDGES_SCHEMA
 from codenib.engines.bm25_terms import DocTerms, file_terms, terms_from_pairs
@@ -308,10 +308,11 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
     if (dense and model) or device != "auto":
         device = resolve_device(device)
     if dense and model:
+        arrays = read_vectors(path, manifest, nodes.file) if artifact.vectors_in_store(manifest) else None
         dense_index = DenseIndex.load(path / artifact.DENSE_DIR, len(nodes), model.get("dimension"),
                                       backend=dense_backend, device=device,
                                       hnsw_ef_search=model.get("hnsw_ef_search"),
-                                      name_field=model.get("name_field"))
+                                      name_field=model.get("name_field"), arrays=arrays)
     return LoadedIndex(path, manifest, nodes, code_graph, sparse_index, dense_index, device, stored)
 
 

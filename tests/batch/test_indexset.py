@@ -292,3 +292,30 @@ def test_the_store_layout_loads_and_searches_as_the_full_folders(ray_session, hi
     capsys.readouterr()
     assert main(["query", str(small / "s2"), "who calls g?"]) == 2
     assert entry["entry"] in capsys.readouterr().err
+
+
+def test_vectors_in_the_store_layout_are_read_back_from_the_vector_entries(ray_session, history, tmp_path, capsys):
+    from codenib.index.loaded import load_index
+
+    _, gitdir, c1, c2 = history
+    rows = _set(tmp_path / "set.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1},
+                                         {"index": "s2", "repo": str(gitdir), "rev": c2}])
+    store = str(tmp_path / "store")
+    full, small = tmp_path / "full", tmp_path / "small"
+    assert main(["index-set", rows, "--index-root", str(full), "--store", store, "--quiet"]) == 0
+    assert main(["index-set", rows, "--index-root", str(small), "--store", store, "--quiet", "--layout", "store"]) == 0
+    # The second job found every file's vectors in the shared store: it encoded nothing.
+    # s1: 5 files and 5 definitions; s2: the 2 changed definitions (the file node's text, its
+    # outline of names, did not change).
+    assert [r["texts_encoded"] for r in _report(full).values()] == [10, 2]
+    assert [r["texts_encoded"] for r in _report(small).values()] == [0, 0]
+    for name in ("s1", "s2"):
+        assert sorted(p.name for p in (small / name).iterdir()) == ["edges.parquet", "manifest.json",
+                                                                    "store_files.parquet"]
+        a, b = load_index(full / name, device="cpu"), load_index(small / name, device="cpu")
+        assert (a.dense.vectors == b.dense.vectors).all() and (a.dense.name_vectors == b.dense.name_vectors).all()
+        ranked = []
+        for folder in (full / name, small / name):
+            assert main(["query", str(folder), "a function that returns one", "--mode", "dense", "--json"]) == 0
+            ranked.append([(r["node_id"], r["score"]) for r in json.loads(capsys.readouterr().out)["results"]])
+        assert ranked[0] == ranked[1] and ranked[0]
