@@ -127,7 +127,7 @@ def _from_sets(files: list[str], mirror_root: str | None) -> tuple[list[tuple], 
     in commit order (commit time, then id: as index-set orders its runs), and a label."""
     import pygit2
 
-    from codenib.batch.indexset import read_snapshot_set
+    from codenib.batch.snapshot_set import read_snapshot_set
 
     rows, seen, repos = [], set(), {}
     for f in files:

@@ -22,13 +22,16 @@ settings (recorded in its manifest under `index_set`) is kept; an interrupted jo
 builds only the rest. Each build replaces its folder atomically, so a task that dies (a node
 lost) leaves no half index, and Ray runs it again. A row whose revision is not in its
 repository, or whose build fails, becomes an error row of `ROOT/_index_set.parquet`; the
-job goes on.
+job goes on. An index root on object storage (`s3://...`): each run builds on its node and
+publishes each index there, manifest last (`codenib.batch.remote_root`). The rows of a set:
+`codenib.batch.snapshot_set`.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +39,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 
+from codenib.batch.remote_root import RemoteRoot
 from codenib.batch.snapshot_layout import FULL_LAYOUT, check_layout, pack, set_layout
+from codenib.batch.snapshot_set import Snapshot, read_snapshot_set
 from codenib.core.errors import BadInputError, CodeNibError
-from codenib.core.mirrors import find_git_dir
-from codenib.core.rows import column_of, read_rows
+from codenib.core.storage import StorageConfig, is_uri
 
 if TYPE_CHECKING:
     from codenib.core.store_backend import StoreBackend
-    from codenib.core.storage import StorageConfig
 
 #: Runs one Ray worker process builds before it exits: a fresh process hands back what
 #: fragmentation kept, so a worker's memory stays bounded however many snapshots the set holds
@@ -66,16 +69,6 @@ REPORT_SCHEMA = pa.schema([("index", pa.string()), ("repo", pa.string()), ("rev"
                            ("seconds", pa.float64()), ("files", pa.int64()), ("nodes", pa.int64()),
                            ("files_from_store", pa.int64()), ("files_kept", pa.int64()),
                            ("reused_from", pa.string()), ("texts_encoded", pa.int64()), ("layout", pa.string())])
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One row of a snapshot set: the index name, its git directory and revision."""
-
-    index: str
-    repo: str
-    gitdir: str
-    rev: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,52 +108,6 @@ class IndexSetSummary:
                 f"in {self.seconds:.1f}s; report: {self.report}")
 
 
-def read_snapshot_set(path: str | os.PathLike, mirror_root: str | os.PathLike | None = None) -> list[Snapshot]:
-    """The rows of a snapshot set (Parquet or JSONL): `index`, `repo` (a git directory, or
-    with `mirror_root` a name `owner/name` found under it) and `rev`; or SWE-bench rows
-    (`instance_id` as the index, `repo`, `base_commit`).
-
-    Raises:
-        BadInputError: naming the file and row: an unreadable set, a missing column, an empty
-            or repeated index, an index that is not a plain folder name, a repo with no git
-            directory.
-    """
-    p = Path(path)
-    records = read_rows(p, "snapshot set", "pass a Parquet or JSONL file with index, repo and rev columns")
-    names = set().union(*(r.keys() for r in records)) if records else set()
-    index_col, rev_col = column_of(names, "index"), column_of(names, "rev")
-    lacking = [w for w, ok in (("index (or instance_id)", index_col), ("repo", "repo" in names),
-                               ("rev (or base_commit)", rev_col)) if not ok]
-    if lacking:
-        raise BadInputError(f"snapshot set {p} lacks column(s) {', '.join(lacking)} "
-                            f"(has: {', '.join(sorted(names)) or 'no rows'})", path=str(p),
-                            fix="write one row per snapshot with index, repo (a git directory) and rev, or pass a "
-                                "SWE-bench-shaped file (instance_id, repo, base_commit) with --mirror-root")
-    out: list[Snapshot] = []
-    seen: set[str] = set()
-    for n, r in enumerate(records, 1):
-        where = f"snapshot set {p}, row {n}"
-        index, repo, rev = (_text(r.get(c)) for c in (index_col, "repo", rev_col))
-        if not (index and repo and rev):
-            empty = [c for c, v in ((index_col, index), ("repo", repo), (rev_col, rev)) if not v][0]
-            raise BadInputError(f"{where}: {empty} is empty", path=str(p), fix=f"give every row a {empty}")
-        if index in seen:
-            raise BadInputError(f"{where}: index {index!r} is named twice", path=str(p),
-                                fix="give every snapshot its own index name")
-        if "/" in index or "\\" in index or index in (".", "..") or index.startswith("."):
-            raise BadInputError(f"{where}: index {index!r} is not a plain folder name", path=str(p),
-                                fix="name each index with one folder name (no '/', no leading '.')")
-        seen.add(index)
-        gitdir = find_git_dir(repo, mirror_root)
-        if gitdir is None:
-            under = f" under --mirror-root {mirror_root}" if mirror_root is not None else ""
-            raise BadInputError(f"{where}: no git directory for repo {repo!r}{under}", path=str(p),
-                                fix="fetch the repository's mirror, give repo as the path of a git directory, "
-                                    "or pass --mirror-root the folder of mirrors")
-        out.append(Snapshot(index, repo, str(gitdir.absolute()), rev))
-    return out
-
-
 def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = None,
                   storage: "StorageConfig | None" = None) -> IndexSetSummary:
     """Index every snapshot of `options.snapshots` under `options.index_root` on Ray (see the
@@ -171,17 +118,26 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
     from codenib.core.progress import Progress
 
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-    for flag, value in (("--index-root", options.index_root), ("--snapshots", options.snapshots)):
-        refuse_uri(value, f"codenib index-set {flag}",
-                   "pass a local path (indexes are built into local folders; --store may be a URI)")
+    refuse_uri(options.snapshots, "codenib index-set --snapshots", "pass a local Parquet or JSONL file")
     t0 = time.perf_counter()
     snapshots = read_snapshot_set(options.snapshots, options.mirror_root)
-    root = Path(options.index_root)
-    if root.exists() and not root.is_dir():
+    remote = None
+    if is_uri(options.index_root):
+        storage = storage or StorageConfig.from_env()
+        remote = RemoteRoot(options.index_root, storage)
+        if options.layout != FULL_LAYOUT:
+            raise BadInputError(f"--layout {options.layout} reads each index back from a local per-file store; an "
+                                f"index root on object storage ({options.index_root}) holds whole indexes",
+                                fix="pass --layout full, or a local --index-root")
+        remote.check()
+    root = Path(options.index_root) if remote is None else None
+    if root is not None and root.exists() and not root.is_dir():
         raise BadInputError("--index-root is a file", path=str(root), fix="pass a folder for the indexes")
-    store = _open_store(options.store or root / DEFAULT_STORE_NAME, storage)
+    store = _open_store(options.store or (f"{remote.uri}/{DEFAULT_STORE_NAME}" if remote is not None
+                                          else root / DEFAULT_STORE_NAME), storage)
     check_layout(options.layout, store)
-    root.mkdir(parents=True, exist_ok=True)
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict] = {}
     resolved: list[tuple[Snapshot, str, int]] = []
     for snap, commit, when, error in _resolved(snapshots):
@@ -189,14 +145,21 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
             rows[snap.index] = _row(snap, commit, "error", error)
         else:
             resolved.append((snap, commit, when))
-    if any(not _current(root / snap.index, commit, options.settings()) for snap, commit, _ in resolved):
+
+    def current(snap: Snapshot, commit: str) -> bool:
+        if remote is not None:
+            return _matches(remote.manifest(snap.index), commit, options.settings())
+        return _current(root / snap.index, commit, options.settings())
+
+    if any(not current(snap, commit) for snap, commit, _ in resolved):
         started = start_ray(options.address, False, log)
         try:
             import ray
 
             cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
             build = ray.remote(num_cpus=1, max_calls=RUNS_PER_WORKER, max_retries=TASK_RETRIES)(build_run)
-            pending = {build.remote(run, str(root), store, options): run for run in runs_of(resolved, cpus)}
+            where = str(root) if remote is None else remote
+            pending = {build.remote(run, where, store, options): run for run in runs_of(resolved, cpus)}
             with Progress("index-set", len(resolved), "snapshots", enabled=options.progress) as bar:
                 while pending:
                     done, _ = ray.wait(list(pending), num_returns=1)
@@ -206,7 +169,7 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
                     except Exception as exc:   # noqa: BLE001 - a task that failed after its retries: its rows
                         error = f"{type(exc).__name__}: {exc}".splitlines()[0]
                         # What the run finished before it failed is whole (each index is atomic).
-                        finished = [_row(snap, commit, "built") if _current(root / snap.index, commit, options.settings())
+                        finished = [_row(snap, commit, "built") if current(snap, commit)
                                     else _row(snap, commit, "error", error) for snap, commit in run]
                     for row in finished:
                         rows[row["index"]] = row
@@ -219,10 +182,15 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
     else:
         rows.update((snap.index, _row(snap, commit, "kept")) for snap, commit, _ in resolved)
     pack(store, log)
-    report = root / REPORT_NAME
-    _write_report([rows[s.index] for s in snapshots], report)
+    table = pa.Table.from_pylist([rows[s.index] for s in snapshots], schema=REPORT_SCHEMA)
+    if remote is not None:
+        remote.write_table(table, REPORT_NAME)
+        report = f"{remote.uri}/{REPORT_NAME}"
+    else:
+        report = str(root / REPORT_NAME)
+        _write_report(table, root / REPORT_NAME)
     statuses = [r["status"] for r in rows.values()]
-    return IndexSetSummary(str(report), statuses.count("built"), statuses.count("kept"), statuses.count("error"),
+    return IndexSetSummary(report, statuses.count("built"), statuses.count("kept"), statuses.count("error"),
                            time.perf_counter() - t0)
 
 
@@ -242,29 +210,18 @@ def runs_of(snapshots: list[tuple[Snapshot, str, int]], n: int) -> list[list[tup
     return runs
 
 
-def build_run(run: list[tuple[Snapshot, str]], index_root: str, store: "str | StoreBackend",
+def build_run(run: list[tuple[Snapshot, str]], index_root: "str | RemoteRoot", store: "str | StoreBackend",
               options: IndexSetOptions) -> list[dict]:
     """Build a run of one repository's snapshots in commit order (a Ray task), each after
     the first reusing the one before it; returns their report rows. `store`: the per-file
     store's folder or backend (`codenib.core.store_backend`). A snapshot already
-    current is kept (and serves the next as its base)."""
-    rows: list[dict] = []
-    base: Path | None = None
-    for snap, commit in run:
-        folder = Path(index_root) / snap.index
-        if _current(folder, commit, options.settings()):
-            row = _row(snap, commit, "kept")
-        else:
-            row = build_snapshot(snap, commit, index_root, store, options, reuse=base)
-        if row["status"] != "error":
-            # The one before has served its turn as the base: only the last is kept whole.
-            if base is not None:
-                set_layout(base, rows, store, options.layout)
-            base = folder
-        rows.append(row)
-    if base is not None:
-        set_layout(base, rows, store, options.layout)
-    return rows
+    current is kept (and serves the next as its base). An index root on object storage
+    (`RemoteRoot`): each snapshot is built in a scratch folder of this node and published
+    once built; the local copy serves the next snapshot as its base, then goes."""
+    if isinstance(index_root, RemoteRoot):
+        with tempfile.TemporaryDirectory(prefix="codenib-index-set-") as scratch:
+            return _build_run(run, Path(scratch), store, options, index_root)
+    return _build_run(run, Path(index_root), store, options, None)
 
 
 def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: "str | StoreBackend",
@@ -301,11 +258,47 @@ def build_snapshot(snap: Snapshot, commit: str, index_root: str, store: "str | S
 
 # --- private helpers ---------------------------------------------------------------------------
 
+def _build_run(run: list[tuple[Snapshot, str]], root: Path, store: "str | StoreBackend", options: IndexSetOptions,
+               remote: RemoteRoot | None) -> list[dict]:
+    """`build_run` into the local folder `root` (with `remote`: a scratch folder whose
+    indexes are published there)."""
+    import shutil
+
+    rows: list[dict] = []
+    base: Path | None = None
+    for snap, commit in run:
+        folder = root / snap.index
+        if (_matches(remote.manifest(snap.index), commit, options.settings()) if remote is not None
+                else _current(folder, commit, options.settings())):
+            row = _row(snap, commit, "kept")
+            if remote is not None:      # on the store, not here: the next one builds afresh
+                rows.append(row)
+                base = None
+                continue
+        else:
+            row = build_snapshot(snap, commit, str(root), store, options, reuse=base)
+            if remote is not None and row["status"] != "error":
+                try:
+                    remote.publish(folder, snap.index)
+                except CodeNibError as exc:
+                    row = _row(snap, commit, "error", f"upload failed: {exc}", row["seconds"])
+        if row["status"] != "error":
+            # The one before has served its turn as the base: only the last is kept whole.
+            if base is not None:
+                set_layout(base, rows, store, options.layout)
+                if remote is not None:
+                    shutil.rmtree(base, ignore_errors=True)
+            base = folder
+        rows.append(row)
+    if base is not None:
+        set_layout(base, rows, store, options.layout)
+    return rows
+
+
 def _open_store(where: "str | Path", storage: "StorageConfig | None") -> "StoreBackend":
     """The per-file store's backend; one on object storage is reached once now (a bad bucket
     is bad input, exit 2, before any work)."""
     from codenib.core.store_backend import open_backend
-    from codenib.core.storage import StorageConfig, is_uri
 
     if is_uri(str(where)) and storage is None:
         storage = StorageConfig.from_env()
@@ -340,6 +333,13 @@ def _current(folder: Path, commit: str, settings: dict) -> bool:
         manifest = read_manifest(folder, verify=True)
     except CodeNibError:
         return False
+    return _matches(manifest, commit, settings)
+
+
+def _matches(manifest: dict | None, commit: str, settings: dict) -> bool:
+    """Whether `manifest` is that of an index of `commit` built by index-set with `settings`."""
+    if not isinstance(manifest, dict):
+        return False
     record = manifest.get(MANIFEST_KEY) or {}
     return manifest.get("git_commit") == commit and record.get("settings") == settings
 
@@ -353,7 +353,7 @@ def _row(snap: Snapshot, commit: str | None, status: str, error: str | None = No
             "texts_encoded": encoded, "layout": None}
 
 
-def _write_report(rows: list[dict], path: Path) -> None:
+def _write_report(table: pa.Table, path: Path) -> None:
     import pyarrow.parquet as pq
 
     from codenib.core.outputs import tmp_path, writing
@@ -361,14 +361,7 @@ def _write_report(rows: list[dict], path: Path) -> None:
     tmp = tmp_path(path)
     try:
         with writing(path):
-            pq.write_table(pa.Table.from_pylist(rows, schema=REPORT_SCHEMA), tmp)
+            pq.write_table(table, tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _text(v) -> str | None:
-    if v is None:
-        return None
-    s = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-    return s.strip() or None

@@ -13,8 +13,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Parquet or JSONL, one row per snapshot: index (a folder name under --index-root), repo "
                         "(a git directory: a bare mirror or a clone) and rev; SWE-bench-shaped rows "
                         "(instance_id, repo, base_commit) are read as they are, with --mirror-root")
-    p.add_argument("--index-root", required=True, metavar="DIR",
-                   help="where each snapshot's index goes (DIR/INDEX), with the run's report _index_set.parquet")
+    p.add_argument("--index-root", required=True, metavar="DIR|URI",
+                   help="where each snapshot's index goes (DIR/INDEX), with the run's report _index_set.parquet; "
+                        "object storage such as s3://bucket/prefix for a cluster whose nodes share no disk (each "
+                        "index built on its node and uploaded, its manifest last; --layout full only)")
     p.add_argument("--store", metavar="DIR|URI",
                    help="the per-file store the snapshots share (each file version parsed, tokenized and encoded "
                         "once): a folder, or object storage such as s3://bucket/prefix (endpoint and timeouts from "
@@ -34,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="source files larger than N bytes are skipped, as in `codenib index`")
     p.add_argument("--layout", choices=("full", "store"), default="full",
                    help="full: each snapshot a whole index folder (default); store: each snapshot keeps only its "
-                        "edges, history and vectors, its nodes and BM25 read back from the local per-file store "
+                        "edges and history, its nodes, BM25 and vectors read back from the local per-file store "
                         "when loaded (about a tenth of the disk; docs/scale.md)")
     p.add_argument("--quiet", action="store_true", help="no progress")
 
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                               mirror_root=args.mirror_root, address=args.address, dense=not args.no_dense,
                               history=args.history, model=args.model, max_file_bytes=args.max_file_bytes,
                               progress=not args.quiet, layout=args.layout)
-    storage = StorageConfig.from_env() if is_uri(args.store) else None
+    storage = StorageConfig.from_env() if is_uri(args.store) or is_uri(args.index_root) else None
     summary = run_index_set(options, storage=storage)
     print(summary.render(), file=sys.stderr)
     return 0

@@ -154,7 +154,8 @@ def _left_out(n: int, queries: str | None) -> str:
 
 def _index_set_step(spec: JobSpec, options: RunOptions) -> tuple[RunOptions, IndexSetOptions]:
     """[index_set] as `IndexSetOptions`, and the run's options with its index root."""
-    from codenib.batch.indexset import IndexSetOptions, read_snapshot_set
+    from codenib.batch.indexset import IndexSetOptions
+    from codenib.batch.snapshot_set import read_snapshot_set
     from codenib.batch.snapshot_layout import LAYOUTS
 
     table = spec.index_set

@@ -3,6 +3,7 @@ to standalone indexes of checkouts; the shared store, resume, and error rows."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 
@@ -94,7 +95,8 @@ def test_runs_without_a_base_share_file_versions_through_the_store(ray_session, 
 
 
 def test_runs_follow_commit_order_and_cut_each_repository(history):
-    from codenib.batch.indexset import Snapshot, runs_of
+    from codenib.batch.indexset import runs_of
+    from codenib.batch.snapshot_set import Snapshot
 
     snaps = [(Snapshot(f"r{i}", "r", "/g1", "x"), f"c{i}", 10 - i) for i in range(9)] + \
             [(Snapshot("other", "o", "/g2", "x"), "d", 1)]
@@ -156,7 +158,8 @@ def test_history_is_read_from_the_snapshots_own_repository_up_to_its_commit(ray_
 def test_an_unexpected_failure_is_one_rows_error_and_the_run_goes_on(history, tmp_path, monkeypatch):
     # In-process (no Ray): a run of two snapshots whose first build raises something no
     # CodeNib code expected; the second is still built (afresh: there is no base).
-    from codenib.batch.indexset import IndexSetOptions, Snapshot, build_run
+    from codenib.batch.indexset import IndexSetOptions, build_run
+    from codenib.batch.snapshot_set import Snapshot
     from codenib.compiler import build as build_module
 
     _, gitdir, c1, c2 = history
@@ -319,3 +322,49 @@ def test_vectors_in_the_store_layout_are_read_back_from_the_vector_entries(ray_s
             assert main(["query", str(folder), "a function that returns one", "--mode", "dense", "--json"]) == 0
             ranked.append([(r["node_id"], r["score"]) for r in json.loads(capsys.readouterr().out)["results"]])
         assert ranked[0] == ranked[1] and ranked[0]
+
+
+def test_an_index_root_on_s3_gets_whole_indexes_manifest_last_and_resumes(ray_session, s3_endpoint, history,
+                                                                          tmp_path, monkeypatch, capsys):
+    """`--index-root s3://...`: each snapshot is built on the node and published, its
+    manifest last; the copies equal a local root's indexes; a re-run keeps them; an index whose
+    upload stopped before its manifest is built again; `--layout store` is refused."""
+    from codenib.core.storage import StorageConfig
+    from codenib.index.remote import IndexCacheDir
+    from tests.batch.s3 import client, listing, new_bucket
+
+    _, gitdir, c1, c2 = history
+    rows = _set(tmp_path / "set.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1},
+                                         {"index": "s2", "repo": str(gitdir), "rev": c2}])
+    local = tmp_path / "local"
+    assert main(["index-set", rows, "--index-root", str(local), "--no-dense", "--quiet"]) == 0
+    bucket = new_bucket(s3_endpoint)
+    monkeypatch.setenv("CODENIB_S3_ENDPOINT", s3_endpoint)
+    root = f"s3://{bucket}/idx"
+    assert main(["index-set", rows, "--index-root", root, "--no-dense", "--quiet"]) == 0
+    objects = listing(s3_endpoint, bucket, "idx")
+    report = {r["index"]: r for r in pq.read_table(io.BytesIO(objects["_index_set.parquet"])).to_pylist()}
+    assert [(report[i]["status"], report[i]["reused_from"]) for i in ("s1", "s2")] == [("built", None), ("built", "s1")]
+    # The store went under the root; nothing was written to the local disk but the scratch folders, gone.
+    assert any(k.startswith(".codenib-store/v3/") for k in objects)
+    cache = IndexCacheDir(str(tmp_path / "cache"), storage=StorageConfig.from_env())
+    for name in ("s1", "s2"):
+        copy = cache.local(f"{root}/{name}")
+        for table in ("nodes.parquet", "edges.parquet"):
+            assert pq.read_table(copy / table).equals(pq.read_table(local / name / table)), (name, table)
+
+    # Re-run: both kept. Then s2's manifest gone (an upload that stopped before it): s2 alone
+    # is built again, afresh (its base s1 is on the store, not on this node).
+    assert main(["index-set", rows, "--index-root", root, "--no-dense", "--quiet"]) == 0
+    client(s3_endpoint).delete_object(Bucket=bucket, Key="idx/s2/manifest.json")
+    assert main(["index-set", rows, "--index-root", root, "--no-dense", "--quiet"]) == 0
+    again = {r["index"]: r for r in pq.read_table(io.BytesIO(
+        listing(s3_endpoint, bucket, "idx/_index_set.parquet")[""])).to_pylist()}
+    assert [(again[i]["status"], again[i]["reused_from"]) for i in ("s1", "s2")] == [("kept", None), ("built", None)]
+    assert pq.read_table(cache.local(f"{root}/s2") / "nodes.parquet").equals(pq.read_table(local / "s2" / "nodes.parquet"))
+
+    capsys.readouterr()
+    assert main(["index-set", rows, "--index-root", f"s3://{bucket}/other", "--no-dense", "--quiet",
+                 "--layout", "store"]) == 2
+    assert "pass --layout full, or a local --index-root" in capsys.readouterr().err
+    assert not listing(s3_endpoint, bucket, "other")
