@@ -272,7 +272,7 @@ def _build_run(run: list[tuple[Snapshot, str]], root: Path, store: "str | StoreB
                 else _current(folder, commit, options.settings())):
             row = _row(snap, commit, "kept")
             if remote is not None:      # on the store, not here: the next one builds afresh
-                rows.append(row)
+                rows.append({**row, "layout": FULL_LAYOUT})     # the only layout a URI root holds
                 base = None
                 continue
         else:

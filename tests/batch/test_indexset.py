@@ -360,7 +360,8 @@ def test_an_index_root_on_s3_gets_whole_indexes_manifest_last_and_resumes(ray_se
     assert main(["index-set", rows, "--index-root", root, "--no-dense", "--quiet"]) == 0
     again = {r["index"]: r for r in pq.read_table(io.BytesIO(
         listing(s3_endpoint, bucket, "idx/_index_set.parquet")[""])).to_pylist()}
-    assert [(again[i]["status"], again[i]["reused_from"]) for i in ("s1", "s2")] == [("kept", None), ("built", None)]
+    assert [(again[i]["status"], again[i]["reused_from"], again[i]["layout"]) for i in ("s1", "s2")] == [
+        ("kept", None, "full"), ("built", None, "full")]
     assert pq.read_table(cache.local(f"{root}/s2") / "nodes.parquet").equals(pq.read_table(local / "s2" / "nodes.parquet"))
 
     capsys.readouterr()
