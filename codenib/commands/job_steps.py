@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from codenib.core.errors import BadInputError
+from codenib.core.storage import is_uri
 
 if TYPE_CHECKING:
     from codenib.batch.indexset import IndexSetOptions
@@ -219,6 +220,12 @@ def _qrels_step(spec: JobSpec, options: RunOptions, index_set: IndexSetOptions |
         raise BadInputError("[qrels] derives judgments from patches over the indexes under an index root, but "
                             "the run has none", path=where,
                             fix="give [run] index_root (or [index_set]), or [qrels] files = [...]")
+    if is_uri(str(options.index_root)):
+        # Judgments from patches read each row's index with its readers: a local folder.
+        raise BadInputError(f"[qrels] derives judgments from patches over local indexes, and the index root "
+                            f"{options.index_root!r} is on object storage; nothing was written", path=where,
+                            fix="give [qrels] files = [...] (the set's own judgments), or build the indexes "
+                                "under a local index_root")
     patches = str(table.get("patches") or options.queries)
     from codenib.eval.gold import read_patch_rows
 

@@ -143,10 +143,10 @@ def test_one_spec_goes_from_a_swe_bench_file_to_the_report_and_a_rerun_redoes_no
     assert json.loads((work / "report" / "metrics.json").read_text())["systems"] == metrics["systems"]
 
 
-def _bad(tmp_path, dataset, *, index_set="", qrels=None, run_extra="", eval_extra="", run_index=None):
+def _bad(tmp_path, dataset, *, index_set="", qrels=None, run_extra="", eval_extra="", run_index=None, root=None):
     work = tmp_path / "work"
     qrels_table = qrels if qrels is not None else f'out = "{work / "qrels.parquet"}"'
-    where = f'index = "{run_index}"' if run_index else f'index_root = "{work / "idx"}"'
+    where = f'index = "{run_index}"' if run_index else f'index_root = "{root or work / "idx"}"'
     return _spec(tmp_path / "bad.toml", f"""
 [index_set]
 mirror_root = "{dataset['mirrors']}"
@@ -169,8 +169,11 @@ out = "{work / 'report'}"
 
 @pytest.mark.parametrize("case", ["single index", "other root", "dense type", "unknown key", "layout", "no out",
                                   "files and patches", "missing file", "no patch column", "users file",
-                                  "out is input", "eval qrels", "eval level", "eval queries", "no mirror"])
-def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case):
+                                  "out is input", "eval qrels", "eval level", "eval queries", "no mirror",
+                                  "patches over s3"])
+def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case, monkeypatch):
+    # An endpoint on loopback that nothing serves: no check may reach beyond this machine.
+    monkeypatch.setenv("CODENIB_S3_ENDPOINT", "http://127.0.0.1:9")
     work = tmp_path / "work"
     mine = tmp_path / "mine.parquet"          # a user's judgments
     pq.write_table(pa.table({"qid": ["q"], "file": ["a.py"], "relevance": [1]}), mine)
@@ -195,6 +198,7 @@ def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case):
         "eval level": (dict(eval_extra='levels = ["function", "func_name"]'), "unknown level(s) ['func_name']"),
         "eval queries": (dict(eval_extra=f'queries = "{tmp_path / "gone.jsonl"}"'), "[eval] queries"),
         "no mirror": (dict(mirrors=tmp_path / "nowhere"), "no git directory for repo 'acme/shop'"),
+        "patches over s3": (dict(root="s3://bucket/idx"), "[qrels] derives judgments from patches over local indexes"),
     }[case]
     data = {**dataset, "mirrors": spec.pop("mirrors", dataset["mirrors"])}
     assert main(["run", "--spec", _bad(tmp_path, data, **spec), "--quiet"]) == 2
