@@ -41,6 +41,8 @@ class SymbolIndex:
         self.by_name_lower: dict[str, list[int]] = {}
         self.by_qual_lower: dict[str, list[int]] = {}
         self.qual_suffixes: dict[str, list[int]] = {}
+        #: The most dotted parts of any qualified name: a longer suffix names nothing.
+        self.qual_depth = 0
         for row, (nid, kind, f, q, name) in enumerate(zip(node_ids, kinds, files, qualnames, names)):
             module = module_of[f]
             if kind == "file":
@@ -56,6 +58,7 @@ class SymbolIndex:
             self.by_name.setdefault(name, []).append(row)
             self.by_name_lower.setdefault(name.lower(), []).append(row)
             parts = plain.split(".")
+            self.qual_depth = max(self.qual_depth, len(parts))
             for i in range(1, len(parts) - 1):
                 self.qual_suffixes.setdefault(".".join(parts[i:]), []).append(row)
 
@@ -123,7 +126,9 @@ class SymbolIndex:
             # `pkg.mod.Class.method` where the module part is spelled differently (src layout
             # names, aliases): fall back to the longest qualified-name suffix that matches.
             parts = s.split(".")
-            for i in range(1, len(parts)):
+            # Only suffixes no longer than a qualified name can be one (a 30,000-part token
+            # would otherwise join quadratically many characters).
+            for i in range(max(1, len(parts) - self.qual_depth), len(parts)):
                 rows = self.by_qual.get(".".join(parts[i:]))
                 if rows:
                     out = [SymbolMatch(r, "qualname_suffix") for r in sorted(set(rows))]

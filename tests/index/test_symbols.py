@@ -36,6 +36,16 @@ def test_levels():
     assert idx.lookup("") == [] and idx.lookup("nothing_here") == []
 
 
+def test_a_deeply_dotted_mention_finds_its_suffix_among_the_suffixes_a_qualname_can_be():
+    idx = make()
+    assert idx.qual_depth == 3       # Outer.Inner.run
+    # 30,000 leading parts: only the last three are looked at (joining every suffix would
+    # read ~10^9 characters), and the qualified name at the end is still found.
+    assert ids(idx, "a." * 30_000 + "Context.invoke") == [(3, "qualname_suffix"), (4, "qualname_suffix")]
+    assert ids(idx, "a." * 30_000 + "Outer.Inner.run") == [(5, "qualname_suffix")]
+    assert ids(idx, "a." * 30_000 + "b") == []
+
+
 def test_files_matching_a_mentioned_path():
     idx = make()
     assert idx.files_matching("/venv/lib/python3.11/site-packages/src/click/core.py") == ["src/click/core.py"]

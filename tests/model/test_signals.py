@@ -24,11 +24,12 @@ def test_signals():
     assert not query_signals("the lexer of this environment").about_tests
 
 
-@pytest.mark.parametrize("unit", ["1", "-", "-a", "a/", "_1", "`a", "thanks "])
+@pytest.mark.parametrize("unit", ["1", "-", "-a", "a/", "_1", "`a", "thanks ", "\n", " \n", "a."])
 def test_long_runs_are_read_in_linear_time(unit):
     """A query of 300,000 characters made of one repeated unit is read whole: the patterns that
     used to rescan a run from every position inside it (a run of digits in the tokenizer, of
-    dashes in the courtesy stripper, "-a-a..." in the path finder) took minutes to hours here."""
+    dashes in the courtesy stripper, "-a-a..." in the path finder, of blank lines in the clause
+    splitter) took minutes to hours here."""
     from codenib.model.intent.parse import parse_intent
     from codenib.ops.transform import extract_keywords
 

@@ -169,8 +169,12 @@ MAX_RESIDUAL_WORDS = 2
 #: Targets at most (ambiguous mentions become several seeds, not a guess).
 MAX_TARGETS = 3
 
-#: Where a question splits into clauses: sentence ends, dashes, colons, commas, brackets.
-CLAUSE = re.compile(r"(?<=[?!.;])\s+|\s+[-\u2013\u2014]+\s+|:\s+|,\s+|\s+[(\[]|(?<![(\[])[)\]](?=\s|$)|\s+->\s+")
+#: Where a question splits into clauses: sentence ends, dashes, colons, commas, brackets. A
+#: split that starts with white space starts where its run does (`(?<!\s)`): tried from every
+#: place inside a long run, `\s+` would read to its end and back, quadratic (77 s for a report
+#: holding 60,000 blank lines); the leftmost split is the same either way.
+CLAUSE = re.compile(r"(?<=[?!.;])\s+|(?<!\s)\s+[-\u2013\u2014]+\s+|:\s+|,\s+|(?<!\s)\s+[(\[]"
+                    r"|(?<![(\[])[)\]](?=\s|$)|(?<!\s)\s+->\s+")
 #: Verbs that open a request ("list the functions that call X").
 REQUESTS = frozenset("find finding list listing show get give locate search enumerate count name identify print "
                       "display collect gather document check double trace audit".split())
