@@ -180,7 +180,8 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
             if started:
                 stop_ray()
     else:
-        rows.update((snap.index, _row(snap, commit, "kept")) for snap, commit, _ in resolved)
+        rows.update((snap.index, {**_row(snap, commit, "kept"), "layout": FULL_LAYOUT if remote is not None else None})
+                    for snap, commit, _ in resolved)
     pack(store, log)
     table = pa.Table.from_pylist([rows[s.index] for s in snapshots], schema=REPORT_SCHEMA)
     if remote is not None:
@@ -266,12 +267,21 @@ def _build_run(run: list[tuple[Snapshot, str]], root: Path, store: "str | StoreB
 
     rows: list[dict] = []
     base: Path | None = None
+
+    def retire(previous: Path | None) -> None:
+        """The base has served its turn: its layout set, and with `remote` its local copy gone."""
+        if previous is not None:
+            set_layout(previous, rows, store, options.layout)
+            if remote is not None:
+                shutil.rmtree(previous, ignore_errors=True)
+
     for snap, commit in run:
         folder = root / snap.index
         if (_matches(remote.manifest(snap.index), commit, options.settings()) if remote is not None
                 else _current(folder, commit, options.settings())):
             row = _row(snap, commit, "kept")
             if remote is not None:      # on the store, not here: the next one builds afresh
+                retire(base)
                 rows.append({**row, "layout": FULL_LAYOUT})     # the only layout a URI root holds
                 base = None
                 continue
@@ -282,16 +292,13 @@ def _build_run(run: list[tuple[Snapshot, str]], root: Path, store: "str | StoreB
                     remote.publish(folder, snap.index)
                 except CodeNibError as exc:
                     row = _row(snap, commit, "error", f"upload failed: {exc}", row["seconds"])
+                    shutil.rmtree(folder, ignore_errors=True)
         if row["status"] != "error":
-            # The one before has served its turn as the base: only the last is kept whole.
-            if base is not None:
-                set_layout(base, rows, store, options.layout)
-                if remote is not None:
-                    shutil.rmtree(base, ignore_errors=True)
+            # Only the last is kept whole (and, with `remote`, on this node).
+            retire(base)
             base = folder
         rows.append(row)
-    if base is not None:
-        set_layout(base, rows, store, options.layout)
+    retire(base)
     return rows
 
 

@@ -1,11 +1,12 @@
 """An index root on object storage: `codenib index-set --index-root s3://bucket/prefix`.
 
 On a cluster whose nodes share no file system, each run of snapshots builds in a scratch
-folder of its node (`codenib.batch.indexset.build_run`) and publishes every index it finishes
-under `ROOT/<index>/`: the artifacts its manifest lists first, `manifest.json` last. An index
-is thus on the store exactly when its manifest is, and a job killed mid-upload leaves one
-without a manifest, which the next job builds again (objects of the half upload are
-overwritten or, not being listed, never read). The queries of `codenib run --index-root
+folder of its node (the system's temporary folder, `TMPDIR`: `codenib.batch.indexset.build_run`)
+and publishes every index it finishes under `ROOT/<index>/`: an earlier index's manifest of that
+name is deleted, the artifacts the new manifest lists are uploaded, and `manifest.json` goes
+last. An index is thus on the store exactly when its manifest is, and a job killed mid-upload
+leaves one without a manifest, which the next job builds again (objects of the half upload
+are overwritten or, not being listed, never read). The queries of `codenib run --index-root
 s3://...` copy each index into a node-local cache and verify its checksums
 (`codenib.index.remote`). The report `ROOT/_index_set.parquet` is one PUT.
 """
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codenib.core.artifact import MANIFEST
-from codenib.core.errors import CodeNibError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,12 +54,17 @@ class RemoteRoot:
 
     def manifest(self, name: str) -> dict[str, Any] | None:
         """The manifest of the index `name`, or None when it has none (never built, or its
-        upload did not finish) or one that does not parse."""
+        upload did not finish) or one that does not parse.
+
+        Raises:
+            StorageError: the store could not be read (not taken for "not built": a
+                storage fault must not make every index build and upload again).
+        """
+        if not self.store.is_file(f"{name}/{MANIFEST}"):
+            return None
         try:
-            if not self.store.is_file(f"{name}/{MANIFEST}"):
-                return None
             return json.loads(self.store.read_bytes(f"{name}/{MANIFEST}"))
-        except (CodeNibError, ValueError):
+        except ValueError:      # not JSON (or not UTF-8): not an index of ours to keep
             return None
 
     def publish(self, folder: Path, name: str) -> None:
@@ -70,6 +75,9 @@ class RemoteRoot:
                 store: its manifest went last).
         """
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        # An earlier index of this name (other commit or settings) loses its manifest first,
+        # so a stopped upload never leaves an old manifest over a mix of artifacts.
+        self.store.delete(f"{name}/{MANIFEST}")
         for rel in sorted(manifest.get("artifacts") or {}):
             self.store.upload(folder / rel, f"{name}/{rel}")
         self.store.upload(folder / MANIFEST, f"{name}/{MANIFEST}")

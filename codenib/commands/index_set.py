@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layout", choices=("full", "store"), default="full",
                    help="full: each snapshot a whole index folder (default); store: each snapshot keeps only its "
                         "edges and history, its nodes, BM25 and vectors read back from the local per-file store "
-                        "when loaded (about a tenth of the disk; docs/scale.md)")
+                        "when loaded (a tenth to a sixth of the disk; docs/scale.md)")
     p.add_argument("--quiet", action="store_true", help="no progress")
 
 

@@ -96,8 +96,12 @@ def run_before(steps: JobSteps, log: Callable[[str], None] | None = None) -> Non
     if steps.index_set is not None:
         from codenib.batch.indexset import run_index_set
 
+        from codenib.core.storage import StorageConfig
+
         log(f"job: indexing the snapshots of {steps.index_set.snapshots} under {steps.index_set.index_root}")
-        summary = run_index_set(steps.index_set, log=log)
+        # Where object storage is: read once, here at the edge.
+        remote = is_uri(str(steps.index_set.index_root)) or is_uri(str(steps.index_set.store or ""))
+        summary = run_index_set(steps.index_set, log=log, storage=StorageConfig.from_env() if remote else None)
         log(summary.render())
     if steps.qrels is not None:
         log(write_qrels(steps.qrels, log))

@@ -126,17 +126,24 @@ def store_vectors_of(index_dir: Path, nodes: "pa.Table", store_root: "Path | Sto
     for rel, rows in rows_of.items():
         bodies, titles = [texts[r] for r in rows], [name_text(all_nodes[r]) for r in rows]
         own = np.asarray(body[rows]), np.asarray(names[rows])
-        stored = store.get(bodies, titles)
-        if stored is None:
-            store.put(bodies, titles, *own)
+        if store.get(bodies, titles) is None:
+            store.put(bodies, titles, *own)     # a damaged entry stays (a store writes a name once)
+        if _same(store.get(bodies, titles), own):
             out[rel] = store.name(bodies, titles)
-        elif all(np.array_equal(a, b) for a, b in zip(stored, own)):
-            out[rel] = store.name(bodies, titles)
-        else:
-            # The same texts encoded in another batch can differ in the last bits (the
-            # encoder's padding); the index's own rows are kept, under their bytes' digest.
-            out[rel] = store.put_exact(*own)
+            continue
+        # The same texts encoded in another batch can differ in the last bits (the encoder's
+        # padding), or the entry is damaged: the index's own rows go under their bytes' digest.
+        exact = store.put_exact(*own)
+        if not _same(store.read(exact, len(rows)), own):
+            log(f"{index_dir}: the store holds no readable copy of {rel}'s vectors; they stay in its dense/ folder")
+            return None
+        out[rel] = exact
     return out
+
+
+def _same(stored: "tuple[np.ndarray, np.ndarray] | None", own: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether a store entry's (body, name) vectors are bit-equal to the index's own."""
+    return stored is not None and all(np.array_equal(a, b) for a, b in zip(stored, own))
 
 
 def name_text(node: Node) -> str:
@@ -247,14 +254,14 @@ def _reusable_vectors(previous: Previous, fingerprint: str, dim: int, log) -> di
         except IndexFormatError as exc:
             log(f"dense: the vectors of {old_dir} are not reusable ({exc}); they are encoded again")
             return {}
-    for i, (rel, field_texts) in enumerate(fields):
-        vectors = arrays[i] if arrays is not None else np.load(old_dir / rel, allow_pickle=False, mmap_mode="r")
+    for field, (rel, field_texts) in enumerate(fields):
+        vectors = arrays[field] if arrays is not None else np.load(old_dir / rel, allow_pickle=False, mmap_mode="r")
         if vectors.shape != (len(field_texts), dim):
-            log(f"dense: {old_dir / rel} has shape {vectors.shape}, expected ({len(field_texts)}, {dim}); "
-                "not reused")
+            source = f"{old_dir}'s vectors in the per-file store" if arrays is not None else old_dir / rel
+            log(f"dense: {source} has shape {vectors.shape}, expected ({len(field_texts)}, {dim}); not reused")
             continue
-        for i, t in enumerate(field_texts):
-            out[_text_key(fingerprint, t)] = np.array(vectors[i])
+        for row, t in enumerate(field_texts):
+            out[_text_key(fingerprint, t)] = np.array(vectors[row])
     return out
 
 

@@ -39,8 +39,13 @@ class VectorStore:
 
     def get(self, bodies: Sequence[str], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """The (body, name) vectors of one file's nodes, or None when not stored."""
-        raw = self.backend.read(self.name(bodies, names))
-        return None if raw is None else decode_vectors(raw, len(bodies), self.dimension)
+        return self.read(self.name(bodies, names), len(bodies))
+
+    def read(self, name: str, nodes: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The (body, name) vectors of the entry `name` for a file of `nodes` nodes, or None
+        when it is missing, damaged or of another shape."""
+        raw = self.backend.read(name)
+        return None if raw is None else decode_vectors(raw, nodes, self.dimension)
 
     def has(self, bodies: Sequence[str], names: Sequence[str]) -> bool:
         """Whether the store holds an entry under these texts' name (its bytes unread)."""

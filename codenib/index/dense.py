@@ -56,7 +56,8 @@ class DenseIndex:
                 from the per-file store); `folder` then gives only the HNSW graph, if any.
         """
         folder = Path(folder)
-        path = folder / "vectors.npy"
+        # Messages name where the vectors came from: the file, or the store's entries.
+        path = folder / "vectors.npy" if arrays is None else folder.parent / "store_files.parquet"
         fix = "rebuild the index with `codenib index`, or build with --no-dense"
         vectors = arrays[0] if arrays is not None else _load_npy(path, "the vectors", fix)
         if vectors.ndim != 2 or vectors.shape[0] != num_nodes:

@@ -346,7 +346,7 @@ def test_an_index_root_on_s3_gets_whole_indexes_manifest_last_and_resumes(ray_se
     objects = listing(s3_endpoint, bucket, "idx")
     report = {r["index"]: r for r in pq.read_table(io.BytesIO(objects["_index_set.parquet"])).to_pylist()}
     assert [(report[i]["status"], report[i]["reused_from"]) for i in ("s1", "s2")] == [("built", None), ("built", "s1")]
-    # The store went under the root; nothing was written to the local disk but the scratch folders, gone.
+    # The store went under the root.
     assert any(k.startswith(".codenib-store/v3/") for k in objects)
     cache = IndexCacheDir(str(tmp_path / "cache"), storage=StorageConfig.from_env())
     for name in ("s1", "s2"):
@@ -364,6 +364,12 @@ def test_an_index_root_on_s3_gets_whole_indexes_manifest_last_and_resumes(ray_se
     assert [(again[i]["status"], again[i]["reused_from"], again[i]["layout"]) for i in ("s1", "s2")] == [
         ("kept", None, "full"), ("built", None, "full")]
     assert pq.read_table(cache.local(f"{root}/s2") / "nodes.parquet").equals(pq.read_table(local / "s2" / "nodes.parquet"))
+    # The other order: s1 built again, then s2 kept (s1's row still gets its layout).
+    client(s3_endpoint).delete_object(Bucket=bucket, Key="idx/s1/manifest.json")
+    assert main(["index-set", rows, "--index-root", root, "--no-dense", "--quiet"]) == 0
+    third = {r["index"]: r for r in pq.read_table(io.BytesIO(
+        listing(s3_endpoint, bucket, "idx/_index_set.parquet")[""])).to_pylist()}
+    assert [(third[i]["status"], third[i]["layout"]) for i in ("s1", "s2")] == [("built", "full"), ("kept", "full")]
 
     capsys.readouterr()
     assert main(["index-set", rows, "--index-root", f"s3://{bucket}/other", "--no-dense", "--quiet",

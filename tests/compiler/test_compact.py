@@ -129,3 +129,26 @@ def test_a_file_whose_stored_vectors_differ_in_the_last_bits_keeps_its_own_under
     picked = dict(zip(listing["file"], listing["vectors"]))
     assert "/exact/" in picked[rel] and not any("/exact/" in v for f, v in picked.items() if f != rel)
     np.testing.assert_array_equal(load_index(folder, device="cpu").dense.vectors, whole.dense.vectors)
+
+
+def test_a_damaged_entry_of_the_same_texts_is_never_named_the_index_keeps_its_own_rows(fixture_index_dir, tmp_path):
+    from codenib.compiler.build_parse import nodes_of
+    from codenib.compiler.dense import name_text
+    from codenib.compiler.vector_store import VectorStore
+
+    folder = tmp_path / "idx"
+    shutil.copytree(fixture_index_dir, folder)
+    table = pq.read_table(folder / "nodes.parquet")
+    rel = table.column("file")[0].as_py()
+    rows = [r for r, f in enumerate(table.column("file").to_pylist()) if f == rel]
+    nodes = nodes_of(table)
+    model = read_manifest(folder)["model"]
+    store = VectorStore(LocalBackend(tmp_path / "store"), model["fingerprint"], model["dimension"])
+    name = store.name([nodes[r].text for r in rows], [name_text(nodes[r]) for r in rows])
+    (tmp_path / "store" / name).parent.mkdir(parents=True)
+    (tmp_path / "store" / name).write_bytes(b"garbage")      # a store writes a name once: it stays
+    assert compact_index(folder, LocalBackend(tmp_path / "store"), print)
+    picked = dict(zip(*pq.read_table(folder / "store_files.parquet", columns=["file", "vectors"]).to_pydict().values()))
+    assert "/exact/" in picked[rel]
+    np.testing.assert_array_equal(load_index(folder, device="cpu").dense.vectors,
+                                  load_index(fixture_index_dir, device="cpu").dense.vectors)
