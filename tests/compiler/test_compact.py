@@ -106,24 +106,30 @@ def test_an_object_store_is_refused(fixture_index_dir, tmp_path):
     assert (folder / "nodes.parquet").is_file()
 
 
-def test_a_file_whose_stored_vectors_differ_in_the_last_bits_keeps_its_own_under_their_bytes(
-        fixture_index_dir, tmp_path):
-    from codenib.compiler.dense import name_text
+def _first_file_texts(fixture_index_dir, tmp_path):
+    """A copy of the fixture index, its first file, that file's rows, their (body, name)
+    texts, and the vector store the copy will be compacted over."""
     from codenib.compiler.build_parse import nodes_of
+    from codenib.compiler.dense import name_text
     from codenib.compiler.vector_store import VectorStore
 
     folder = tmp_path / "idx"
     shutil.copytree(fixture_index_dir, folder)
-    whole = load_index(fixture_index_dir, device="cpu")
     table = pq.read_table(folder / "nodes.parquet")
     rel = table.column("file")[0].as_py()
     rows = [r for r, f in enumerate(table.column("file").to_pylist()) if f == rel]
     nodes = nodes_of(table)
     model = read_manifest(folder)["model"]
     store = VectorStore(LocalBackend(tmp_path / "store"), model["fingerprint"], model["dimension"])
+    return folder, rel, rows, ([nodes[r].text for r in rows], [name_text(nodes[r]) for r in rows]), store
+
+
+def test_a_file_whose_stored_vectors_differ_in_the_last_bits_keeps_its_own_under_their_bytes(
+        fixture_index_dir, tmp_path):
+    folder, rel, rows, texts, store = _first_file_texts(fixture_index_dir, tmp_path)
+    whole = load_index(fixture_index_dir, device="cpu")
     # Another build encoded the same texts in another batch: the last bits differ.
-    store.put([nodes[r].text for r in rows], [name_text(nodes[r]) for r in rows],
-              whole.dense.vectors[rows] + np.float32(3e-8), whole.dense.name_vectors[rows])
+    store.put(*texts, whole.dense.vectors[rows] + np.float32(3e-8), whole.dense.name_vectors[rows])
     assert compact_index(folder, LocalBackend(tmp_path / "store"), print)
     listing = pq.read_table(folder / "store_files.parquet").to_pydict()
     picked = dict(zip(listing["file"], listing["vectors"]))
@@ -132,19 +138,8 @@ def test_a_file_whose_stored_vectors_differ_in_the_last_bits_keeps_its_own_under
 
 
 def test_a_damaged_entry_of_the_same_texts_is_never_named_the_index_keeps_its_own_rows(fixture_index_dir, tmp_path):
-    from codenib.compiler.build_parse import nodes_of
-    from codenib.compiler.dense import name_text
-    from codenib.compiler.vector_store import VectorStore
-
-    folder = tmp_path / "idx"
-    shutil.copytree(fixture_index_dir, folder)
-    table = pq.read_table(folder / "nodes.parquet")
-    rel = table.column("file")[0].as_py()
-    rows = [r for r, f in enumerate(table.column("file").to_pylist()) if f == rel]
-    nodes = nodes_of(table)
-    model = read_manifest(folder)["model"]
-    store = VectorStore(LocalBackend(tmp_path / "store"), model["fingerprint"], model["dimension"])
-    name = store.name([nodes[r].text for r in rows], [name_text(nodes[r]) for r in rows])
+    folder, rel, _, texts, store = _first_file_texts(fixture_index_dir, tmp_path)
+    name = store.name(*texts)
     (tmp_path / "store" / name).parent.mkdir(parents=True)
     (tmp_path / "store" / name).write_bytes(b"garbage")      # a store writes a name once: it stays
     assert compact_index(folder, LocalBackend(tmp_path / "store"), print)
