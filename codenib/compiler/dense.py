@@ -14,13 +14,14 @@ from codenib.compiler.build_parse import nodes_of
 from codenib.compiler.state import Previous
 from codenib.core.store_backend import StoreBackend
 from codenib.core.store_layout import read_nodes, read_vectors
-from codenib.compiler.vector_store import VectorStore, file_groups
+from codenib.compiler.vector_store import VectorStore
 from codenib.engines.embed import Encoder
 from codenib.engines.models import ModelSpec
 from codenib.engines.vectors import query_matrix, search_matrix
 from codenib.core.errors import BadInputError, IndexFormatError
 from codenib.core.tokens import split_identifier
 from codenib.core.types import Node, plain_qualname
+from codenib.core.vector_entry import file_groups
 
 if TYPE_CHECKING:
     import pyarrow as pa

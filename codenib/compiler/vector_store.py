@@ -70,11 +70,3 @@ class VectorStore:
     def name(self, bodies: Sequence[str], names: Sequence[str]) -> str:
         """The entry name of one file's texts (`codenib.core.vector_entry.entry_name`)."""
         return entry_name(self.fingerprint, bodies, names)
-
-
-def file_groups(files: Sequence[str]) -> dict[str, list[int]]:
-    """File path -> the rows of its nodes, in row order."""
-    groups: dict[str, list[int]] = {}
-    for row, rel in enumerate(files):
-        groups.setdefault(rel, []).append(row)
-    return groups

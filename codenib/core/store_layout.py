@@ -37,7 +37,7 @@ from codenib.core.file_entry import decode_rows
 from codenib.core.gcpause import collector_paused
 from codenib.core.store_backend import LocalBackend
 from codenib.core.types import NODES_SCHEMA
-from codenib.core.vector_entry import decode_vectors
+from codenib.core.vector_entry import decode_vectors, file_groups
 
 _KIND, _SHA256 = NODES_SCHEMA.names.index("kind"), NODES_SCHEMA.names.index("content_sha256")
 #: `store_files.parquet`: one row per file of the snapshot, sorted by path; `vectors` names the
@@ -138,9 +138,7 @@ def read_vectors(index_dir: str | os.PathLike, manifest: dict[str, Any],
                                    "names no vector entries", path=str(listing), fix=fix)
         names = fh.read(columns=["file", "vectors"]).to_pydict()
     dimension = int(manifest["model"]["dimension"])
-    rows: dict[str, list[int]] = {}
-    for row, rel in enumerate(files):
-        rows.setdefault(rel, []).append(row)
+    rows = file_groups(files)
     body = np.zeros((len(files), dimension), dtype=np.float32)
     name = np.zeros((len(files), dimension), dtype=np.float32)
     backend = LocalBackend(store_root(index_dir, manifest))

@@ -24,6 +24,14 @@ VECTOR_STORE_VERSION = 1
 VECTORS_DIR = "vectors"
 
 
+def file_groups(files: Sequence[str]) -> dict[str, list[int]]:
+    """File path -> the rows of its nodes, in row order (an entry holds one file's rows)."""
+    groups: dict[str, list[int]] = {}
+    for row, rel in enumerate(files):
+        groups.setdefault(rel, []).append(row)
+    return groups
+
+
 def model_prefix(fingerprint: str) -> str:
     """The folder of one model's entries, relative to the store's root."""
     return f"{VECTORS_DIR}/v{VECTOR_STORE_VERSION}/{fingerprint}"

@@ -5,7 +5,8 @@ import pyarrow.parquet as pq
 
 from codenib.compiler.build import build_index
 from codenib.compiler.build_options import BuildOptions
-from codenib.compiler.vector_store import VectorStore, file_groups
+from codenib.compiler.vector_store import VectorStore
+from codenib.core.vector_entry import file_groups
 from codenib.index.loaded import load_index
 
 
