@@ -12,13 +12,14 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 
+from codenib.compiler.lang.python_newer import downlevel
 from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.walk import SourceFile
 from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualname, source_lines
 
 #: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
 #: earlier index's nodes only when its version is the same.
-PARSE_VERSION = 2     # 2: a def's first or last line past LONG_LINE_CHARS is cut to its columns
+PARSE_VERSION = 3     # 3: PEP 695 syntax (3.12) parses (`python_newer`); 2: long def lines cut
 #: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
 MAX_TEXT_CHARS = 16_000
 #: File nodes carry module-level statements only, capped tighter (their defs have own nodes).
@@ -235,6 +236,12 @@ def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | No
     try:
         return ast.parse(text, filename=rel_path, type_comments=False), None
     except SyntaxError as exc:
+        newer = downlevel(text)
+        if newer is not None:
+            try:
+                return ast.parse(newer, filename=rel_path, type_comments=False), None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                pass
         return None, f"SyntaxError: {exc.msg} (line {exc.lineno})"
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,137 @@
+"""PEP 695 syntax (Python 3.12) parsed on 3.11 (`python_newer.downlevel`): definitions on
+their own lines, texts as written, calls found; what is newer still is a parse error."""
+
+from __future__ import annotations
+
+import ast
+import keyword
+
+import pyarrow.parquet as pq
+import pygit2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codenib.commands.cli import main
+from codenib.compiler.lang.python_delta import derive
+from codenib.compiler.lang.python_newer import downlevel
+from codenib.compiler.lang.python_parse import definition_spans, parse_source, source_outline
+
+SOURCE = '''from typing import Literal
+
+if True:
+    type Alias = list[int]
+    type Pair[T] = tuple[T, T]
+
+def first[T: (int, str)](xs: list[T]) -> T:
+    return helper(xs[0])
+
+class Box[T](Base):
+    def get[U](self) -> U:
+        return self.x
+
+async def go[
+    K,
+    V,
+](m: dict[K, V]) -> None:
+    type = 5
+    print(type(m))
+
+def helper(x):
+    return x
+'''
+
+
+def test_generic_definitions_and_type_statements_parse_on_their_own_lines():
+    parsed = parse_source("m.py", SOURCE.encode())
+    assert parsed.parse_error is None
+    # Hand-read from SOURCE: every definition with its first and last line.
+    assert [(n.node_id, n.start_line, n.end_line) for n in parsed.nodes] == [
+        ("m.py", 1, 22), ("m.py::first", 7, 8), ("m.py::Box", 10, 12), ("m.py::Box.get", 11, 12),
+        ("m.py::go", 14, 19), ("m.py::helper", 21, 22)]
+    texts = {n.node_id: n.text for n in parsed.nodes}
+    assert "def first[T: (int, str)](xs: list[T]) -> T:" in texts["m.py::first"]   # as written
+    assert "class Box[T](Base):" in texts["m.py::Box"]
+    assert "type Pair[T] = tuple[T, T]" in texts["m.py"]
+
+
+def test_the_rewrite_keeps_every_line_and_reads_type_statements_as_assignments():
+    new = downlevel(SOURCE)
+    assert new is not None and new.count("\n") == SOURCE.count("\n")
+    assert [len(line) for line in new.splitlines()] == [len(line) for line in SOURCE.splitlines()]
+    tree = ast.parse(new)
+    assigned = [t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) for t in node.targets
+                if isinstance(t, ast.Name)]
+    assert assigned == ["Alias", "Pair", "type"]      # `type = 5` is a plain name, left alone
+
+
+@pytest.mark.parametrize("text", [
+    "type = 5\nprint(type(x))\nx.type = 1\n",          # `type` as a name
+    "def f(x):\n    return x[0]\n",                     # no PEP 695 syntax
+    "class A(B[int]):\n    pass\n",                    # a subscripted base, not type parameters
+])
+def test_texts_without_pep_695_syntax_are_not_rewritten(text):
+    assert downlevel(text) is None
+
+
+def test_newer_syntax_than_pep_695_stays_a_parse_error():
+    """A PEP 701 f-string (quotes reused inside) is not rewritten: the file keeps its error."""
+    parsed = parse_source("m.py", b'def f[T](d):\n    return f"{d["k"]}"\n')
+    assert parsed.parse_error is not None and parsed.parse_error.startswith("SyntaxError")
+    assert [n.node_id for n in parsed.nodes] == ["m.py"]
+
+
+def test_history_spans_and_derived_outlines_see_generic_definitions():
+    assert definition_spans("m.py", SOURCE.encode())[:3] == [("m.py::first", 7, 8), ("m.py::Box", 10, 12),
+                                                             ("m.py::Box.get", 11, 12)]
+    new = SOURCE.replace("    return helper(xs[0])\n", "    y = xs[0]\n    return helper(y)\n").encode()
+    patch = pygit2.Patch.create_from(SOURCE.encode(), new, context_lines=0)
+    hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+    got = derive(source_outline("m.py", SOURCE.encode()), new, hunks)
+    assert got is not None and got == source_outline("m.py", new)
+
+
+def test_calls_inside_generic_functions_become_edges(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "m.py").write_text(SOURCE)
+    assert main(["index", str(repo), "--out", str(tmp_path / "idx"), "--no-dense", "--quiet"]) == 0
+    edges = pq.read_table(tmp_path / "idx" / "edges.parquet").to_pylist()
+    calls = {(e["src"], e["dst"]) for e in edges if e["type"] == "calls"}
+    assert ("m.py::first", "m.py::helper") in calls
+    nodes = pq.read_table(tmp_path / "idx" / "nodes.parquet", columns=["node_id", "parse_error"]).to_pylist()
+    assert {n["node_id"] for n in nodes} >= {"m.py::first", "m.py::Box.get", "m.py::go"}
+    assert all(n["parse_error"] is None for n in nodes)
+
+
+_NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda s: not keyword.iskeyword(s) and not keyword.issoftkeyword(s))
+
+
+@settings(max_examples=60, deadline=None)
+@given(defs=st.lists(st.tuples(_NAMES, st.lists(_NAMES, min_size=0, max_size=3), st.booleans(),
+                               st.sampled_from(["def", "class", "type"])), min_size=1, max_size=5))
+def test_every_generic_definition_is_found_on_the_line_it_is_written(defs):
+    """Definitions with or without type parameters (on one line or one per line) are found
+    with the spans a 3.11 parse of the same file without the parameters gives."""
+    written, plain = [], []
+    for name, params, split, kind in defs:
+        if kind == "type":
+            head = f"type {name}" + (f"[{', '.join(params)}]" if params else "") + " = int"
+            written.append(head)
+            plain.append(f"{name} = int")
+            continue
+        if params and split:
+            inner = "\n".join(f"    {p}," for p in params)
+            written.append(f"{kind} {name}[\n{inner}\n]():\n    pass")
+            plain.append(f"{kind} {name}(" + "\n" * (len(params) + 1) + "):\n    pass")
+        else:
+            brackets = f"[{', '.join(params)}]" if params else ""
+            written.append(f"{kind} {name}{brackets}():\n    pass")
+            plain.append(f"{kind} {name}():\n    pass")
+    text = "\n\n".join(written) + "\n"
+    parsed = parse_source("m.py", text.encode())
+    assert parsed.parse_error is None
+    want = parse_source("m.py", ("\n\n".join(plain) + "\n").encode())
+    assert [(n.node_id, n.start_line, n.end_line) for n in parsed.nodes[1:]] == \
+        [(n.node_id, n.start_line, n.end_line) for n in want.nodes[1:]]
