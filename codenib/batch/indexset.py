@@ -88,9 +88,16 @@ class IndexSetOptions:
     layout: str = FULL_LAYOUT
 
     def settings(self) -> dict[str, Any]:
-        """What makes two builds of one commit the same index (compared on resume)."""
+        """What makes two builds of one commit the same index (compared on resume): the
+        options, and the versions of the readers and of Python's resolver, so that an index
+        built by a CodeNib whose reader has changed since is built again (its other files
+        still come from the store)."""
+        from codenib.compiler.lang import reader_versions
+        from codenib.compiler.lang.python_resolve.deps import RESOLVE_VERSION
+
         return {"dense": self.dense, "history": self.history, "model": self.model,
-                "max_file_bytes": self.max_file_bytes}
+                "max_file_bytes": self.max_file_bytes, "readers": reader_versions(),
+                "resolve_version": RESOLVE_VERSION}
 
 
 @dataclass(frozen=True, slots=True)

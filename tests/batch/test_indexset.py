@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pygit2
 import pytest
 
-from codenib.batch.indexset import REPORT_NAME
+from codenib.batch.indexset import MANIFEST_KEY, REPORT_NAME
 from codenib.commands.cli import main
 from tests.git_history import archive, git_commit
 
@@ -77,6 +77,27 @@ def test_snapshots_equal_standalone_indexes_share_the_store_and_resume(ray_sessi
     report = _report(root)
     assert [report[i]["status"] for i in ("s1", "s2", "s3")] == ["kept", "built", "error"]
     assert report["s2"]["reused_from"] == "s1"
+
+
+def test_an_index_built_by_an_older_reader_is_built_again(ray_session, history, tmp_path):
+    """A re-run after an upgrade that changed a reader keeps nothing that reader built: the
+    reader versions are part of what resume compares (the store keys its entries by them too)."""
+    repo, gitdir, c1, c2 = history
+    root = tmp_path / "indexes"
+    one = _set(tmp_path / "one.jsonl", [{"index": "s1", "repo": str(gitdir), "rev": c1}])
+    assert main(["index-set", one, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    assert main(["index-set", one, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    assert _report(root)["s1"]["status"] == "kept"
+    # As an index built by a CodeNib whose Python reader was one version older records it.
+    path = root / "s1" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest[MANIFEST_KEY]["settings"]["readers"]["python"] -= 1
+    path.write_text(json.dumps(manifest))
+    assert main(["index-set", one, "--index-root", str(root), "--no-dense", "--quiet"]) == 0
+    report = _report(root)["s1"]
+    assert (report["status"], report["files"], report["files_from_store"]) == ("built", 5, 5)
+    rebuilt = json.loads(path.read_text())[MANIFEST_KEY]["settings"]["readers"]
+    assert rebuilt["python"] == manifest[MANIFEST_KEY]["settings"]["readers"]["python"] + 1
 
 
 def test_runs_without_a_base_share_file_versions_through_the_store(ray_session, history, tmp_path):
