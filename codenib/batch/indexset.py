@@ -89,15 +89,17 @@ class IndexSetOptions:
 
     def settings(self) -> dict[str, Any]:
         """What makes two builds of one commit the same index (compared on resume): the
-        options, and the versions of the readers and of Python's resolver, so that an index
-        built by a CodeNib whose reader has changed since is built again (its other files
-        still come from the store)."""
+        options, and the versions of the readers, of Python's resolver and (with history) of
+        the history reader. After an upgrade that changed any of them every snapshot is built
+        again, its unchanged files' parts from the store. The driver compares its own versions
+        with those the workers recorded: both must run the same CodeNib."""
+        from codenib.compiler.history import HISTORY_VERSION
         from codenib.compiler.lang import reader_versions
         from codenib.compiler.lang.python_resolve.deps import RESOLVE_VERSION
 
         return {"dense": self.dense, "history": self.history, "model": self.model,
                 "max_file_bytes": self.max_file_bytes, "readers": reader_versions(),
-                "resolve_version": RESOLVE_VERSION}
+                "resolve_version": RESOLVE_VERSION, "history_version": HISTORY_VERSION if self.history else None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import pytest
 
 from codenib.batch.indexset import MANIFEST_KEY, REPORT_NAME
 from codenib.commands.cli import main
+from codenib.compiler.history import HISTORY_VERSION
 from tests.git_history import archive, git_commit
 
 V1 = {"pkg/__init__.py": "", "pkg/a.py": "def f():\n    return g()\n\n\ndef g():\n    return 1\n",
@@ -173,7 +174,10 @@ def test_history_is_read_from_the_snapshots_own_repository_up_to_its_commit(ray_
                  "--history", "--quiet"]) == 0
     for name, commits in (("s1", [c1]), ("s2", [c2, c1])):
         assert pq.read_table(root / name / "history" / "commits.parquet").column("id").to_pylist() == commits
-        assert json.loads((root / name / "manifest.json").read_text())["history"]["head"] == commits[0]
+        manifest = json.loads((root / name / "manifest.json").read_text())
+        assert manifest["history"]["head"] == commits[0]
+        # The history reader's version is part of what a resume compares.
+        assert manifest[MANIFEST_KEY]["settings"]["history_version"] == HISTORY_VERSION
 
 
 def test_an_unexpected_failure_is_one_rows_error_and_the_run_goes_on(history, tmp_path, monkeypatch):

@@ -74,11 +74,51 @@ def test_texts_without_pep_695_syntax_are_not_rewritten(text):
     assert downlevel(text) is None
 
 
+def test_type_as_a_name_beside_pep_695_syntax_is_left_alone():
+    text = "def f[T](x):\n    type: int = 5\n    y = type\n    return type(x)\n"
+    new = downlevel(text)
+    assert new is not None and new.splitlines()[1:] == text.splitlines()[1:]
+    assert new.splitlines()[0] == "def f   (x):"
+
+
+@pytest.mark.parametrize("raw, want", [
+    # Hand-read: each file's definitions with their lines.
+    (b"import os\n\x0c\ndef f[T](x): return x\n", [("m.py::f", 3, 3)]),            # a form feed
+    (b"x = 1\rdef f[T](): pass\r", [("m.py::f", 2, 2)]),                            # "\r" line ends
+    ('s = "a\u2028b"\ndef f[T](): pass\n'.encode(), [("m.py::f", 2, 2)]),           # U+2028 in a string
+    (b"if TYPE_CHECKING: type X = int\ndef g[T](): pass\n", [("m.py::g", 2, 2)]),    # `type` after `:`
+    (b"class A[T]:\n    type X = T\n    def m(self): pass\n", [("m.py::A", 1, 3), ("m.py::A.m", 3, 3)]),
+    (b"x = 1; type X = int\ndef h(): pass\n", [("m.py::h", 2, 2)]),                  # `type` after `;`
+    (b"type Cb[\n    T,\n] = list[T]\ndef k(): pass\n", [("m.py::k", 4, 4)]),       # a header over lines
+    (b"def f[\n\n    T,\n\n](x): pass\ndef z(): pass\n", [("m.py::f", 1, 5), ("m.py::z", 6, 6)]),
+])
+def test_line_ends_separators_and_statement_forms(raw, want):
+    parsed = parse_source("m.py", raw)
+    assert parsed.parse_error is None
+    assert [(n.node_id, n.start_line, n.end_line) for n in parsed.nodes[1:]] == want
+
+
 def test_newer_syntax_than_pep_695_stays_a_parse_error():
-    """A PEP 701 f-string (quotes reused inside) is not rewritten: the file keeps its error."""
+    """A PEP 701 f-string (quotes reused inside) is not rewritten: the file keeps its error,
+    while the same file with a 3.11 f-string parses."""
     parsed = parse_source("m.py", b'def f[T](d):\n    return f"{d["k"]}"\n')
     assert parsed.parse_error is not None and parsed.parse_error.startswith("SyntaxError")
     assert [n.node_id for n in parsed.nodes] == ["m.py"]
+    assert parse_source("m.py", b'def f[T](d):\n    return f"{d[\'k\']}"\n').parse_error is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_no_separator_anywhere_makes_the_reader_raise(data):
+    """Line ends and separators Python and `str.splitlines` disagree on, put anywhere in a
+    file with PEP 695 syntax: the file parses or is a parse error, never an exception."""
+    text = SOURCE
+    for _ in range(data.draw(st.integers(1, 4), label="inserts")):
+        at = data.draw(st.integers(0, len(text)), label="at")
+        sep = data.draw(st.sampled_from(["\r", "\x0c", "\x0b", "\u2028", "\x85", "\r\n", "\n\n", "#"]), label="sep")
+        text = text[:at] + sep + text[at:]
+    parsed = parse_source("m.py", text.encode())
+    assert parsed.nodes[0].node_id == "m.py"
 
 
 def test_history_spans_and_derived_outlines_see_generic_definitions():

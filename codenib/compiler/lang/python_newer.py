@@ -8,8 +8,8 @@ those files to a parse error. `downlevel` blanks the type parameters and turns a
 statement into the assignment it declares; line numbers never move, so spans, texts
 (always taken from the original source) and call lines stay exact.
 
-What is left a parse error: f-strings that reuse their quotes (PEP 701, 3.12) and any
-other syntax newer than 3.11.
+Still a parse error: f-strings that reuse their quotes (PEP 701, 3.12) and other syntax
+newer than 3.11.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import re
 import tokenize
 
 #: A quick look for the constructs `downlevel` rewrites, before tokenizing the whole text.
-_MAYBE = re.compile(r"\b(def|class)\s+\w+\s*\[|^[ \t]*type\s+\w+\s*[\[=]", re.MULTILINE)
-#: Tokens after which a new statement starts.
+_MAYBE = re.compile(r"\b(def|class)\s+\w+\s*\[|\btype\s+\w+\s*[\[=]")
+#: Tokens after which a new statement starts (and the operators: `if x: type X = int`, `a; type X = int`).
 _STATEMENT_START = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING})
+_STATEMENT_OPS = frozenset({":", ";"})
 _SKIPPED = frozenset({tokenize.COMMENT, tokenize.NL})
 _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 
@@ -46,13 +47,12 @@ def downlevel(text: str) -> str | None:
                 return None
             edits.append((after.start, tokens[close].end, None))
         elif (tok.type == tokenize.NAME and tok.string == "type" and after.string in ("=", "[")
-              and (i == 0 or tokens[i - 1].type in _STATEMENT_START or tokens[i - 1].string == ";")):
+              and (i == 0 or tokens[i - 1].type in _STATEMENT_START
+                   or tokens[i - 1].type == tokenize.OP and tokens[i - 1].string in _STATEMENT_OPS)):
             eq = i + 2 if after.string == "=" else _matching(tokens, i + 2)
             if eq is None or after.string == "[" and (eq + 1 >= len(tokens) or tokens[eq + 1].string != "="):
                 return None
             eq = eq if after.string == "=" else eq + 1
-            if tok.start[0] != tokens[eq].start[0]:
-                return None
             edits.append((tok.start, tokens[eq].start, nxt.string))
     if not edits:
         return None
@@ -75,17 +75,16 @@ def _matching(tokens: list, open_at: int) -> int | None:
     return None
 
 
-def _apply(text: str, edits: list[tuple[tuple[int, int], tuple[int, int], str | None]]) -> str | None:
-    """`text` with each (start, end) range blanked (replacement None) or replaced by a name
-    padded to the range's length. A blanked range over several lines keeps its line breaks,
-    each after a backslash, so the statement still continues onto the next line."""
-    lines = text.splitlines(keepends=True)
+def _apply(text: str, edits: list[tuple[tuple[int, int], tuple[int, int], str | None]]) -> str:
+    """`text` with each (start, end) range blanked, and `name` (when given) written where the
+    range starts (`type X[T] = v` becomes `X         = v`). A blanked range over several lines
+    keeps its line breaks, each after a backslash, so the statement still continues onto the
+    next line."""
+    # Rows split as `tokenize` read them (at "\n" only: a form feed, a lone "\r" or U+2028
+    # is inside a row), so token positions index them.
+    lines = io.StringIO(text).readlines()
     rows = [list(line) for line in lines]
     for (r0, c0), (r1, c1), name in edits:
-        if name is not None:
-            width = c1 - c0
-            rows[r0 - 1][c0:c1] = list(name.ljust(width))
-            continue
         for r in range(r0, r1 + 1):
             row = rows[r - 1]
             lo = c0 if r == r0 else 0
@@ -93,13 +92,18 @@ def _apply(text: str, edits: list[tuple[tuple[int, int], tuple[int, int], str | 
             for c in range(lo, hi):
                 row[c] = " "
             if r < r1:
-                if hi <= lo:
-                    return None          # an empty line inside the brackets: no place for "\"
-                row[hi - 1] = "\\"
+                # The line break continues the statement; an empty line gets one character more.
+                if hi > lo:
+                    row[hi - 1] = "\\"
+                else:
+                    row.insert(hi, "\\")
+        if name is not None:
+            # The range holds `type`, the name and its brackets' first line: room for the name.
+            rows[r0 - 1][c0:c0 + len(name)] = list(name)
     return "".join("".join(row) for row in rows)
 
 
 def _eol_width(line: str) -> int:
     if line.endswith("\r\n"):
         return 2
-    return 1 if line.endswith(("\n", "\r")) else 0
+    return 1 if line.endswith("\n") else 0

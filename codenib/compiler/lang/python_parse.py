@@ -236,7 +236,10 @@ def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | No
     try:
         return ast.parse(text, filename=rel_path, type_comments=False), None
     except SyntaxError as exc:
-        newer = downlevel(text)
+        try:
+            newer = downlevel(text)
+        except Exception:           # a best-effort rewrite: never the reason a build stops
+            newer = None
         if newer is not None:
             try:
                 return ast.parse(newer, filename=rel_path, type_comments=False), None
