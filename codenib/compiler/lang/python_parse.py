@@ -19,7 +19,7 @@ from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualna
 
 #: Bumped whenever the nodes parsed from the same bytes change: a later build reuses an
 #: earlier index's nodes only when its version is the same.
-PARSE_VERSION = 3     # 3: PEP 695 syntax (3.12) parses (`python_newer`); 2: long def lines cut
+PARSE_VERSION = 3     # 3: Python 3.12 syntax (PEP 695, 701) parses (`python_newer`); 2: long def lines cut
 #: Indexed text is capped: giant generated functions would otherwise dominate BM25 lengths.
 MAX_TEXT_CHARS = 16_000
 #: File nodes carry module-level statements only, capped tighter (their defs have own nodes).
