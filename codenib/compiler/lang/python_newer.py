@@ -241,7 +241,7 @@ def _blank_string(literal: str) -> str:
     backslash, which continues a string literal onto the next line)."""
     body = list(literal[1:-1])
     out = ['"']
-    for k, ch in enumerate(body):
+    for ch in body:
         if ch == "\n":
             brk = len(out) - 1 if out[-1] != "\r" else len(out) - 2
             if out[brk] == " ":
