@@ -55,6 +55,10 @@ def test_generic_definitions_and_type_statements_parse_on_their_own_lines():
     assert "def first[T: (int, str)](xs: list[T]) -> T:" in texts["m.py::first"]   # as written
     assert "class Box[T](Base):" in texts["m.py::Box"]
     assert "type Pair[T] = tuple[T, T]" in texts["m.py"]
+    # Signatures show the type parameters as written, on one line.
+    assert [n.signature for n in parsed.nodes[1:]] == [
+        "def first[T: (int, str)](xs: list[T]) -> T", "class Box[T](Base)", "def get[U](self) -> U",
+        "async def go[K, V](m: dict[K, V]) -> None", "def helper(x)"]
 
 
 def test_the_rewrite_keeps_every_line_and_reads_type_statements_as_assignments():

@@ -41,6 +41,27 @@ def downlevel(text: str) -> str | None:
     return typed if typed is not None else plain
 
 
+def type_parameters(text: str) -> dict[tuple[int, str], str]:
+    """(line of `def`/`class`, name) -> its type parameters as written, on one line
+    (`[K, V: int]`), for the definitions of `text` that have them (what signatures show)."""
+    if not _MAYBE.search(text):
+        return {}
+    plain = _plain_fstrings(text) if _MAYBE_FSTRING.search(text) else None
+    source = plain if plain is not None else text
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _SKIPPED]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    out = {}
+    for i, tok in enumerate(tokens[:-2]):
+        if (tok.type == tokenize.NAME and tok.string in ("def", "class") and tokens[i + 1].type == tokenize.NAME
+                and tokens[i + 2].string == "["):
+            close = _matching(tokens, i + 2)
+            if close is not None:
+                out[(tok.start[0], tokens[i + 1].string)] = _one_line(tokens[i + 2:close + 1])
+    return out
+
+
 def _pep695(text: str) -> str | None:
     """`text` with its PEP 695 syntax rewritten, or None when it has none or cannot be tokenized."""
     if not _MAYBE.search(text):
@@ -86,6 +107,16 @@ def _matching(tokens: list, open_at: int) -> int | None:
             if depth == 0:
                 return j
     return None
+
+
+def _one_line(tokens: list) -> str:
+    """Tokens written on one line, a space after each comma and around `=` (`[K, V: int = str]`)."""
+    out = []
+    for t in tokens:
+        if t.string in ("]", ")") and out and out[-1] == ", ":
+            out.pop()
+        out.append(", " if t.string == "," else " = " if t.string == "=" else ": " if t.string == ":" else t.string)
+    return "".join(out)
 
 
 def _apply(text: str, edits: list[tuple[tuple[int, int], tuple[int, int], str | None]]) -> str:
