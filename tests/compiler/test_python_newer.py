@@ -1,5 +1,6 @@
-"""PEP 695 syntax (Python 3.12) parsed on 3.11 (`python_newer.downlevel`): definitions on
-their own lines, texts as written, calls found; what is newer still is a parse error."""
+"""Python 3.12 syntax (PEP 695 type parameters and `type` statements, PEP 701 f-strings) parsed
+on 3.11 (`python_newer.downlevel`): definitions on their own lines, texts and signatures as
+written, calls found, no 3.11 file rewritten; what is newer still is a parse error."""
 
 from __future__ import annotations
 
