@@ -504,6 +504,35 @@ def test_a_revision_after_the_snapshot_is_refused(git_repo, tmp_path, capsys):
     assert [c["id"] for c in _tables(tmp_path / "out")[0]] == [git_repo["c2"], git_repo["c1"]]
 
 
+def test_a_clone_that_git_converted_on_checkout_is_the_snapshot(tmp_path, capsys):
+    """`.gitattributes` with `eol=crlf` and `working-tree-encoding` (sphinx since 2025): git
+    writes those files with CRLF line ends and in that encoding, so their bytes are not the
+    blobs'. A clean clone was refused as "not the snapshot"; now it is read, and a real edit
+    to such a file is still refused."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    assert git, "this test needs the git command (a real checkout with its filters)"
+    root = tmp_path / "repo"
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    cyrillic = 'X = "\u0425"\n\n\ndef f():\n    return X\n'
+    git_commit(repo, {".gitattributes": "dos.py text eol=crlf\nenc.py working-tree-encoding=windows-1251\n",
+                      "dos.py": "def g():\n    return 1\n", "enc.py": cyrillic, "a.py": A1}, "initial", 1_000, [])
+    clone = tmp_path / "clone"
+    subprocess.run([git, "clone", "-q", f"file://{root}", str(clone)], check=True)
+    assert (clone / "dos.py").read_bytes() == b"def g():\r\n    return 1\r\n"
+    assert (clone / "enc.py").read_bytes() == cyrillic.encode("windows-1251")
+    code = main(["index", str(clone), "--out", str(tmp_path / "out"), "--no-dense", "--quiet", "--no-cache",
+                 "--history"])
+    assert code == 0, capsys.readouterr().err
+    assert [c["message"] for c in _tables(tmp_path / "out")[0]] == ["initial"]
+    (clone / "enc.py").write_bytes(cyrillic.replace("return X", "return 2").encode("windows-1251"))
+    code = main(["index", str(clone), "--out", str(tmp_path / "out2"), "--no-dense", "--quiet", "--no-cache",
+                 "--history"])
+    assert code == 2 and "indexed file enc.py differs" in capsys.readouterr().err
+
+
 def test_a_clone_at_base_refuses_a_later_revision_with_the_same_files(tmp_path, capsys):
     """A clone checked out at BASE with `--history @main`, where main's later commit changed
     no indexed file: the manifest said head = the later commit while git_commit = BASE; now

@@ -41,12 +41,43 @@ def check_snapshot(source: "HistorySource", sources: dict[str, bytes | None], re
         elif found.type_str != "blob":
             problem = f"is a {found.type_str} in its tree"
         else:
-            problem = None if pygit2.hash(raw) == found.id else "differs from the version in its tree"
+            problem = None if _as_checked_out(repo, found, raw, rel, source.head) else \
+                "differs from the version in its tree"
         if problem:
             raise BadInputError(f"--history revision {source.rev!r} ({source.head[:12]}) is not the snapshot "
                                 f"being indexed: the indexed file {rel} {problem}",
                                 path=str(repo_root), fix=fix)
     _check_ancestry(source, repo_root, repo)
+
+
+def _as_checked_out(repo, entry, raw: bytes, rel: str, head: str) -> bool:
+    """Whether `raw` (a checkout's bytes) is the blob `entry` as git checks it out: the same
+    bytes; or the same once line ends are "\\n" (`eol=crlf`, `core.autocrlf`); or, for a path
+    whose `.gitattributes` at `head` name a `working-tree-encoding`, the same once decoded
+    from that encoding (sphinx since 2025 has both)."""
+    import pygit2
+
+    if pygit2.hash(raw) == entry.id:
+        return True
+    blob = _lf(repo[entry.id].data)
+    if _lf(raw) == blob:
+        return True
+    # `.gitattributes` read from the revision's tree too (a mirror has no work tree to read).
+    flags = pygit2.enums.AttrCheck.NO_SYSTEM | pygit2.enums.AttrCheck.INCLUDE_COMMIT
+    try:
+        encoding = repo.get_attr(rel, "working-tree-encoding", flags=flags, commit=head)
+    except (pygit2.GitError, KeyError, ValueError):
+        return False
+    if not isinstance(encoding, str):
+        return False
+    try:
+        return _lf(raw.decode(encoding).encode("utf-8")) == blob
+    except (LookupError, UnicodeError):
+        return False
+
+
+def _lf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n")
 
 
 #: `_tree_entry`'s answer for a path inside a submodule (a commit entry of the tree).
