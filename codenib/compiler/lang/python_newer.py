@@ -17,6 +17,7 @@ calls inside a blanked f-string are lost). Other syntax newer than 3.11 stays a 
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -31,6 +32,7 @@ _SKIPPED = frozenset({tokenize.COMMENT, tokenize.NL})
 _MAYBE_FSTRING = re.compile(r"(?<![\w])(?:[fF][rR]?|[rR][fF])['\"]")
 _PREFIX_LETTERS = frozenset("rRbBuUfF")
 _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
+_DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def downlevel(text: str) -> str | None:
@@ -60,6 +62,17 @@ def type_parameters(text: str) -> dict[tuple[int, str], str]:
             if close is not None:
                 out[(tok.start[0], tokens[i + 1].string)] = _one_line(tokens[i + 2:close + 1])
     return out
+
+
+def with_type_parameters(tree: ast.Module, text: str) -> ast.Module:
+    """`tree` (parsed from `text` rewritten by `downlevel`) with each definition's type
+    parameters, as `text` writes them, on its node (`_codenib_type_params`, for its signature)."""
+    params = type_parameters(text)
+    if params:
+        for node in ast.walk(tree):
+            if isinstance(node, _DEF_TYPES) and (node.lineno, node.name) in params:
+                node._codenib_type_params = params[(node.lineno, node.name)]
+    return tree
 
 
 def _pep695(text: str) -> str | None:

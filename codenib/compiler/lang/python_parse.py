@@ -12,7 +12,7 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 
-from codenib.compiler.lang.python_newer import downlevel, type_parameters
+from codenib.compiler.lang.python_newer import downlevel, with_type_parameters
 from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.walk import SourceFile
 from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualname, source_lines
@@ -242,23 +242,12 @@ def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | No
             newer = None
         if newer is not None:
             try:
-                return _with_type_parameters(ast.parse(newer, filename=rel_path, type_comments=False), text), None
+                return with_type_parameters(ast.parse(newer, filename=rel_path, type_comments=False), text), None
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 pass
         return None, f"SyntaxError: {exc.msg} (line {exc.lineno})"
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
-
-
-def _with_type_parameters(tree: ast.Module, text: str) -> ast.Module:
-    """`tree` (parsed from `text` rewritten by `downlevel`) with each definition's type
-    parameters, as `text` writes them, kept for its signature."""
-    params = type_parameters(text)
-    if params:
-        for node in ast.walk(tree):
-            if isinstance(node, _DEF_TYPES) and (node.lineno, node.name) in params:
-                node._codenib_type_params = params[(node.lineno, node.name)]
-    return tree
 
 
 def _definitions(rel_path: str, tree: ast.Module) -> list[Definition]:
