@@ -38,36 +38,21 @@ _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 def downlevel(text: str) -> str | None:
     """`text` with its PEP 701 f-strings and PEP 695 syntax rewritten for Python 3.11 (same
     lines), or None when it has neither (or cannot be read)."""
-    plain = _plain_fstrings(text) if _MAYBE_FSTRING.search(text) else None
-    typed = _pep695(plain if plain is not None else text)
-    return typed if typed is not None else plain
+    return _rewrite(text)[0]
 
 
-def type_parameters(text: str) -> dict[tuple[int, str], str]:
-    """(line of `def`/`class`, name) -> its type parameters as written, on one line
-    (`[K, V: int]`), for the definitions of `text` that have them (what signatures show)."""
-    if not _MAYBE.search(text):
-        return {}
-    plain = _plain_fstrings(text) if _MAYBE_FSTRING.search(text) else None
-    source = plain if plain is not None else text
+def parse_newer(text: str, filename: str) -> ast.Module | None:
+    """The tree of `text`, which this interpreter rejects, parsed after `downlevel`, each
+    definition's type parameters as written on its node (`_codenib_type_params`, for its
+    signature); None when there is nothing to rewrite or the rewrite still fails. Never raises:
+    a best-effort rewrite is never the reason a build stops."""
     try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _SKIPPED]
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return {}
-    out = {}
-    for i, tok in enumerate(tokens[:-2]):
-        if (tok.type == tokenize.NAME and tok.string in ("def", "class") and tokens[i + 1].type == tokenize.NAME
-                and tokens[i + 2].string == "["):
-            close = _matching(tokens, i + 2)
-            if close is not None:
-                out[(tok.start[0], tokens[i + 1].string)] = _one_line(tokens[i + 2:close + 1])
-    return out
-
-
-def with_type_parameters(tree: ast.Module, text: str) -> ast.Module:
-    """`tree` (parsed from `text` rewritten by `downlevel`) with each definition's type
-    parameters, as `text` writes them, on its node (`_codenib_type_params`, for its signature)."""
-    params = type_parameters(text)
+        newer, params = _rewrite(text)
+        if newer is None:
+            return None
+        tree = ast.parse(newer, filename=filename, type_comments=False)
+    except Exception:
+        return None
     if params:
         for node in ast.walk(tree):
             if isinstance(node, _DEF_TYPES) and (node.lineno, node.name) in params:
@@ -75,15 +60,24 @@ def with_type_parameters(tree: ast.Module, text: str) -> ast.Module:
     return tree
 
 
-def _pep695(text: str) -> str | None:
-    """`text` with its PEP 695 syntax rewritten, or None when it has none or cannot be tokenized."""
+def _rewrite(text: str) -> tuple[str | None, dict[tuple[int, str], str]]:
+    """`downlevel`'s text, and (line of `def`/`class`, name) -> its type parameters on one line."""
+    plain = _plain_fstrings(text) if _MAYBE_FSTRING.search(text) else None
+    typed, params = _pep695(plain if plain is not None else text)
+    return (typed if typed is not None else plain), params
+
+
+def _pep695(text: str) -> tuple[str | None, dict[tuple[int, str], str]]:
+    """`text` with its PEP 695 syntax rewritten (None when it has none or cannot be tokenized),
+    and the type parameters of its generic definitions."""
     if not _MAYBE.search(text):
-        return None
+        return None, {}
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in _SKIPPED]
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return None
+        return None, {}
     edits: list[tuple[tuple[int, int], tuple[int, int], str | None]] = []
+    params: dict[tuple[int, str], str] = {}
     for i, tok in enumerate(tokens[:-2]):
         nxt, after = tokens[i + 1], tokens[i + 2]
         if nxt.type != tokenize.NAME:
@@ -91,19 +85,20 @@ def _pep695(text: str) -> str | None:
         if tok.type == tokenize.NAME and tok.string in ("def", "class") and after.string == "[":
             close = _matching(tokens, i + 2)
             if close is None:
-                return None
+                return None, {}
             edits.append((after.start, tokens[close].end, None))
+            params[(tok.start[0], nxt.string)] = _one_line(tokens[i + 2:close + 1])
         elif (tok.type == tokenize.NAME and tok.string == "type" and after.string in ("=", "[")
               and (i == 0 or tokens[i - 1].type in _STATEMENT_START
                    or tokens[i - 1].type == tokenize.OP and tokens[i - 1].string in _STATEMENT_OPS)):
             eq = i + 2 if after.string == "=" else _matching(tokens, i + 2)
             if eq is None or after.string == "[" and (eq + 1 >= len(tokens) or tokens[eq + 1].string != "="):
-                return None
+                return None, {}
             eq = eq if after.string == "=" else eq + 1
             edits.append((tok.start, tokens[eq].start, nxt.string))
     if not edits:
-        return None
-    return _apply(text, edits)
+        return None, {}
+    return _apply(text, edits), params
 
 
 # --- helpers ---------------------------------------------------------------------------------

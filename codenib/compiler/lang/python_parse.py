@@ -12,7 +12,7 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 
-from codenib.compiler.lang.python_newer import downlevel, with_type_parameters
+from codenib.compiler.lang.python_newer import parse_newer
 from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.walk import SourceFile
 from codenib.core.types import Node, UniqueQualnames, make_node_id, plain_qualname, source_lines
@@ -236,15 +236,9 @@ def _parse(rel_path: str, text: str, error: str | None) -> tuple[ast.Module | No
     try:
         return ast.parse(text, filename=rel_path, type_comments=False), None
     except SyntaxError as exc:
-        try:
-            newer = downlevel(text)
-        except Exception:           # a best-effort rewrite: never the reason a build stops
-            newer = None
-        if newer is not None:
-            try:
-                return with_type_parameters(ast.parse(newer, filename=rel_path, type_comments=False), text), None
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                pass
+        tree = parse_newer(text, rel_path)       # Python 3.12 syntax, rewritten for this parser
+        if tree is not None:
+            return tree, None
         return None, f"SyntaxError: {exc.msg} (line {exc.lineno})"
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
