@@ -19,8 +19,9 @@ pure-Python loop before and after (this machine's speed drifts by 1.5-2x within 
 compare timings of different runs only next to it).
 `--check` also reads the newer snapshot in full and compares the tables (incremental = full).
 `--rounds N` times the incremental read N more times each way, alternating: as shipped
-(a Python version outlined from its neighbour's outline and the diff, `parse_delta`) and
-with every version parsed in full, and prints the median speed-up.
+(a version outlined from its neighbour's outline and the diff: Python's `python_delta`,
+tree-sitter's `sweep_delta`) and with every version parsed in full, and prints the median
+speed-up.
 Each phase prints wall seconds and CPU seconds (this process and its workers): on a machine
 shared with other work the wall time says little, the CPU time divided by the workers is
 what 2 idle cores would take for the parallel part.
@@ -38,11 +39,16 @@ from pathlib import Path
 
 import pygit2
 
-from codenib.compiler.history import commits as history_commits
 from codenib.compiler.history import HistorySpec, manifest_entry, read_history, resolve, write_history
+from codenib.compiler.lang.python import PythonReader
+from codenib.compiler.lang.sweep import SweepReader
 from codenib.compiler.workers import Workers
 
 from benchkit import Stopwatch
+
+
+#: The readers whose `derive` `--rounds` switches off.
+DERIVING = (PythonReader, SweepReader)
 
 
 def _count(repo: pygit2.Repository, oid) -> int:
@@ -94,25 +100,33 @@ def _timed(jobs: int, work):
 
 
 def _derived_vs_full(args, new: str, here: Path, out: Path, want, log) -> dict:
-    """The incremental read again, `args.rounds` times each way in alternation: Python
-    versions outlined from a neighbour's outline (`parse_delta.derive`, as shipped) and
-    every version parsed in full (derive switched off): wall seconds and their ratio."""
-    derive = history_commits.derive
+    """The incremental read again, `args.rounds` times each way in alternation: versions
+    outlined from a neighbour's outline (every reader's `derive`, as shipped) and every
+    version parsed in full (derive switched off; the workers fork after the switch): wall
+    and CPU seconds and their ratios."""
+    derive = {cls: cls.derive for cls in DERIVING}
     walls: dict[str, list[float]] = {"derived": [], "full_parses": []}
+    cpus: dict[str, list[float]] = {"derived": [], "full_parses": []}
     for i in range(2 * args.rounds):
         side = ("derived", "full_parses")[(i + i // 2) % 2]         # D F F D D F ...: drift hits both
-        history_commits.derive = derive if side == "derived" else (lambda base, raw, hunks: None)
+        for cls in DERIVING:
+            cls.derive = derive[cls] if side == "derived" else (lambda self, base, path, raw, hunks: None)
         try:
             again, timing = _timed(args.jobs, lambda m: read_history(
                 resolve(HistorySpec(Path(args.mirror), new), here), set(), here, m, log))
         finally:
-            history_commits.derive = derive
+            for cls in DERIVING:
+                cls.derive = derive[cls]
         if not (again.commits.equals(want.commits) and again.changes.equals(want.changes)):
             raise SystemExit(f"bench_history: the {side} read gave other tables")
         walls[side].append(timing["wall_seconds"])
+        cpus[side].append(timing["cpu_seconds"])
     median = {side: statistics.median(w) for side, w in walls.items()}
+    cpu = {side: statistics.median(w) for side, w in cpus.items()}
     return {"derived_wall_seconds": walls["derived"], "full_parses_wall_seconds": walls["full_parses"],
-            "median_speedup": round(median["full_parses"] / median["derived"], 2)}
+            "derived_cpu_seconds": cpus["derived"], "full_parses_cpu_seconds": cpus["full_parses"],
+            "median_speedup": round(median["full_parses"] / median["derived"], 2),
+            "median_cpu_speedup": round(cpu["full_parses"] / cpu["derived"], 2)}
 
 
 def _speed() -> float:

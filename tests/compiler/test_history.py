@@ -287,22 +287,16 @@ def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
     (each chunk parsed it again before), and the tables are those of one chunk."""
     from codenib.compiler import history as hist
     from codenib.compiler.history import commits as history_commits
-    from codenib.compiler.lang.sweep import SweepReader
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     parsed: Counter = Counter()
-    spans, outlined = SweepReader.spans, history_commits._outlined_spans
-
-    def counting(self, path, raw):
-        parsed[(path, raw)] += 1
-        return spans(self, path, raw)
+    outlined = history_commits._outlined_spans
 
     def counting_outlined(repo, reader, path, raw, key, cache):
         parsed[(path, raw)] += 1
         return outlined(repo, reader, path, raw, key, cache)
 
-    monkeypatch.setattr(SweepReader, "spans", counting)
     monkeypatch.setattr(history_commits, "_outlined_spans", counting_outlined)
     cut = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     twice = sorted(path for (path, _), n in parsed.items() if n > 1)
@@ -315,29 +309,64 @@ def test_consecutive_chunks_parse_each_blob_once(tmp_path, monkeypatch):
         "a read keeps no parsed blobs in the process after it"
 
 
-def test_outlines_derived_from_neighbouring_versions_give_the_tables_of_full_parses(tmp_path, monkeypatch):
-    """A Python version next to one already outlined is outlined from the diff between them
-    (`PythonReader.derive`, re-parsing the touched statements only): the tables equal those
-    of a read that parses every version in full, and most versions were derived."""
+@pytest.mark.parametrize("reader", ["python", "c"])
+def test_outlines_derived_from_neighbouring_versions_give_the_tables_of_full_parses(tmp_path, monkeypatch, reader):
+    """A version next to one already outlined is outlined from the diff between them
+    (`PythonReader.derive` re-parses the touched statements only; a tree-sitter reader's
+    `SweepReader.derive` reparses its neighbour's tree edited by the hunks): the tables equal
+    those of a read that parses every version in full, and most versions were derived."""
     from codenib.compiler.lang.python import PythonReader
+    from codenib.compiler.lang.sweep import SweepReader
 
+    cls, prefix = {"python": (PythonReader, "m.py::"), "c": (SweepReader, "src/c.c::")}[reader]
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     derived: list[bool] = []
-    derive = PythonReader.derive
+    derive = cls.derive
 
     def counting(self, base, path, raw, hunks):
         got = derive(self, base, path, raw, hunks)
         derived.append(got is not None)
         return got
 
-    monkeypatch.setattr(PythonReader, "derive", counting)
+    monkeypatch.setattr(cls, "derive", counting)
     fast = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert sum(derived) >= 100, f"{sum(derived)} of 110 versions derived"
-    monkeypatch.setattr(PythonReader, "derive", lambda self, base, path, raw, hunks: None)
+    monkeypatch.setattr(cls, "derive", lambda self, base, path, raw, hunks: None)
     full = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert fast.commits.equals(full.commits) and fast.changes.equals(full.changes)
-    assert pc.sum(pc.starts_with(fast.changes["node_id"], "m.py::")).as_py() > 100
+    assert pc.sum(pc.starts_with(fast.changes["node_id"], prefix)).as_py() > 100
+
+
+def test_outlines_past_the_memory_bound_are_dropped_and_the_tables_stay(tmp_path, monkeypatch):
+    """With room for no tree (`OUTLINE_BYTES` 1), every tree-sitter version is parsed in
+    full, no outline stays cached, and the tables are the same."""
+    from codenib.compiler.history import commits as history_commits
+    from codenib.compiler.lang.sweep import SweepReader
+
+    root = _add_and_drop_repo(tmp_path / "repo")
+    source = resolve(HistorySpec(root / ".git", "HEAD"), root)
+    want = read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
+    derived: list[bool] = []
+    derive = SweepReader.derive
+
+    def counting(self, base, path, raw, hunks):
+        derived.append(True)
+        return derive(self, base, path, raw, hunks)
+
+    def read_chunk_then_look(chunk):
+        got = history_commits.read_chunk(chunk)
+        blobs = history_commits._CACHE["blobs"]
+        held.append((blobs.held_bytes, [k for k, v in blobs.parsed.items() if v[2] is not None and k in blobs.held]))
+        return got
+
+    held: list = []
+    monkeypatch.setattr(SweepReader, "derive", counting)
+    monkeypatch.setattr(history_commits, "OUTLINE_BYTES", 1)
+    got = read_history(source, set(), None, lambda fn, chunks: [read_chunk_then_look(c) for c in chunks],
+                       lambda msg: None)
+    assert got.commits.equals(want.commits) and got.changes.equals(want.changes)
+    assert not derived and held and all(n == 0 and not keys for n, keys in held)
 
 
 def test_worker_runs_read_the_same_tables(tmp_path):
@@ -380,18 +409,18 @@ def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
     short-lived nodes took a third of the CPU), and it runs again after the read."""
     import gc
 
-    from codenib.compiler.lang.sweep import SweepReader
+    from codenib.compiler.lang import sweep
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     collecting: list[bool] = []
-    spans = SweepReader.spans
+    spans = sweep.tree_spans
 
-    def watching(self, path, raw):
+    def watching(reader, path, raw, old_tree=None):
         collecting.append(gc.isenabled())
-        return spans(self, path, raw)
+        return spans(reader, path, raw, old_tree)
 
-    monkeypatch.setattr(SweepReader, "spans", watching)
+    monkeypatch.setattr(sweep, "tree_spans", watching)
     assert gc.isenabled()
     read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert collecting and not any(collecting)

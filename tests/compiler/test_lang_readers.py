@@ -243,12 +243,12 @@ def test_the_registry_covers_every_suffix_and_tsx_uses_the_tsx_grammar():
 
 
 def test_every_language_offers_the_reader_interface():
-    """Build and history ask every reader the same things; only Python's derives outlines."""
+    """Build and history ask every reader the same things; every reader derives outlines."""
     src = {"python": b"class A:\n    def f(self):\n        pass\n", "javascript": b"function f() {}\n"}
     for language in LANGUAGES:
         reader = reader_of(f"x{next(s for s, lang in LANGUAGE_OF_SUFFIX.items() if lang == language)}")
         assert reader.language == language and reader.version == reader_versions()[language]
-        assert reader.derives == (language == "python") and reader.error_note
+        assert reader.derives and reader.error_note and reader.outline_weight >= 0
     py, js = reader_of("a.py"), reader_of("a.js")
     read = py.read("a.py", src["python"])
     assert read.facts is None and [n.node_id for n in read.nodes] == ["a.py", "a.py::A", "a.py::A.f"]
@@ -258,8 +258,12 @@ def test_every_language_offers_the_reader_interface():
     grown = src["python"] + b"def g():\n    pass\n"
     assert py.derive(base, "a.py", grown, [(3, 0, 4, 2)])[0] == py.spans("a.py", grown)
     assert js.read("a.js", src["javascript"]).facts is not None
-    assert js.outline("a.js", src["javascript"]) == (js.spans("a.js", src["javascript"]), None)
+    spans, base = js.outline("a.js", src["javascript"])
+    assert spans == js.spans("a.js", src["javascript"]) == [("a.js::f", 1, 1)]
+    grown = src["javascript"] + b"function g() {}\n"
+    assert js.derive(base, "a.js", grown, [(1, 0, 2, 1)])[0] == [("a.js::f", 1, 1), ("a.js::g", 2, 2)]
     assert js.derive(None, "a.js", src["javascript"], []) is None
+    assert js.derive(base, "a.js", grown, [(1, 0, 1, 1)]) is None     # not the diff of the two
     gone = js.unreadable("a.js", "unreadable: denied")
     assert gone.parse_error == "unreadable: denied" and len(gone.nodes) == 1
 

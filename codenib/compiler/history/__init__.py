@@ -17,10 +17,10 @@ Decisions, documented in docs/history.md:
   their own, and would count them twice.
 - Each changed file gets a row whose node_id is the file's path. For files a CodeNib reader
   takes (`codenib.compiler.lang`), each hunk is mapped onto the definitions of the file *at
-  that commit* (the blob read once by its reader's spans-only mode, cached by blob id; for a
-  reader that `derives` (Python's), a blob next to a version already outlined has its
-  outline derived from that one's and the diff between them, re-reading only the
-  statements the diff touches): added and modified lines on the new side, pure deletions on the old side; a line counts for its innermost
+  that commit* (the blob read once by its reader's spans-only mode, cached by blob id; a
+  blob next to a version already outlined has its outline derived from that one's and the
+  diff between them: Python's reader re-reads only the statements the diff touches, a
+  tree-sitter reader's parse reuses the subtrees the diff leaves alone): added and modified lines on the new side, pure deletions on the old side; a line counts for its innermost
   definition. `lines` is the number of changed lines attributed to the row (null for files
   no reader takes: their diff is not computed, only that they changed).
 - Node ids are those of the commit's tree (`path::qualname`); `exists` says whether that id

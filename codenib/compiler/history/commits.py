@@ -30,6 +30,10 @@ FIX_PATTERN = re.compile(
 BLOB_CACHE = 4096
 #: Neighbouring versions remembered per blob of a reader that derives (the commits before and after it).
 MAX_DIFFS = 4
+#: Memory a worker's outlines may hold (`Reader.outline_weight` times the file's bytes; a
+#: tree-sitter tree is about 26 bytes a byte of source): past it the least recently used lose
+#: their outline (their spans stay cached), so a neighbour of theirs is parsed in full.
+OUTLINE_BYTES = 256 * 2**20
 
 
 #: This process's parsed blobs and the read they belong to: kept from one chunk of a read to
@@ -50,6 +54,33 @@ class _Blobs:
     parsed: OrderedDict = field(default_factory=OrderedDict)
     diffs: OrderedDict = field(default_factory=OrderedDict)
     latest: dict = field(default_factory=dict)      # path -> its last outlined blob
+    held: OrderedDict = field(default_factory=OrderedDict)   # key of a counted outline -> its bytes
+    held_bytes: int = 0
+
+    def keep(self, key: tuple[str, str], entry: tuple, held: int) -> None:
+        """Cache a parsed blob whose outline holds `held` bytes; evict past the bounds."""
+        self.parsed[key] = entry
+        if held:
+            self.held[key] = held
+            self.held_bytes += held
+        while len(self.parsed) > BLOB_CACHE:
+            self._drop_outline(next(iter(self.parsed)))
+            self.parsed.popitem(last=False)
+        while self.held_bytes > OUTLINE_BYTES and self.held:
+            self._drop_outline(next(iter(self.held)))
+
+    def used(self, key: tuple[str, str]) -> None:
+        """`key`'s entry was read: the last to lose its outline."""
+        self.parsed.move_to_end(key)
+        if key in self.held:
+            self.held.move_to_end(key)
+
+    def _drop_outline(self, key: tuple[str, str]) -> None:
+        held = self.held.pop(key, 0)
+        if held:
+            self.held_bytes -= held
+            names, owner, _ = self.parsed[key]
+            self.parsed[key] = (names, owner, None)
 
 
 def read_chunk(args: tuple[str, list[str], str, frozenset]) -> tuple[list[tuple], list[tuple], list[tuple]]:
@@ -220,7 +251,7 @@ def _spans(repo, oid, path: str, language: str, cache: _Blobs) -> tuple[list[str
     key = (str(oid), language)
     hit = cache.parsed.get(key)
     if hit is not None:
-        cache.parsed.move_to_end(key)
+        cache.used(key)
         return hit[:2]
     raw = repo[oid].data
     reader = reader_of(path, raw)
@@ -228,6 +259,7 @@ def _spans(repo, oid, path: str, language: str, cache: _Blobs) -> tuple[list[str
         spans, outline = _outlined_spans(repo, reader, path, raw, key, cache)
     else:
         spans, outline = reader.spans(path, raw), None
+    held = int(reader.outline_weight * len(raw)) if outline is not None else 0
     n_lines = raw.count(b"\n") + 2
     owner = np.full(n_lines + 1, -1, dtype=np.int32)
     names: list[str] = []
@@ -236,9 +268,7 @@ def _spans(repo, oid, path: str, language: str, cache: _Blobs) -> tuple[list[str
     for node_id, start, end in sorted(spans, key=lambda s: (s[1], -s[2])):
         owner[start:end + 1] = len(names)
         names.append(node_id[prefix:])
-    cache.parsed[key] = (names, owner, outline)
-    if len(cache.parsed) > BLOB_CACHE:
-        cache.parsed.popitem(last=False)
+    cache.keep(key, (names, owner, outline), held)
     return names, owner
 
 
@@ -256,6 +286,7 @@ def _outlined_spans(repo, reader: Reader, path: str, raw: bytes, key: tuple[str,
     for base, hunks in cache.diffs.get(blob, ()):
         hit = cache.parsed.get((base, language))
         if hit is not None and hit[2] is not None:
+            cache.used((base, language))
             got = reader.derive(hit[2], path, raw, hunks)
             if got is not None:
                 break

@@ -18,6 +18,7 @@ class PythonReader:
     language = "python"
     version = PARSE_VERSION
     derives = True
+    outline_weight = 0          # not counted: the cache's entry count bounds these small outlines
     error_note = "indexed as a file node without definitions"
 
     def read(self, rel_path: str, raw: bytes) -> ParsedFile:

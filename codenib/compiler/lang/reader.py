@@ -39,6 +39,7 @@ class Reader(Protocol):
     language: str
     version: int                # bumped when the nodes read from the same bytes change
     derives: bool               # `derive` can outline a version from a neighbour's
+    outline_weight: float       # memory an outline holds per byte of its file (0: not counted)
     error_note: str             # what the index holds of a file with a parse error
 
     def read(self, rel_path: str, raw: bytes) -> FileRead:

@@ -18,6 +18,7 @@ from typing import Sequence
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
 from codenib.compiler.lang.reader import Hunk, Span
+from codenib.compiler.lang.sweep_delta import OUTLINE_WEIGHT, TreeOutline, edited_tree
 from codenib.core.gcpause import collector_paused
 from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
@@ -54,18 +55,26 @@ def read_spans(reader: TreeReader, rel_path: str, raw: bytes) -> list[tuple[str,
     """(node id, start line, end line) of each definition node `read_file` makes of `raw`, in
     its order: the same sweep, with only the `@def` patterns matched and no texts, calls,
     imports or facts (what `--history` needs of every past version of a file)."""
+    return tree_spans(reader, rel_path, raw)[0]
+
+
+def tree_spans(reader: TreeReader, rel_path: str, raw: bytes, old_tree=None) -> tuple[list[tuple[str, int, int]], object]:
+    """`read_spans` and the tree it swept; `old_tree`: a neighbouring version's tree already
+    edited into `raw` (`sweep_delta.edited_tree`), whose unedited subtrees the parse reuses."""
     parser, _, cursor = reader.tools(rel_path, definitions_only=True)
     with collector_paused():
-        root = parser.parse(raw).root_node
-        sweep = _sweep(reader, raw, rel_path, cursor.captures(root), spans_only=True)
-    return [(d.node_id, d.start, d.end) for d in sweep.defs]
+        tree = parser.parse(raw) if old_tree is None else parser.parse(raw, old_tree)
+        sweep = _sweep(reader, raw, rel_path, cursor.captures(tree.root_node), spans_only=True)
+    return [(d.node_id, d.start, d.end) for d in sweep.defs], tree
 
 
 class SweepReader:
     """The `Reader` of a tree-sitter language: its `TreeReader` (`tree`) through the sweep.
-    Outlines are spans only: no version is derived from another."""
+    An outline keeps its version's tree, which a neighbouring version's parse starts from
+    (`sweep_delta`)."""
 
-    derives = False
+    derives = True
+    outline_weight = OUTLINE_WEIGHT
     error_note = "indexed as far as it parses"
 
     def __init__(self, tree: TreeReader):
@@ -93,13 +102,30 @@ class SweepReader:
         """`read_spans`."""
         return read_spans(self.tree, rel_path, raw)
 
-    def outline(self, rel_path: str, raw: bytes) -> tuple[list[Span], None]:
-        """`read_spans`, and no base for `derive`."""
-        return read_spans(self.tree, rel_path, raw), None
+    def outline(self, rel_path: str, raw: bytes) -> tuple[list[Span], TreeOutline | None]:
+        """`read_spans`, and the tree for `derive` when it has no syntax error."""
+        spans, tree = tree_spans(self.tree, rel_path, raw)
+        return spans, _outline_of(tree, raw, self.tree.grammar_key(rel_path))
 
-    def derive(self, base: object, rel_path: str, raw: bytes, hunks: Sequence[Hunk]) -> None:
-        """None: `derives` is False."""
-        return None
+    def derive(self, base: object, rel_path: str, raw: bytes, hunks: Sequence[Hunk]
+               ) -> tuple[list[Span], TreeOutline | None] | None:
+        """`outline` of `raw`, parsed from `base`'s tree edited by `hunks`; None when the
+        hunks are not the diff from `base`'s version (`sweep_delta.edited_tree`) or the parse
+        meets a syntax error: tree-sitter's error recovery may then take another path than a
+        fresh parse does (one of 3,128 versions of fmt's macro-heavy headers read otherwise)."""
+        grammar = self.tree.grammar_key(rel_path)
+        old = edited_tree(base, grammar, raw, hunks)
+        if old is None:
+            return None
+        spans, tree = tree_spans(self.tree, rel_path, raw, old)
+        if tree.root_node.has_error:
+            return None
+        return spans, TreeOutline(tree, raw, grammar)
+
+
+def _outline_of(tree, raw: bytes, grammar: str) -> TreeOutline | None:
+    """The base `derive` may start from: none from a tree with a syntax error."""
+    return None if tree.root_node.has_error else TreeOutline(tree, raw, grammar)
 
 
 # --- the shared walk ---------------------------------------------------------------------
