@@ -12,15 +12,16 @@ leave-one-repository-out) and scoring is one matrix product: deterministic and c
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from codenib.model.library_paths import is_library_path, is_nonlib_path
 from codenib.model.literals import Literal, literal_holders
+from codenib.model.localise_links import (companion_files, companion_nodes, copy_caps, copy_sources_of,
+                                          fold_copies)
 from codenib.model.names import distinctive, name_words
 from codenib.model.reports.report import BugReport, Prior, about_tests, read_report, resolve_mentions
 from codenib.ops.filter import is_test_definition, is_test_path
@@ -50,59 +51,8 @@ DENSE_CHARS = 1500
 GRAPH_EDGES = ("calls", "references", "inherits", "imports")
 #: Neighbours kept per seed node, by edge count: hubs would flood the list otherwise.
 GRAPH_PER_SEED = 30
-#: Paths that hold documentation, examples or benchmarks rather than the library.
-_NONLIB = re.compile(r"(^|/)(docs?|examples?|bench(marks?)?|scripts?|tools?|extra)/")
-#: The same, by one language's own conventions (file suffix -> pattern), so that no other
-#: language's paths change: Cargo's build scripts and `benches/`, TypeScript declaration files
-#: (types only: the code they describe lives elsewhere).
-#: JavaScript copied into a repository rather than written there (as source-hosting sites count
-#: vendored code): minified or bundled files, vendor folders, gettext catalogues compiled to JS,
-#: and, inside a folder of static web assets, the browser libraries projects most often ship
-#: (outside one, `src/moment.js` is the moment project's own code).
-_VENDORED_JS = re.compile(r"(^|/)(vendors?|third[_-]?party|bower_components|LC_MESSAGES)/|[.-]min\.[cm]?js$"
-                          r"|\.bundle\.js$|(^|/)(static|assets|public)/([^/]+/)*(jquery|underscore|lodash|"
-                          r"backbone|bootstrap|require|modernizr|d3|angular|react(-dom)?|vue|moment)([.-][^/]*)?\.js$")
-#: JavaScript and TypeScript build and test-runner configuration (karma, jest, webpack, rollup,
-#: babel, vite, gulp, grunt, eslint): build files, never the library a fix changes.
-_JS_BUILD = re.compile(r"(^|/)((karma|webpack|jest|rollup|babel|vite|vitest|tsup|eslint|prettier|postcss|"
-                       r"tailwind|playwright|cypress|commitlint|esbuild|stylelint|protractor|wdio|nightwatch|"
-                       r"rspack|svelte|astro|nuxt|next)([.-][\w-]+)*\.conf(ig)?"
-                       r"([.-][\w-]+)*|[gG]ulpfile|[gG]runtfile|\.(eslint|babel|prettier|mocha|stylelint)rc)"
-                       r"(\.[\w-]+)*\.[cm]?[jt]s$"
-                       # Storybook's stories and its configuration folder: component samples
-                       r"|\.stories\.[cm]?[jt]sx?$|(^|/)\.storybook/")
-#: Fuzzing harnesses of C, C++ and Rust projects (`fuzz/`, `fuzzing/`): test drivers.
-_FUZZ = re.compile(r"(^|/)fuzz(ing)?/")
-#: Examples, benchmarks and build tooling by the other languages' layouts, for every file but
-#: Python's (whose paths keep `_NONLIB` alone, the rule the localisation weights were fitted
-#: on): `benches/` (Cargo, also C and C++), `samples/` and `demos/`, JMH benchmarks and the
-#: Maven site under `src/`, Cargo's `xtask/`, Go's `hack/` scripts, a project's `website/`.
-_NONLIB_OTHER = re.compile(r"(^|/)(benches|_?samples?|_?demos?|_examples|xtask|hack)/|(^|/)src/(jmh|site)/"
-                           r"|^website/")
-_NONLIB_BY_SUFFIX = (
-    (".rs", re.compile(r"(^|/)(build\.rs$|benches/|fuzz/)")),
-    (".js", _VENDORED_JS), (".mjs", _VENDORED_JS), (".cjs", _VENDORED_JS),
-    (".js", _JS_BUILD), (".mjs", _JS_BUILD), (".cjs", _JS_BUILD), (".ts", _JS_BUILD),
-    (".mts", _JS_BUILD), (".cts", _JS_BUILD), (".jsx", _JS_BUILD), (".tsx", _JS_BUILD),
-    (".c", _FUZZ), (".cc", _FUZZ), (".cpp", _FUZZ), (".cxx", _FUZZ),
-    (".ts", re.compile(r"\.d\.ts$")),
-    (".mts", re.compile(r"\.d\.mts$")),
-    (".cts", re.compile(r"\.d\.cts$")),
-)
-#: Python's suffixes: its paths are judged by `_NONLIB` alone.
-_PYTHON_SUFFIXES = (".py", ".pyx", ".pyi")
-#: The edge along which a generated or vendored copy's evidence flows to its source
-#: (`codenib.compiler.copies`), and how far below its source a copy is kept.
-COPY_EDGE = "copies"
+#: How far below its source a generated or vendored copy is kept (`localise_links.copy_caps`).
 COPY_MARGIN = 1e-6
-#: The edge that links companions (`codenib.compiler.lang.companions`: a header and its
-#: source, a `.d.ts` and its JavaScript, an interface method and its implementation); the
-#: files and definitions whose companions are scored (the best, by `COMPANION_OF` and the node
-#: runs): `f_companion` / `n_companion` are the best such seed's evidence.
-COMPANION_EDGE = "declares"
-COMPANION_FILE_SEEDS = 20
-COMPANION_NODE_SEEDS = 50
-COMPANION_OF = ("f_bm25", "f_title", "f_prose", "f_mention", "f_literal")
 #: Library code first (`library_first`): tests, examples, documentation and build files the
 #: report does not name rank below every library candidate.
 LIBRARY_FIRST = True
@@ -223,23 +173,6 @@ def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarra
                                 lambda path: is_library_path(path) and path not in borrowed)
                 if scan is not None else ())
     return LocaliseInputs(runs, priors, about_tests(report), report.words, literals, borrowed)
-
-
-def is_library_path(path: str) -> bool:
-    """Library code: neither tests nor documentation, examples, tools or build files."""
-    return not is_test_path(path) and not is_nonlib_path(path)
-
-
-def is_nonlib_path(path: str) -> bool:
-    """Documentation, examples, benchmarks, scripts and tools; the other languages' layouts
-    for these (`_NONLIB_OTHER`: `benches/`, `samples/`, JMH, `xtask/`; Python's paths keep the
-    language-neutral folders alone); per language, its build-time, declaration-only or vendored
-    files (`_NONLIB_BY_SUFFIX`: Cargo's `build.rs`, `.d.ts`, `karma.conf.js`, stories)."""
-    if _NONLIB.search(path):
-        return True
-    if not path.endswith(_PYTHON_SUFFIXES) and _NONLIB_OTHER.search(path):
-        return True
-    return any(path.endswith(suffix) and pattern.search(path) for suffix, pattern in _NONLIB_BY_SUFFIX)
 
 
 def file_rows_of(nodes) -> dict[str, int]:
@@ -435,100 +368,6 @@ def library_first(scores: np.ndarray, demoted: np.ndarray) -> np.ndarray:
     return scores - span * demoted
 
 
-def fold_copies(inputs: LocaliseInputs, node_runs: Mapping[str, dict[int, float]], graph,
-                nodes) -> tuple[LocaliseInputs, dict[str, dict[int, float]]]:
-    """A generated or vendored copy's evidence credited to the definition it copies too
-    (`copies` edges): each run's score (the best of the two), its mentions and the literals
-    it holds. Without `copies` edges (older indexes) the inputs come back as they are."""
-    if not _has_edges(graph, COPY_EDGE):
-        return inputs, dict(node_runs)
-    reached = {r for scores in node_runs.values() for r in scores}
-    reached |= {p.row for p in inputs.priors if p.row is not None}
-    reached |= {r for lit in inputs.literals for r in lit.rows}
-    source = {r: s[0] for r in reached if nodes.kind[r] != "file"
-              for s in [_linked(graph, r, COPY_EDGE, out=True)] if len(s) == 1}
-    if not source:
-        return inputs, dict(node_runs)
-    runs = {}
-    for name, scores in node_runs.items():
-        folded = dict(scores)
-        for r, v in scores.items():
-            if r in source:
-                folded[source[r]] = max(folded.get(source[r], 0.0), v)
-        runs[name] = folded
-    priors = inputs.priors + tuple(dataclasses.replace(p, file=nodes.file[source[p.row]], row=source[p.row])
-                                   for p in inputs.priors if p.row in source)
-    literals = tuple(dataclasses.replace(lit, rows=tuple(sorted(set(lit.rows) | {source[r] for r in lit.rows
-                                                                                 if r in source})))
-                     for lit in inputs.literals)
-    return dataclasses.replace(inputs, priors=priors, literals=literals), runs
-
-
-def copy_sources_of(graph, rows, nodes) -> set[int]:
-    """The sources of the copies among `rows`: a copied definition's source, a copy file's
-    source files (so that a copy is never ranked where its source is not)."""
-    if not _has_edges(graph, COPY_EDGE):
-        return set()
-    return {s for r in rows for s in _linked(graph, r, COPY_EDGE, out=True)}
-
-
-def copy_caps(graph, rows: np.ndarray, nodes) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """`FeatureTable.below`: each candidate that copies others, with its sources' candidate
-    positions (a definition: the one it copies; a file: the files it copies from)."""
-    if not _has_edges(graph, COPY_EDGE):
-        return ()
-    at = {int(r): i for i, r in enumerate(rows.tolist())}
-    out = []
-    for r, i in at.items():
-        sources = tuple(at[s] for s in _linked(graph, r, COPY_EDGE, out=True) if s in at)
-        if sources:
-            out.append((i, sources))
-    return tuple(out)
-
-
-def companion_files(graph, per_file: Mapping[str, Mapping[str, float]], file_rows: Mapping[str, int],
-                    nodes) -> dict[str, float]:
-    """File -> `f_companion`: the evidence of its strongest companion (`declares` edges
-    between file nodes, either way) among the `COMPANION_FILE_SEEDS` best-scored files, a
-    file's evidence being the largest of its `COMPANION_OF` features (each capped at 1)."""
-    if not _has_edges(graph, COMPANION_EDGE):
-        return {}
-    strength = {f: max(min(1.0, feats.get(k, 0.0)) for k in COMPANION_OF)
-                for f, feats in per_file.items() if _TEST_GROUP[0] not in f and f in file_rows}
-    out: dict[str, float] = {}
-    for f in sorted(strength, key=lambda f: (-strength[f], f))[:COMPANION_FILE_SEEDS]:
-        if strength[f] <= 0:
-            break
-        r = file_rows[f]
-        for u in _linked(graph, r, COMPANION_EDGE, out=True) + _linked(graph, r, COMPANION_EDGE, out=False):
-            g = nodes.file[u]
-            if nodes.kind[u] == "file" and g != f:
-                out[g] = max(out.get(g, 0.0), strength[f])
-    return out
-
-
-def companion_nodes(graph, node_runs: Mapping[str, Mapping[int, float]], mention: Mapping[int, float],
-                    nodes) -> dict[int, float]:
-    """Definition row -> `n_companion`: the evidence (best of the BM25 runs and the mention)
-    of its strongest companion definition (`declares` edges, either way) among the
-    `COMPANION_NODE_SEEDS` best-scored definitions."""
-    if not _has_edges(graph, COMPANION_EDGE):
-        return {}
-    strength: dict[int, float] = {}
-    for scores in (node_runs["bm25"], node_runs["title"], node_runs["prose"], mention):
-        for r, v in scores.items():
-            if nodes.kind[r] != "file":
-                strength[r] = max(strength.get(r, 0.0), min(1.0, v))
-    out: dict[int, float] = {}
-    for r in sorted(strength, key=lambda r: (-strength[r], r))[:COMPANION_NODE_SEEDS]:
-        if strength[r] <= 0:
-            break
-        for u in _linked(graph, r, COMPANION_EDGE, out=True) + _linked(graph, r, COMPANION_EDGE, out=False):
-            if u != r and nodes.kind[u] != "file":
-                out[u] = max(out.get(u, 0.0), strength[r])
-    return out
-
-
 # --- helpers ---------------------------------------------------------------------------------
 
 def _contributions(table: FeatureTable, weights: LocaliseWeights, positions: Sequence[int], plain: np.ndarray,
@@ -549,23 +388,6 @@ def _contributions(table: FeatureTable, weights: LocaliseWeights, positions: Seq
             contrib["library_first"] = round(float(scores[i] - plain[i]), 4)
         out[i] = contrib
     return out
-
-
-def _has_edges(graph, edge: str) -> bool:
-    """Whether the graph holds any `edge` edge (most hold no `copies`: their lookups are skipped)."""
-    return graph is not None and graph.edge_counts().get(edge, 0) > 0
-
-
-def _linked(graph, v: int, edge: str, out: bool) -> list[int]:
-    """The vertices one `edge` away from `v` (successors when `out`, else predecessors); none
-    without a graph, or with one whose types lack `edge` (a graph loaded by older code)."""
-    if graph is None:
-        return []
-    try:
-        pairs = graph.successors_idx(v, (edge,)) if out else graph.predecessors_idx(v, (edge,))
-    except ValueError:
-        return []
-    return [u for u, _ in pairs]
 
 
 def _normalised(hits, n: int, minmax: bool = False) -> dict[int, float]:

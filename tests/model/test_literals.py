@@ -10,7 +10,8 @@ import pytest
 
 from codenib.index.literal import TextScan
 from codenib.model.literals import LITERAL_MAX_FILES, Literal, literal_holders
-from codenib.model.localise import FEATURES, LocaliseInputs, features, is_library_path
+from codenib.model.library_paths import is_library_path
+from codenib.model.localise import FEATURES, LocaliseInputs, features
 from tests.model.test_localise import FILE_ROWS, NODES
 
 

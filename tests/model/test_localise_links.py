@@ -1,4 +1,4 @@
-"""Localisation over `copies` and `declares` edges (`localise.fold_copies`, `copy_caps`,
+"""Localisation over `copies` and `declares` edges (`localise_links.fold_copies`, `copy_caps`,
 `companion_files`) on two small C repositories indexed here: an amalgamation beside its
 sources, and a header with its source beside a file that shares the report's words."""
 
