@@ -42,7 +42,13 @@ def test_hunks_that_are_not_the_diff_give_nothing():
     reader = reader_of("a.ts")
     _, base = reader.outline("a.ts", b"function f() {}\n")
     grown = b"function f() {}\nfunction g() {}\n"
-    assert edited_tree(base, "tsx", grown, [(1, 0, 2, 1)]) is None         # another grammar's tree
+    assert edited_tree(base, "typescript:tsx", grown, [(1, 0, 2, 1)]) is None     # another grammar's tree
+    assert reader_of("a.tsx").derive(base, "a.tsx", grown, [(1, 0, 2, 1)]) is None
+    # A `.h` file's versions are read as C or as C++ by their bytes: a C tree is no C++ base.
+    c_header, cpp_header = b"int f(void);\n", b"int f(void);\nclass A {};\n"
+    assert reader_of("x.h", c_header).language == "c" and reader_of("x.h", cpp_header).language == "cpp"
+    _, c_base = reader_of("x.h", c_header).outline("x.h", c_header)
+    assert c_base is not None and reader_of("x.h", cpp_header).derive(c_base, "x.h", cpp_header, [(1, 0, 2, 1)]) is None
     assert edited_tree(None, "", grown, [(1, 0, 2, 1)]) is None
     assert isinstance(base, TreeOutline) and reader.derive(base, "a.ts", grown, []) is None
 

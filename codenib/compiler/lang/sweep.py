@@ -105,7 +105,7 @@ class SweepReader:
     def outline(self, rel_path: str, raw: bytes) -> tuple[list[Span], TreeOutline | None]:
         """`read_spans`, and the tree for `derive` when it has no syntax error."""
         spans, tree = tree_spans(self.tree, rel_path, raw)
-        return spans, _outline_of(tree, raw, self.tree.grammar_key(rel_path))
+        return spans, _outline_of(tree, raw, self._grammar(rel_path))
 
     def derive(self, base: object, rel_path: str, raw: bytes, hunks: Sequence[Hunk]
                ) -> tuple[list[Span], TreeOutline | None] | None:
@@ -113,7 +113,7 @@ class SweepReader:
         hunks are not the diff from `base`'s version (`sweep_delta.edited_tree`) or the parse
         meets a syntax error: tree-sitter's error recovery may then take another path than a
         fresh parse does (one of 3,128 versions of fmt's macro-heavy headers read otherwise)."""
-        grammar = self.tree.grammar_key(rel_path)
+        grammar = self._grammar(rel_path)
         old = edited_tree(base, grammar, raw, hunks)
         if old is None:
             return None
@@ -121,6 +121,10 @@ class SweepReader:
         if tree.root_node.has_error:
             return None
         return spans, TreeOutline(tree, raw, grammar)
+
+    def _grammar(self, rel_path: str) -> str:
+        # The language too: a `.h` file's versions may be read as C or as C++ (by their bytes).
+        return f"{self.language}:{self.tree.grammar_key(rel_path)}"
 
 
 def _outline_of(tree, raw: bytes, grammar: str) -> TreeOutline | None:

@@ -33,7 +33,7 @@ class TreeOutline:
 
     tree: object        # tree_sitter.Tree
     raw: bytes
-    grammar: str        # the reader's grammar key: a tree only edits into its own grammar
+    grammar: str        # language and grammar key: a tree only edits into its own grammar
 
 
 def edited_tree(base: object, grammar: str, raw: bytes, hunks: Sequence[Hunk]):
