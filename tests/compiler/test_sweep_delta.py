@@ -44,11 +44,16 @@ def test_hunks_that_are_not_the_diff_give_nothing():
     grown = b"function f() {}\nfunction g() {}\n"
     assert edited_tree(base, "typescript:tsx", grown, [(1, 0, 2, 1)]) is None     # another grammar's tree
     assert reader_of("a.tsx").derive(base, "a.tsx", grown, [(1, 0, 2, 1)]) is None
-    # A `.h` file's versions are read as C or as C++ by their bytes: a C tree is no C++ base.
-    c_header, cpp_header = b"int f(void);\n", b"int f(void);\nclass A {};\n"
+    # A `.h` file's versions are read as C or as C++ by their bytes: a C++ tree is no C base
+    # (the C parser took it and returned spans other than a full read's; a longer header
+    # crashed the process).
+    cpp_header = b"enum E3 { A3_X };\nnamespace n9 {\n}\nenum E4 { A4_X };\n"
+    c_header = b"enum E3 { A3_X };\nenum E4 { A4_X };\n"
     assert reader_of("x.h", c_header).language == "c" and reader_of("x.h", cpp_header).language == "cpp"
-    _, c_base = reader_of("x.h", c_header).outline("x.h", c_header)
-    assert c_base is not None and reader_of("x.h", cpp_header).derive(c_base, "x.h", cpp_header, [(1, 0, 2, 1)]) is None
+    _, cpp_base = reader_of("x.h", cpp_header).outline("x.h", cpp_header)
+    assert cpp_base is not None and reader_of("x.h", c_header).derive(cpp_base, "x.h", c_header, [(2, 2, 1, 0)]) is None
+    # Overlapping hunks are no diff either.
+    assert tree_edits(b"a\nb\n", b"A\nB\n", [(1, 1, 1, 2), (2, 1, 2, 1)]) is None
     assert edited_tree(None, "", grown, [(1, 0, 2, 1)]) is None
     assert isinstance(base, TreeOutline) and reader.derive(base, "a.ts", grown, []) is None
 

@@ -66,7 +66,7 @@ def tree_edits(old: bytes, new: bytes, hunks: Sequence[Hunk]) -> list[Edit] | No
             return None
         start, old_end = int(old_at[o]), int(old_at[o + old_lines])
         new_from, new_to = int(new_at[n]), int(new_at[n + new_lines])
-        if start < kept_old or old[kept_old:start] != new[kept_new:new_from]:
+        if start < kept_old or new_from < kept_new or old[kept_old:start] != new[kept_new:new_from]:
             return None
         out.append((start, old_end, start + (new_to - new_from),
                     _point(old, old_at, o, start), _point(old, old_at, o + old_lines, old_end),
