@@ -41,7 +41,7 @@ import pygit2
 
 from codenib.compiler.history import HistorySpec, manifest_entry, read_history, resolve, write_history
 from codenib.compiler.lang.python import PythonReader
-from codenib.compiler.lang.sweep import SweepReader
+from codenib.compiler.lang.sweep_reader import SweepReader
 from codenib.compiler.workers import Workers
 
 from benchkit import Stopwatch

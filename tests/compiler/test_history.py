@@ -316,7 +316,7 @@ def test_outlines_derived_from_neighbouring_versions_give_the_tables_of_full_par
     `SweepReader.derive` reparses its neighbour's tree edited by the hunks): the tables equal
     those of a read that parses every version in full, and most versions were derived."""
     from codenib.compiler.lang.python import PythonReader
-    from codenib.compiler.lang.sweep import SweepReader
+    from codenib.compiler.lang.sweep_reader import SweepReader
 
     cls, prefix = {"python": (PythonReader, "m.py::"), "c": (SweepReader, "src/c.c::")}[reader]
     root = _add_and_drop_repo(tmp_path / "repo")
@@ -342,7 +342,7 @@ def test_outlines_past_the_memory_bound_are_dropped_and_the_tables_stay(tmp_path
     """With room for no tree (`OUTLINE_BYTES` 1), every tree-sitter version is parsed in
     full, no outline stays cached, and the tables are the same."""
     from codenib.compiler.history import commits as history_commits
-    from codenib.compiler.lang.sweep import SweepReader
+    from codenib.compiler.lang.sweep_reader import SweepReader
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
@@ -409,18 +409,18 @@ def test_blobs_are_parsed_without_the_cycle_collector(tmp_path, monkeypatch):
     short-lived nodes took a third of the CPU), and it runs again after the read."""
     import gc
 
-    from codenib.compiler.lang import sweep
+    from codenib.compiler.lang import sweep_reader
 
     root = _add_and_drop_repo(tmp_path / "repo")
     source = resolve(HistorySpec(root / ".git", "HEAD"), root)
     collecting: list[bool] = []
-    spans = sweep.tree_spans
+    spans = sweep_reader.tree_spans
 
     def watching(reader, path, raw, old_tree=None):
         collecting.append(gc.isenabled())
         return spans(reader, path, raw, old_tree)
 
-    monkeypatch.setattr(sweep, "tree_spans", watching)
+    monkeypatch.setattr(sweep_reader, "tree_spans", watching)
     assert gc.isenabled()
     read_history(source, set(), None, lambda fn, chunks: [fn(c) for c in chunks], lambda msg: None)
     assert collecting and not any(collecting)

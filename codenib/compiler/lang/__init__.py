@@ -3,7 +3,7 @@ language (`LANGUAGES`); `codenib.engines.languages` maps file suffixes to langua
 
 Every reader offers the same interface (`codenib.compiler.lang.reader.Reader`): Python's
 (`python`, over `ast`) directly, each tree-sitter language's through the shared sweep
-(`sweep.SweepReader` over the module's `TreeReader`). A language's files are resolved by its
+(`sweep_reader.SweepReader` over the module's `TreeReader`). A language's files are resolved by its
 graph stage (`GRAPHS`): the Python graph, or the facts graph, which resolves each file with
 its language's rules module. Adding a language is one reader module, one resolver module and
 one line in `LANGUAGES` (and its suffixes in `codenib.engines.languages`).
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from codenib.compiler.lang.base import ForeignParse, TreeReader
 from codenib.compiler.lang.facts import FACTS_VERSION, ForeignFacts
 from codenib.compiler.lang.reader import Reader
-from codenib.compiler.lang.sweep import SweepReader
+from codenib.compiler.lang.sweep_reader import SweepReader
 from codenib.engines.languages import language_of
 
 

@@ -3,22 +3,19 @@ its captures (`TreeReader`) -> its nodes and its `ForeignFacts`.
 
 The nesting of definitions is a sweep over the captures in source order (so Python visits
 only captured nodes); here too are node ids with `#N` duplicates, spans, signatures, doc
-comments, node texts, file outlines and parse errors. `SweepReader` is what the registry
-(`codenib.compiler.lang`) hands out for a tree-sitter language: its `Reader`.
+comments, node texts, file outlines and parse errors. `SweepReader`
+(`codenib.compiler.lang.sweep_reader`) is what the registry (`codenib.compiler.lang`) hands
+out for a tree-sitter language: its `Reader`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
-from codenib.compiler.lang.reader import Hunk, Span
-from codenib.compiler.lang.sweep_delta import OUTLINE_WEIGHT, TreeOutline, edited_tree
 from codenib.core.gcpause import collector_paused
 from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
@@ -66,70 +63,6 @@ def tree_spans(reader: TreeReader, rel_path: str, raw: bytes, old_tree=None) -> 
         tree = parser.parse(raw) if old_tree is None else parser.parse(raw, old_tree)
         sweep = _sweep(reader, raw, rel_path, cursor.captures(tree.root_node), spans_only=True)
     return [(d.node_id, d.start, d.end) for d in sweep.defs], tree
-
-
-class SweepReader:
-    """The `Reader` of a tree-sitter language: its `TreeReader` (`tree`) through the sweep.
-    An outline keeps its version's tree, which a neighbouring version's parse starts from
-    (`sweep_delta`)."""
-
-    derives = True
-    outline_weight = OUTLINE_WEIGHT
-    error_note = "indexed as far as it parses"
-
-    def __init__(self, tree: TreeReader):
-        self.tree = tree
-
-    @property
-    def language(self) -> str:
-        return self.tree.language
-
-    @property
-    def version(self) -> int:
-        return self.tree.version
-
-    def read(self, rel_path: str, raw: bytes) -> ForeignParse:
-        """`read_file`."""
-        return read_file(self.tree, rel_path, raw)
-
-    def unreadable(self, rel_path: str, error: str) -> ForeignParse:
-        """The file node of no bytes, with `error` as its parse error."""
-        parsed = read_file(self.tree, rel_path, b"")
-        node = dataclasses.replace(parsed.nodes[0], parse_error=error)
-        return ForeignParse(rel_path, [node], parsed.facts, error)
-
-    def spans(self, rel_path: str, raw: bytes) -> list[Span]:
-        """`read_spans`."""
-        return read_spans(self.tree, rel_path, raw)
-
-    def outline(self, rel_path: str, raw: bytes) -> tuple[list[Span], TreeOutline | None]:
-        """`read_spans`, and the tree for `derive` when it has no syntax error."""
-        spans, tree = tree_spans(self.tree, rel_path, raw)
-        return spans, _outline_of(tree, raw, self._grammar(rel_path))
-
-    def derive(self, base: object, rel_path: str, raw: bytes, hunks: Sequence[Hunk]
-               ) -> tuple[list[Span], TreeOutline | None] | None:
-        """`outline` of `raw`, parsed from `base`'s tree edited by `hunks`; None when the
-        hunks are not the diff from `base`'s version (`sweep_delta.edited_tree`) or the parse
-        meets a syntax error: tree-sitter's error recovery may then take another path than a
-        fresh parse does (one of 3,128 versions of fmt's macro-heavy headers read otherwise)."""
-        grammar = self._grammar(rel_path)
-        old = edited_tree(base, grammar, raw, hunks)
-        if old is None:
-            return None
-        spans, tree = tree_spans(self.tree, rel_path, raw, old)
-        if tree.root_node.has_error:
-            return None
-        return spans, TreeOutline(tree, raw, grammar)
-
-    def _grammar(self, rel_path: str) -> str:
-        # The language too: a `.h` file's versions may be read as C or as C++ (by their bytes).
-        return f"{self.language}:{self.tree.grammar_key(rel_path)}"
-
-
-def _outline_of(tree, raw: bytes, grammar: str) -> TreeOutline | None:
-    """The base `derive` may start from: none from a tree with a syntax error."""
-    return None if tree.root_node.has_error else TreeOutline(tree, raw, grammar)
 
 
 # --- the shared walk ---------------------------------------------------------------------
