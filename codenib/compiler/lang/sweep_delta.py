@@ -4,10 +4,12 @@ between them, for `--history` (`SweepReader.derive`).
 The neighbour's tree is told what the diff's hunks replaced (`Tree.edit`, bottom hunk first,
 so each hunk's old positions still hold when it is applied), and tree-sitter parses the new
 bytes reusing every subtree the edits left alone. The sweep over the result is the same as
-over a fresh parse's, so the spans are those of `read_spans` (checked against full parses
-over 1,200-1,500 commits each of fmt, jq, grpc-go, bat, jackson-core, dayjs, darkreader and
-fd: no version differs). Hunks that are not the diff of the two versions (their unchanged
-regions differ) derive nothing: the caller parses in full.
+over a fresh parse's, so the spans are those of `read_spans` where no syntax error is met
+(checked against full parses over 1,200-2,000 commits each of grpc-go, jackson-core, jq, bat,
+fd, dayjs, darkreader and fmt's oldest: no version differs); under error recovery they may
+differ (one of 3,128 versions of fmt's newest headers), so `SweepReader` never derives from
+or keeps a tree with an error. Hunks that are not the diff of the two versions, or a tree of
+another language or grammar, derive nothing: the caller parses in full.
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ def edited_tree(base: object, grammar: str, raw: bytes, hunks: Sequence[Hunk]):
 def tree_edits(old: bytes, new: bytes, hunks: Sequence[Hunk]) -> list[Edit] | None:
     """The byte and point edits of `hunks` (git's: whole lines, 1-based, a side of no lines
     starting at the line before it), in file order, each in `old`'s positions; None when the
-    hunks do not turn `old` into `new` (out of order, out of range, or an unchanged region
-    that differs)."""
+    hunks do not turn `old` into `new` (out of order or overlapping, out of range, or an
+    unchanged region that differs)."""
     old_at, new_at = _line_starts(old), _line_starts(new)
     out: list[Edit] = []
     kept_old = kept_new = 0      # where the unchanged region before the next hunk starts
