@@ -53,7 +53,7 @@ class SweepReader:
         return spans, _outline_of(tree, raw, self._grammar(rel_path))
 
     def derive(self, base: object, rel_path: str, raw: bytes, hunks: Sequence[Hunk]
-               ) -> tuple[list[Span], TreeOutline | None] | None:
+               ) -> tuple[list[Span], TreeOutline] | None:
         """`outline` of `raw`, parsed from `base`'s tree edited by `hunks`; None when the
         hunks are not the diff from `base`'s version (`sweep_delta.edited_tree`) or the parse
         meets a syntax error: tree-sitter's error recovery may then take another path than a
@@ -63,9 +63,8 @@ class SweepReader:
         if old is None:
             return None
         spans, tree = tree_spans(self.tree, rel_path, raw, old)
-        if tree.root_node.has_error:
-            return None
-        return spans, TreeOutline(tree, raw, grammar)
+        outline = _outline_of(tree, raw, grammar)
+        return None if outline is None else (spans, outline)
 
     def _grammar(self, rel_path: str) -> str:
         # The language too: a `.h` file's versions may be read as C or as C++ (by their bytes).
