@@ -605,3 +605,30 @@ def test_a_missing_tree_or_commit_is_named(tmp_path, capsys):
                  "--history"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot be walked" in err and "fix: fetch the repository's missing commits" in err
+
+
+def test_one_blob_under_two_grammars_is_read_by_each_paths_grammar(tmp_path):
+    """The same bytes as `a.ts` and as `b.tsx` read differently (`<any>y` is a cast in
+    TypeScript, an element in TSX): the parsed-blob cache keys on how a path is read, so the
+    lines of each file land on the definitions its own grammar finds, not on those of the
+    other path's parse (the newest commits are read first: `b.tsx`'s version is parsed
+    before `a.ts`'s)."""
+    from codenib.compiler.lang import reader_of
+
+    src = "function f() {\n  const x = <any>y;\n  return x;\n}\n\nfunction g() {\n  return 1;\n}\n"
+    repo = pygit2.init_repository(str(tmp_path / "repo"), initial_head="main")
+    c1 = git_commit(repo, {"a.ts": src}, "add a.ts", 1_000, [])
+    c2 = git_commit(repo, {"b.tsx": src}, "copy it as b.tsx", 2_000, [c1])
+    c3 = git_commit(repo, {"b.tsx": src.replace("  return 1;\n", "")}, "drop a line of b.tsx", 3_000, [c2])
+    raw = src.encode()
+    tsx = {n: (s, e) for n, s, e in reader_of("b.tsx", raw).spans("b.tsx", raw)}
+    ts = {n.replace("a.ts", "b.tsx"): (s, e) for n, s, e in reader_of("a.ts", raw).spans("a.ts", raw)}
+    assert tsx != ts, "the two grammars must read these bytes differently"
+    _build(tmp_path / "repo", tmp_path / "idx", HistorySpec(None, "HEAD"))
+    _, changes = _tables(tmp_path / "idx")
+    first = {c["node_id"] for c in changes if c["commit"] == str(c1)}
+    added = {c["node_id"] for c in changes if c["commit"] == str(c2)}
+    deleted = {c["node_id"] for c in changes if c["commit"] == str(c3)}
+    assert first == {"a.ts", *(n.replace("b.tsx", "a.ts") for n in ts)}, first
+    assert added == {"b.tsx", *tsx}, added
+    assert deleted == {"b.tsx", *(n for n, (s, e) in tsx.items() if s <= 7 <= e)}, deleted

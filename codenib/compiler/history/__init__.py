@@ -67,8 +67,8 @@ from codenib.core.errors import BadInputError
 COMMITS_FILE = "commits.parquet"
 CHANGES_FILE = "changes.parquet"
 #: Bumped when what is read from the same commits changes (2: no rows for `::` paths, shallow
-#: boundaries without changes).
-HISTORY_VERSION = 2
+#: boundaries without changes; 3: a blob under `.ts` and `.tsx` read by each path's grammar).
+HISTORY_VERSION = 3
 #: Missing objects and shallow boundaries the manifest names (the count says how many in all).
 MANIFEST_NAMES = 10
 #: Commits per chunk of work (at most `MAX_CHUNKS`): small enough that a later snapshot's few

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 import numpy as np
 
@@ -46,7 +47,7 @@ _CACHE: dict = {"read": None, "blobs": None}
 
 @dataclass(slots=True)
 class _Blobs:
-    """A worker's parsed blobs, by (blob id, language): (names, line owners, the outline a
+    """A worker's parsed blobs, by (blob id, `_read_as` of its path): (names, line owners, the outline a
     neighbour may be derived from, or None); and per blob of a reader that derives, the
     neighbouring versions it differs from by known hunks (`_note_diff`), most recent use last
     in both."""
@@ -247,8 +248,8 @@ def _note_diff(cache: _Blobs, new: str, old: str, hunks: list[tuple]) -> None:
 
 def _spans(repo, oid, path: str, language: str, cache: _Blobs) -> tuple[list[str], np.ndarray]:
     """The definitions of a blob (qualname suffixes of their ids) and, per line (1-based), the
-    innermost one's position (-1: none). Cached by (blob id, language)."""
-    key = (str(oid), language)
+    innermost one's position (-1: none). Cached by (blob id, `_read_as(path, language)`)."""
+    key = (str(oid), _read_as(path, language))
     hit = cache.parsed.get(key)
     if hit is not None:
         cache.used(key)
@@ -281,18 +282,18 @@ def _outlined_spans(repo, reader: Reader, path: str, raw: bytes, key: tuple[str,
     last outlined version (diffed here: a merge's result is no commit's diff side)."""
     import pygit2
 
-    blob, language = key
+    blob, read_as = key
     got = None
     for base, hunks in cache.diffs.get(blob, ()):
-        hit = cache.parsed.get((base, language))
+        hit = cache.parsed.get((base, read_as))
         if hit is not None and hit[2] is not None:
-            cache.used((base, language))
+            cache.used((base, read_as))
             got = reader.derive(hit[2], path, raw, hunks)
             if got is not None:
                 break
     last = cache.latest.get(path)
     if got is None and last is not None and last != blob:
-        hit = cache.parsed.get((last, language))
+        hit = cache.parsed.get((last, read_as))
         if hit is not None and hit[2] is not None:
             patch = pygit2.Patch.create_from(repo[pygit2.Oid(hex=last)].data, raw, context_lines=0)
             got = reader.derive(hit[2], path, raw, _hunks(patch))
@@ -301,6 +302,12 @@ def _outlined_spans(repo, reader: Reader, path: str, raw: bytes, key: tuple[str,
     if got[1] is not None:
         cache.latest[path] = blob
     return got
+
+
+def _read_as(path: str, language: str) -> str:
+    """How a blob at `path` is read: its language and its name's suffix. The same bytes may
+    read otherwise under another suffix of one language (`.ts` and `.tsx` take two grammars)."""
+    return f"{language}{PurePosixPath(path).suffix}"
 
 
 def _language(path: str) -> str | None:
