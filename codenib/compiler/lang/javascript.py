@@ -11,6 +11,7 @@ from operator import itemgetter
 
 from codenib.compiler.lang.base import new_found, TreeReader, drop_generics, field_text, node_text, unquote
 from codenib.compiler.lang.facts import ScopeFact
+from codenib.compiler.lang.javascript_imports import call_imports_of, statement_imports
 
 FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function)]"
 #: Wrappers whose span, doc comment and signature start belong to the definition inside.
@@ -115,7 +116,7 @@ class JavaScriptReader(TreeReader):
         if node.type != "call_expression":
             return ()
         fn = node.child_by_field_name("function")
-        return _call_imports(node, fn, src) if fn is not None else ()
+        return call_imports_of(node, fn, src) if fn is not None else ()
 
     def call_site(self, node, src):
         # `call` and `call_imports` both start from the callee: found once per call site.
@@ -124,7 +125,7 @@ class JavaScriptReader(TreeReader):
         fn = node.child_by_field_name("function")
         if fn is None:
             return None, ()
-        return _callee(fn, src, "call"), _call_imports(node, fn, src)
+        return _callee(fn, src, "call"), call_imports_of(node, fn, src)
 
     def call_sites(self, captures, src):
         # A call whose callee is a name, a member or `import` is read from the captured
@@ -146,10 +147,10 @@ class JavaScriptReader(TreeReader):
             dot = text.rfind(".")
             if dot < 0:
                 if text == "import" and node.type == "import":      # `import('x')`
-                    append((start, -end, None, _call_imports(node.parent, node, src)))
+                    append((start, -end, None, call_imports_of(node.parent, node, src)))
                 else:
                     append((start, -end, (text, "", "call"),
-                            _call_imports(node.parent, node, src) if text == "require" else ()))
+                            call_imports_of(node.parent, node, src) if text == "require" else ()))
                 continue
             if node.has_error:      # recovered syntax (`a..b`): the text is no guide
                 append((start, -end, _callee(node, src, "call"), ()))
@@ -230,33 +231,7 @@ class JavaScriptReader(TreeReader):
         return out
 
     def imports(self, node, src):
-        source = node.child_by_field_name("source")
-        if source is None:
-            return ()
-        spec = unquote(node_text(source, src))
-        names = []
-        if node.type == "import_statement":
-            for clause in node.named_children:
-                if clause.type != "import_clause":
-                    continue
-                for part in clause.named_children:
-                    if part.type == "identifier":
-                        names.append(("default", node_text(part, src)))
-                    elif part.type == "namespace_import":
-                        ids = [c for c in part.named_children if c.type == "identifier"]
-                        if ids:
-                            names.append(("*", node_text(ids[-1], src)))
-                    elif part.type == "named_imports":
-                        names.extend(_specifiers(part, "import_specifier", src))
-            return [(spec, "import", tuple(names))]
-        for clause in node.named_children:
-            if clause.type == "export_clause":
-                names.extend(_specifiers(clause, "export_specifier", src))
-            elif clause.type == "namespace_export":
-                ids = [c for c in clause.named_children if c.type in ("identifier", "string")]
-                if ids:
-                    names.append(("*", unquote(node_text(ids[-1], src))))
-        return [(spec, "export_from", tuple(names))]
+        return statement_imports(node, src)
 
 
 def _outer(node):
@@ -401,67 +376,6 @@ def _object_name(text: str) -> str:
     if text == "module.exports" or text.startswith("module.exports."):
         return text[len("module."):]
     return text
-
-
-def _call_imports(node, fn, src: bytes):
-    """`require('x')` and `import('x')`: the callee decides before the arguments are read
-    (this is asked about every call)."""
-    how = fn.type
-    if how == "identifier":
-        if src[fn.start_byte:fn.end_byte] != b"require":
-            return ()
-    elif how != "import":
-        return ()
-    args = node.child_by_field_name("arguments")
-    if args is None or args.named_child_count < 1:
-        return ()
-    first = args.named_children[0]
-    if first.type not in ("string", "template_string") or "${" in node_text(first, src):
-        return ()
-    spec = unquote(node_text(first, src))
-    if how == "import":
-        return [(spec, "dynamic_import", ())]
-    return [(spec, "require", _require_names(node, src))]
-
-
-def _specifiers(clause, kind: str, src: bytes) -> list[tuple[str, str]]:
-    out = []
-    for spec in clause.named_children:
-        if spec.type == kind:
-            name = unquote(field_text(spec, "name", src))
-            alias = unquote(field_text(spec, "alias", src)) or name
-            out.append((name, alias))
-    return out
-
-
-def _require_names(call, src: bytes) -> tuple[tuple[str, str], ...]:
-    """`const x = require(...)` binds the module; `const {a, b: c} = require(...)` its keys,
-    `const c = require(...).b` one key."""
-    parent = call.parent
-    if parent is not None and parent.type == "member_expression" and parent.parent is not None \
-            and parent.parent.type == "variable_declarator":
-        key = field_text(parent, "property", src)
-        name = parent.parent.child_by_field_name("name")
-        if key and name is not None and name.type == "identifier":
-            return ((key, node_text(name, src)),)
-        return ()
-    if parent is None or parent.type != "variable_declarator":
-        return ()
-    name = parent.child_by_field_name("name")
-    if name is None:
-        return ()
-    if name.type == "identifier":
-        return (("*", node_text(name, src)),)
-    out = []
-    if name.type == "object_pattern":
-        for part in name.named_children:
-            if part.type == "shorthand_property_identifier_pattern":
-                out.append((node_text(part, src), node_text(part, src)))
-            elif part.type == "pair_pattern":
-                value = part.child_by_field_name("value")
-                if value is not None and value.type == "identifier":    # not `{w: [v]}`: no one name
-                    out.append((unquote(field_text(part, "key", src)), node_text(value, src)))
-    return tuple(out)
 
 
 READER = JavaScriptReader()
