@@ -99,6 +99,56 @@ def report_speed(run: dict, n: int, kind: str, base: str, precisions: dict) -> N
     out(render_table(head, rows, markdown=True))
 
 
+def query_batching(backends: list[str], queries: list[str], reports: Path, rounds: int) -> None:
+    """Queries encoded one per call (each alone, `single`) against batches filled to 32 rows
+    (`fixed`, the former way): one query at a time, a bulk of short queries and a bulk of bug
+    reports (title and opening prose, as `bug_localisation` encodes them), interleaved."""
+    import dataclasses
+    import statistics
+
+    from codenib.engines.embed import Encoder
+    from codenib.engines.models import ModelSpec
+    from codenib.model import localise
+    from codenib.model.reports.report import read_report
+
+    long = [localise.dense_text(read_report(q)) for q in
+            pq.read_table(reports, columns=["query"]).column("query").to_pylist()] if reports.is_file() else []
+    for b in backends:
+        enc = Encoder(ModelSpec.for_model(None), "cpu", backend=b)
+        modes = {"one per call (ours)": enc.backend, "filled to 32 rows": dataclasses.replace(enc.backend,
+                                                                                         query_batches="fixed")}
+        enc.encode_queries(queries[:2])
+        cases = {"one query at a time (median ms)": (queries[:10] + long[:10], True),
+                 f"{len(queries)} short queries (s)": (queries, False),
+                 f"{len(long)} bug reports (s)": (long, False)}
+        got = {m: {c: [] for c in cases} for m in modes}
+        vectors = {}
+        for r in range(rounds):
+            for m in (list(modes) if r % 2 == 0 else list(modes)[::-1]):
+                enc.backend = modes[m]
+                for c, (texts, alone) in cases.items():
+                    if not texts:
+                        continue
+                    if alone:
+                        times = []
+                        for t in texts:
+                            with Stopwatch() as sw:
+                                enc.encode_queries([t])
+                            times.append(sw.wall * 1000)
+                        got[m][c].append(statistics.median(times))
+                    else:
+                        with Stopwatch() as sw:
+                            vectors[m, c] = enc.encode_queries(texts)
+                        got[m][c].append(sw.wall)
+        out(f"\n### query batching, codenib {b} ({rounds} rounds, best shown)\n")
+        ours, old = list(modes)
+        rows = [(c, f"{min(got[ours][c]):.3g}", f"{min(got[old][c]):.3g}", ratio(min(got[old][c]), min(got[ours][c])))
+                for c in cases if got[ours][c]]
+        out(render_table(("case", ours, old, "speed-up"), rows, markdown=True))
+        diff = max(float(np.abs(vectors[ours, c] - vectors[old, c]).max()) for c in cases if (ours, c) in vectors)
+        out(f"- largest difference between the two ways' query vectors: {diff:.2g}")
+
+
 def waste(st_model, indexes: list[Path], nodes: list[str], batch: int = 32) -> None:
     """Padding of the baseline's batches (sorted by characters) against token-sorted ones,
     truncation, duplicates and name texts, on the sampled node texts and the whole indexes."""
@@ -276,6 +326,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small-job", nargs="+", type=Path, default=None, metavar="INDEX",
                     help="time a cold `codenib run` of the demo queries over these indexes against an in-process loop")
     ap.add_argument("--repeats", type=int, default=2, help="--small-job: rounds (the fastest is kept)")
+    ap.add_argument("--query-batching", action="store_true",
+                    help="queries one per call (ours) against batches filled to 32 rows, alone and in bulk")
+    ap.add_argument("--reports", type=Path, default=Path(__file__).resolve().parents[2]
+                    / "shared/eval/swebench-dev/queries.parquet", help="--query-batching: long queries (bug reports)")
     args = ap.parse_args(argv)
 
     from sentence_transformers import SentenceTransformer
@@ -311,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
             qsides[f"codenib {b}"] = enc.encode_queries
         run = speed(qsides, queries, args.chunk * 2, "queries")
         report_speed(run, len(queries), "queries", "sentence-transformers", precisions)
+    if args.query_batching:
+        _, queries = load_texts(args.indexes, 0, args.queries, args.eval)
+        query_batching([b for b in backends if BACKENDS[b].query_batches == "single"], queries, args.reports,
+                       args.repeats)
     if args.quality:
         quality(args, backends)
     if args.small_job:

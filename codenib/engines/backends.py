@@ -35,7 +35,10 @@ class EncoderBackend:
     summary: str
     #: How query batches keep a query's vector independent of the other queries in them:
     #: `free` (it already is), `fixed` (every batch is filled to batch_size rows, one shape),
-    #: `single` (one query per call).
+    #: `single` (one query per call). The ONNX backends take `single`: filled to 32 rows, one
+    #: report cost 32 reports' work (2 cores: 900 ms against 30 ms), and a batch of reports
+    #: of many lengths one partial batch per length bucket (7x slower); a bulk of short
+    #: queries is 1.35x faster filled (scripts/bench_encode.py --query-batching).
     query_batches: str = "free"
     #: The export that encodes queries when it is not `recipe` (see onnx-int8).
     query_recipe: str | None = None
@@ -60,15 +63,17 @@ BACKENDS: dict[str, EncoderBackend] = {
     "torch": EncoderBackend("torch", "fp32", 0.9999, "torch", "torch==2.13.0", None,
                             "sentence-transformers on torch (CPU or CUDA)"),
     "onnx": EncoderBackend("onnx", "fp32", 0.9999, "onnxruntime", "onnxruntime onnx", "onnx",
-                           "ONNX Runtime, fp32 export of the same model", "fixed"),
+                           "ONNX Runtime, fp32 export of the same model", "single"),
     # Queries by the fp32 export: int8 activations are scaled per call, over every row, so an
     # int8 query vector would depend on its batch, and one query at a time missed the bar
     # (worst dev query 0.986 cosine); queries are short, so fp32 costs little there.
     "onnx-int8": EncoderBackend("onnx-int8", "int8", 0.99, "onnxruntime", "onnxruntime onnx", "onnx-int8",
-                                "ONNX Runtime: int8 documents (dynamic quantization), fp32 queries", "fixed",
+                                "ONNX Runtime: int8 documents (dynamic quantization), fp32 queries", "single",
                                 # Every text passed its bar, but jinja2's dense top-10 overlapped
                                 # torch's by 0.942 (bar 0.95): an explicit choice, not auto's.
                                 query_recipe="onnx", auto=False),
+    # Queries filled to 32 rows as before: `single` was measured on ONNX Runtime only (the
+    # OpenVINO runtime is not installed where the bench ran).
     "openvino": EncoderBackend("openvino", "fp32", 0.9999, "openvino", "'codenib[openvino]'", "graph",
                                "OpenVINO on the fp32 ONNX export (CPU)", "fixed"),
 }

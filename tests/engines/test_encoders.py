@@ -63,6 +63,24 @@ def test_query_vectors_do_not_depend_on_their_batch(name):
         assert np.array_equal(enc.encode_queries([q])[0], together[i])
 
 
+@pytest.mark.skipif("onnx" not in EXPORTED, reason="onnxruntime is not installed")
+def test_onnx_encodes_each_query_in_a_call_of_its_own(monkeypatch):
+    """One query per call, padded to its own length bucket: a lone query is not filled to
+    `batch_size` rows (32 queries' work for one), and two queries make two calls."""
+    enc = Encoder(SPEC, "cpu", backend="onnx")
+    runner = enc.query_runner
+    shapes = []
+
+    def spy(ids, mask):
+        shapes.append(ids.shape)
+        return runner(ids, mask)
+
+    monkeypatch.setattr(Encoder, "query_runner", property(lambda self: spy))
+    enc.encode_queries(["open a file"])
+    enc.encode_queries(["open a file", "format the eta of a progress bar in seconds"])
+    assert shapes == [(1, 16), (1, 16), (1, 16)]
+
+
 def test_identical_texts_are_encoded_once_and_scattered_back(torch_encoder):
     texts = ["open a file", "parse json", "open a file", "x" * 40, "parse json"]
     vectors = torch_encoder.encode_documents(texts)
