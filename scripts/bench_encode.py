@@ -17,6 +17,9 @@
   process below 256 queries), against the same queries in one fresh in-process loop; with
   the cold cost of each part (Python and CodeNib imports, Ray start, index load, encoder
   load) measured alone. Interleaved, fastest of --repeats.
+* query batching (--query-batching): the ONNX backends' queries encoded one per call (as
+  `Encoder.encode_queries` does) against batches filled to 32 rows (the former way), one query
+  at a time, a bulk of short queries and a bulk of bug reports (--reports); fastest of --repeats.
 
 Usage:
     python scripts/bench_encode.py [--indexes ~/.cache/codenib-dev/idx/click ~/.cache/codenib-dev/idx/jinja2]
