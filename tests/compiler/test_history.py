@@ -632,3 +632,13 @@ def test_one_blob_under_two_grammars_is_read_by_each_paths_grammar(tmp_path):
     assert first == {"a.ts", *(n.replace("b.tsx", "a.ts") for n in ts)}, first
     assert added == {"b.tsx", *tsx}, added
     assert deleted == {"b.tsx", *(n for n, (s, e) in tsx.items() if s <= 7 <= e)}, deleted
+
+
+@pytest.mark.parametrize("a, b", [("a.ts", "b.tsx"), ("src/.ts", "src/.tsx")])
+def test_the_blob_cache_tells_apart_paths_read_by_two_grammars(a, b):
+    """`_read_as` keys apart two names whose grammars differ, a hidden `.tsx` file (TSX to
+    its reader) included, and keeps one key for one suffix."""
+    from codenib.compiler.history.commits import _read_as
+
+    assert _read_as(a, "typescript") != _read_as(b, "typescript")
+    assert _read_as("x/a.ts", "typescript") == _read_as("y/b.ts", "typescript")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 import numpy as np
 
@@ -305,9 +304,12 @@ def _outlined_spans(repo, reader: Reader, path: str, raw: bytes, key: tuple[str,
 
 
 def _read_as(path: str, language: str) -> str:
-    """How a blob at `path` is read: its language and its name's suffix. The same bytes may
-    read otherwise under another suffix of one language (`.ts` and `.tsx` take two grammars)."""
-    return f"{language}{PurePosixPath(path).suffix}"
+    """How a blob at `path` is read: its language and its name's last `.` part, case kept (a
+    hidden `.tsx` file's included). The same bytes may read otherwise under another suffix of
+    one language (`.ts` and `.tsx` take two grammars)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return f"{language}{name[dot:] if dot >= 0 else ''}"
 
 
 def _language(path: str) -> str | None:
