@@ -35,10 +35,10 @@ class EncoderBackend:
     summary: str
     #: How query batches keep a query's vector independent of the other queries in them:
     #: `free` (it already is), `fixed` (every batch is filled to batch_size rows, one shape),
-    #: `single` (one query per call). The ONNX backends take `single`: filled to 32 rows, one
-    #: report cost 32 reports' work (2 cores: 900 ms against 30 ms), and a batch of reports
-    #: of many lengths one partial batch per length bucket (7x slower); a bulk of short
-    #: queries is 1.35x faster filled (scripts/bench_encode.py --query-batching).
+    #: `single` (one query per call). The ONNX backends take `single`: filled to 32 rows, a
+    #: lone report cost 32 reports' work (2 cores: 843 ms against 29 ms), and reports of many
+    #: lengths one partial batch per length bucket (7.8x slower); a bulk of short queries is
+    #: 1.24x faster filled (scripts/bench_encode.py --query-batching, docs/encoders.md).
     query_batches: str = "free"
     #: The export that encodes queries when it is not `recipe` (see onnx-int8).
     query_recipe: str | None = None
