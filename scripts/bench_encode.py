@@ -111,10 +111,10 @@ def query_batching(backends: list[str], queries: list[str], reports: Path, round
 
     from codenib.engines.embed import Encoder
     from codenib.engines.models import ModelSpec
-    from codenib.model import localise
+    from codenib.model import localise_inputs
     from codenib.model.reports.report import read_report
 
-    long = [localise.dense_text(read_report(q)) for q in
+    long = [localise_inputs.dense_text(read_report(q)) for q in
             pq.read_table(reports, columns=["query"]).column("query").to_pylist()] if reports.is_file() else []
     for b in backends:
         enc = Encoder(ModelSpec.for_model(None), "cpu", backend=b)

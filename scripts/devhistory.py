@@ -28,7 +28,7 @@ import devsets
 
 from codenib.core.querytext import clean_query_text
 from codenib.eval import metrics
-from codenib.model import localise
+from codenib.model import localise, localise_inputs
 from codenib.model.history import cochange, evidence as he
 from codenib.model.reports.report import read_report
 
@@ -104,7 +104,7 @@ def load_cases(queries: Sequence[dict], idx_root: Path, repo_of: Mapping[str, st
         keep |= {i.split("::", 1)[0] for i in keep}
         keep |= set(evidence["similar_changes"].files) | set(evidence["similar_changes"].nodes)
         out[q["qid"]] = Case(q["qid"], repo_of[q["qid"]], table, ids, index.nodes, index.row_of,
-                             localise.file_rows_of(index.nodes), loc_of(repo_of[q["qid"]]), evidence,
+                             localise_inputs.file_rows_of(index.nodes), loc_of(repo_of[q["qid"]]), evidence,
                              _Partners(history, keep))
     return out
 

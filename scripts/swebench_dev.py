@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE))   # devsets, when this file is loaded by path (the
 import devsets  # noqa: E402
 import locfit  # noqa: E402
 
-from codenib.model import localise  # noqa: E402
+from codenib.model import localise_inputs  # noqa: E402
 
 MODES = ("auto", "sparse", "dense", "hybrid", "graph")
 #: The row of the `auto` run with the packaged weights (the others' auto is cross-validated).
@@ -260,7 +260,7 @@ def _history_inputs(queries, idx_root):
         text = clean_query_text(q["query"]).text   # as the plan searches it (`sparse_texts`' whole text)
         text = text[:read_report(text).chars]
         evidence[q["qid"]] = {name: cache.get(name, text) for name in he.SIGNALS}
-        meta[q["qid"]] = (index.nodes, index.row_of, localise.file_rows_of(index.nodes))
+        meta[q["qid"]] = (index.nodes, index.row_of, localise_inputs.file_rows_of(index.nodes))
     return evidence, meta
 
 
@@ -375,7 +375,7 @@ def _history_fit_report(queries, tables, instances, repos, idx_root, rankings, g
             index = load_index(idx_root / qid, dense=False, verify=False)
             history = index.history
             rows = history_fit.training_commits(history, set(index.nodes.node_id))
-            file_rows = localise.file_rows_of(index.nodes)
+            file_rows = localise_inputs.file_rows_of(index.nodes)
             exs = [e for e in (history_fit.example(index, history, i, file_rows) for i in rows) if e is not None]
             examples[repo], seconds[repo] = (exs, len(rows)), time.perf_counter() - t0
             cached.write_bytes(pickle.dumps((examples[repo], seconds[repo])))

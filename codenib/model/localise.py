@@ -1,8 +1,8 @@
 """Files-first bug-report localisation: score files from several signals, then nodes inside them.
 
-Inputs arrive already computed (BM25 runs of the report and its parts, a dense run when the
-caller has one (the `bug_localisation` plan fetches none, so its dense features are 0),
-mention priors, the code graph); `features` and `rank` only score. A node's
+Inputs arrive already computed (`codenib.model.localise_inputs`: BM25 runs of the report and
+its parts, a dense run when the caller has one (the `bug_localisation` plan fetches none, so its
+dense features are 0), mention priors, the code graph); `features` and `rank` only score. A node's
 score is its file's score plus its own features, each a weighted, named feature, so the trace
 shows every signal's contribution. The weights are data (`codenib/data/localise_weights.json`,
 read by the `load_*` functions of `codenib.model.weights`,
@@ -18,21 +18,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from codenib.model.library_paths import is_library_path, is_nonlib_path
-from codenib.model.literals import Literal, literal_holders
+# `is_library_path` and the report-side names below moved out; they stay importable from here.
+from codenib.model.library_paths import is_library_path, is_nonlib_path  # noqa: F401
+from codenib.model.localise_inputs import (DENSE_CHARS, DENSE_DEPTH, FILE_RUNS, RUNS, SPARSE_DEPTH,  # noqa: F401
+                                          LocaliseInputs, dense_text, file_rows_of, inputs_for, search_runs,
+                                          sparse_texts)
 from codenib.model.localise_links import (companion_files, companion_nodes, copy_caps, copy_sources_of,
                                           fold_copies)
 from codenib.model.names import distinctive, name_words
-from codenib.model.reports.report import BugReport, Prior, about_tests, read_report, resolve_mentions
+from codenib.model.reports.report import read_report
 from codenib.ops.filter import is_test_definition, is_test_path
 
-#: Runs a report is searched with: node-level BM25 of the whole text, of its title and of its
-#: prose (code blocks and logs removed), and dense.
-RUNS = ("bm25", "title", "prose", "dense")
-#: Node run -> the whole-file BM25 run of the same text (`sparse_files/`): a file node's own
-#: BM25 evidence is its file's content, as in file-level bug localisation (BugLocator's rVSM),
-#: not its outline. Indexes built before `sparse_files/` keep the outline's scores.
-FILE_RUNS = {"bm25": "file_bm25", "prose": "file_prose"}
 #: File features: broadcast to every node of the file.
 FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_mention",
                  "f_graph", "f_test", "f_nonlib", "f_literal", "f_companion")
@@ -40,12 +36,6 @@ FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_me
 NODE_FEATURES = ("n_bm25", "n_title", "n_prose", "n_dense", "n_mention", "n_graph", "n_is_file",
                  "n_named", "n_parent_named", "n_class", "n_length", "n_literal", "n_name_words", "n_companion")
 FEATURES = FILE_FEATURES + NODE_FEATURES
-#: BM25 depth per run: deep enough that files with several matching nodes show.
-SPARSE_DEPTH = {"bm25": 1000, "title": 200, "prose": 1000}
-#: Dense depth, and how much of the report the dense query sees (the encoder reads ~256
-#: word pieces: the title and the opening prose carry the intent).
-DENSE_DEPTH = 1000
-DENSE_CHARS = 1500
 #: Edge types that connect the code around a mention (LocAgent: the fix is usually within
 #: two hops of what the issue names).
 GRAPH_EDGES = ("calls", "references", "inherits", "imports")
@@ -91,29 +81,6 @@ class LocaliseWeights:
 
 
 @dataclass(frozen=True)
-class LocaliseInputs:
-    """Everything the scorer reads for one report.
-
-    Args:
-        runs: run name (`RUNS`) -> (rows, scores) of that search; absent runs count as empty
-            (an index without vectors has no `dense`).
-        priors: resolved mentions (`codenib.model.reports.report.resolve_mentions`).
-        about_tests: the report is about test code (tests are then not demoted).
-    """
-
-    runs: Mapping[str, tuple[np.ndarray, np.ndarray]]
-    priors: tuple[Prior, ...] = ()
-    about_tests: bool = False
-    words: frozenset[str] = frozenset()   # identifier-like words of the report, as written
-    # the report's quoted literals found verbatim in the code; a node's and a file's evidence
-    # is log2(1 + the weights of those they hold): several count more than one, less and less
-    literals: tuple[Literal, ...] = ()
-    # generated and vendored files (the index's `borrowed_files`): outside the library code,
-    # as documentation and examples are (`f_nonlib`)
-    borrowed: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
 class FeatureTable:
     """Candidate rows and their feature matrix (columns = `FEATURES`)."""
 
@@ -150,50 +117,6 @@ class Scored:
     row: int
     score: float
     contributions: dict[str, float]
-
-
-def sparse_texts(text: str, report: BugReport) -> dict[str, str]:
-    """The node-level BM25 queries of a report: its whole text (package listings removed), its
-    title, its prose."""
-    return {"bm25": report.body if report.body else text[:report.chars],
-            "title": report.title, "prose": report.prose or report.title}
-
-
-def dense_text(report: BugReport) -> str:
-    """The dense query of a report: title and the opening of its prose."""
-    return f"{report.title}\n{report.prose[:DENSE_CHARS]}"
-
-
-def inputs_for(report: BugReport, runs: Mapping[str, tuple[np.ndarray, np.ndarray]], index) -> LocaliseInputs:
-    """Resolve a report's mentions against `index` and bundle them with its search runs."""
-    priors = tuple(resolve_mentions(report, index.symbols, index.nodes))
-    borrowed = frozenset(getattr(index, "borrowed_files", None) or ())
-    scan = index.text_scan() if report.literals and hasattr(index, "text_scan") else None
-    literals = (literal_holders(report.literals, scan, index.nodes.file,
-                                lambda path: is_library_path(path) and path not in borrowed)
-                if scan is not None else ())
-    return LocaliseInputs(runs, priors, about_tests(report), report.words, literals, borrowed)
-
-
-def file_rows_of(nodes) -> dict[str, int]:
-    """File path -> row of its file node."""
-    return {f: r for r, (f, kind) in enumerate(zip(nodes.file, nodes.kind)) if kind == "file"}
-
-
-def search_runs(text: str, report: BugReport, sparse_search, dense_search=None, file_sparse=None) -> dict[str, tuple]:
-    """A report's runs from in-process engines (`sparse_search(texts, k)`, `dense_search(texts, k)`,
-    each returning (rows, scores) arrays with one row per text; `file_sparse`: the index's
-    whole-file BM25, or None)."""
-    texts = sparse_texts(text, report)
-    rows, scores = sparse_search(list(texts.values()), max(SPARSE_DEPTH.values()))
-    runs = {name: (rows[i][:SPARSE_DEPTH[name]], scores[i][:SPARSE_DEPTH[name]]) for i, name in enumerate(texts)}
-    if file_sparse is not None:
-        f_rows, f_scores = file_sparse.search([texts[run] for run in FILE_RUNS], file_sparse.sparse.num_docs)
-        runs.update({name: (f_rows[i], f_scores[i]) for i, name in enumerate(FILE_RUNS.values())})
-    if dense_search is not None:
-        d_rows, d_scores = dense_search([dense_text(report)], DENSE_DEPTH)
-        runs["dense"] = (d_rows[0], d_scores[0])
-    return runs
 
 
 def feature_table(text: str, index, sparse_search, dense_search=None) -> FeatureTable:

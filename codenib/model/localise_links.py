@@ -8,12 +8,11 @@ every index built before them) each function returns at once with nothing."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, TypeVar
+from typing import Mapping
 
 import numpy as np
 
-#: `localise.LocaliseInputs` (not imported: `localise` imports this module).
-Inputs = TypeVar("Inputs")
+from codenib.model.localise_inputs import LocaliseInputs
 
 #: The edge along which a generated or vendored copy's evidence flows to its source
 #: (`codenib.compiler.copies`).
@@ -28,8 +27,8 @@ COMPANION_NODE_SEEDS = 50
 COMPANION_OF = ("f_bm25", "f_title", "f_prose", "f_mention", "f_literal")
 
 
-def fold_copies(inputs: Inputs, node_runs: Mapping[str, dict[int, float]], graph,
-                nodes) -> tuple[Inputs, dict[str, dict[int, float]]]:
+def fold_copies(inputs: LocaliseInputs, node_runs: Mapping[str, dict[int, float]], graph,
+                nodes) -> tuple[LocaliseInputs, dict[str, dict[int, float]]]:
     """A generated or vendored copy's evidence credited to the definition it copies too
     (`copies` edges): each run's score (the best of the two), its mentions and the literals
     it holds. Without `copies` edges (older indexes) the inputs come back as they are."""

@@ -83,7 +83,7 @@ class PlanParts:
     def file_rows(self) -> dict[str, int]:
         """File path -> row of its file node (built on first use)."""
         if self._file_rows is None:
-            from codenib.model.localise import file_rows_of
+            from codenib.model.localise_inputs import file_rows_of
 
             self._file_rows = file_rows_of(self.index.nodes)
         return self._file_rows

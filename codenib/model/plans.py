@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from codenib.core.errors import BadInputError
-from codenib.model import localise
+from codenib.model import localise, localise_inputs
 from codenib.model.history import cochange, evidence as history_evidence, fit as history_fit
 from codenib.model.parts import PlanInput, PlanParts, fuse
 from codenib.model.planspec import BudgetPreset, GraphExpansionPlan, RetrievalPathPlan, Search
@@ -327,18 +327,18 @@ class BugLocalisation(RetrievalPlan):
     def searches(self, query, s, plan):
         # The report is read once, here; its texts are searched and `assemble` scores it.
         report = read_report(query)
-        texts = localise.sparse_texts(query, report)
+        texts = localise_inputs.sparse_texts(query, report)
         return dataclasses.replace(
-            plan, report=report, sparse_searches=tuple(Search(name, text, localise.SPARSE_DEPTH[name])
+            plan, report=report, sparse_searches=tuple(Search(name, text, localise_inputs.SPARSE_DEPTH[name])
                                                        for name, text in texts.items()),
-            file_searches=tuple(Search(name, texts[run]) for run, name in localise.FILE_RUNS.items()),
+            file_searches=tuple(Search(name, texts[run]) for run, name in localise_inputs.FILE_RUNS.items()),
             history_text=texts["bm25"] if plan.history else "")
 
     def assemble(self, q, parts):
         index, detail = parts.index, q.detail
         report = q.plan.report
         runs = dict(q.runs or {})
-        inputs = localise.inputs_for(report, runs, index)
+        inputs = localise_inputs.inputs_for(report, runs, index)
         table = localise.features(inputs, index.nodes, index.graph, parts.file_rows())
         weights = parts.localise_weights
         limit = max(q.plan.k, 100)

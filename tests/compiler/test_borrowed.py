@@ -15,7 +15,7 @@ from codenib.compiler.build_options import BuildOptions
 from codenib.compiler.source import GitTree
 from codenib.compiler.walk import walk_repository
 from codenib.index.loaded import load_index
-from codenib.model import localise
+from codenib.model import localise_inputs
 from codenib.model.reports.report import read_report
 from tests.git_history import archive
 
@@ -94,4 +94,4 @@ def test_both_walks_mark_the_same_files_and_the_manifest_keeps_them(commit, tmp_
     index = load_index(tmp_path / "idx", dense=False)
     assert index.borrowed_files == WANT
     report = read_report("decNumberAdd overflows\n\nCalling decNumberAdd with a large value wraps.")
-    assert localise.inputs_for(report, {}, index).borrowed == frozenset(WANT)
+    assert localise_inputs.inputs_for(report, {}, index).borrowed == frozenset(WANT)

@@ -11,7 +11,8 @@ import pytest
 from codenib.index.literal import TextScan
 from codenib.model.literals import LITERAL_MAX_FILES, Literal, literal_holders
 from codenib.model.library_paths import is_library_path
-from codenib.model.localise import FEATURES, LocaliseInputs, features
+from codenib.model.localise import FEATURES, features
+from codenib.model.localise_inputs import LocaliseInputs
 from tests.model.test_localise import FILE_ROWS, NODES
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from codenib.model.weights import load_packaged_weights
-from codenib.model.localise import (FEATURES, LocaliseInputs, LocaliseWeights, explain, features,
-                                    rank)
+from codenib.model.localise import FEATURES, LocaliseWeights, explain, features, rank
+from codenib.model.localise_inputs import LocaliseInputs
 from codenib.model.reports.report import Mention, Prior
 
 NODES = SimpleNamespace(
@@ -364,3 +364,13 @@ def test_the_path_rules_stay_reachable_from_localise():
     assert localise.is_library_path is library_paths.is_library_path
     assert localise.is_nonlib_path is library_paths.is_nonlib_path
     assert not localise.is_library_path("docs/conf.py") and localise.is_library_path("src/a.py")
+
+
+def test_the_report_inputs_stay_reachable_from_localise():
+    """The report-side names moved to `localise_inputs`; `localise` still offers the same objects
+    (public names of the module since it was added)."""
+    from codenib.model import localise, localise_inputs
+
+    for name in ("RUNS", "FILE_RUNS", "SPARSE_DEPTH", "DENSE_DEPTH", "DENSE_CHARS", "LocaliseInputs",
+                 "sparse_texts", "dense_text", "inputs_for", "file_rows_of", "search_runs"):
+        assert getattr(localise, name) is getattr(localise_inputs, name), name

@@ -30,8 +30,9 @@ import numpy as np
 
 from codenib.core.querytext import clean_query_text
 from codenib.model.history import evidence as history_evidence
-from codenib.model.localise import (FEATURES, FeatureTable, LocaliseWeights, features, file_rows_of,
-                                    inputs_for, is_nonlib_path, search_runs, sparse_texts)
+from codenib.model.library_paths import is_nonlib_path
+from codenib.model.localise import FEATURES, FeatureTable, LocaliseWeights, features
+from codenib.model.localise_inputs import file_rows_of, inputs_for, search_runs, sparse_texts
 from codenib.model.reports.report import read_report
 from codenib.ops.filter import is_test_path
 

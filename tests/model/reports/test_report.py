@@ -94,7 +94,8 @@ def test_paths_of_every_read_language_are_path_mentions_with_their_lines():
 def test_the_innermost_cpython_frame_is_the_strongest_mention_evidence(bug_index):
     """The traceback runs through cart.py into pricing.round_cents: the innermost frame's file
     carries more mention evidence than the outer frame's (each frame once weighed the same)."""
-    from codenib.model.localise import FEATURES, features, file_rows_of, inputs_for
+    from codenib.model.localise import FEATURES, features
+    from codenib.model.localise_inputs import file_rows_of, inputs_for
 
     rep = read_report(bug_repo.TRACEBACK_REPORT)
     ids = bug_index.nodes.node_id
