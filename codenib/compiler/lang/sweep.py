@@ -3,28 +3,23 @@ its captures (`TreeReader`) -> its nodes and its `ForeignFacts`.
 
 The nesting of definitions is a sweep over the captures in source order (so Python visits
 only captured nodes); here too are node ids with `#N` duplicates, spans, signatures, doc
-comments, node texts, file outlines and parse errors. `SweepReader`
+comments and parse errors (node texts and file outlines: `codenib.compiler.lang.sweep_nodes`). `SweepReader`
 (`codenib.compiler.lang.sweep_reader`) is what the registry (`codenib.compiler.lang`) hands
 out for a tree-sitter language: its `Reader`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collapse, node_text, order_nodes,
                                         slot_constructor)
 from codenib.core.gcpause import collector_paused
-from codenib.compiler.span_text import LONG_LINE_CHARS
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
-from codenib.core.types import Node, UniqueQualnames, make_node_id
+from codenib.compiler.lang.sweep_nodes import SweepDef, definition_node, file_node
+from codenib.core.types import UniqueQualnames, make_node_id
 
-#: The same caps as the Python reader (`codenib.compiler.lang.python_parse`): giant generated
-#: definitions must not dominate BM25 lengths, and a file node holds an outline only.
-MAX_TEXT_CHARS = 16_000
-MAX_FILE_TEXT_CHARS = 6_000
 #: A signature is the declaration head; past this it is a generated parameter list.
 MAX_SIGNATURE_CHARS = 400
 #: Doc comments longer than this are license blocks or generated text.
@@ -37,7 +32,6 @@ MAX_NESTING = 100
 _CallFact = slot_constructor(CallFact)
 _ImportFact = slot_constructor(ImportFact)
 _BaseFact = slot_constructor(BaseFact)
-_Node = slot_constructor(Node)
 
 
 def read_file(reader: TreeReader, rel_path: str, raw: bytes) -> ForeignParse:
@@ -68,32 +62,11 @@ def tree_spans(reader: TreeReader, rel_path: str, raw: bytes, old_tree=None) -> 
 # --- the shared walk ---------------------------------------------------------------------
 
 @dataclass(slots=True)
-class _Def:
-    node_id: str
-    qualname: str
-    plain: str
-    name: str
-    kind: str
-    found: Found
-    ts_node: object
-    nested: bool        # inside another definition (a parent reference would make a cycle)
-    start: int          # 1-based span (attributes included)
-    end: int
-    text_start: int     # the doc comment's first line (or `start`)
-    doc: str
-    decorators: tuple[str, ...]
-    signature: str
-    text_byte: int = 0  # where its text starts (doc comment, attribute or itself) and ends
-    end_byte: int = 0
-    children: list = field(default_factory=list)
-
-
-@dataclass(slots=True)
 class _Scope:
     end: int                    # end byte
     path: tuple[str, ...]       # plain qualified name segments
     role: str
-    definition: _Def | None     # the innermost definition at or above this scope
+    definition: SweepDef | None     # the innermost definition at or above this scope
     depth: int                  # definitions at or above this scope (a namespace adds none)
 
 
@@ -138,22 +111,16 @@ def read_tree(reader: TreeReader, rel_path: str, raw: bytes, root, captures: dic
     facts = ForeignFacts(rel_path, reader.language, package, tuple(imports), tuple(calls), tuple(bases),
                          scopes=tuple(scopes))
 
-    file_node = _Node(
-        node_id=file_id, kind="file", file=rel_path, qualname="", name=rel_path.rsplit("/", 1)[-1],
-        start_line=1, end_line=max(1, len(lines)), signature="",
-        docstring=_file_doc(reader, root, raw, defs),
-        text=_outline(rel_path, lines, 1, len(lines),
-                      folds + [d for d in defs if not d.nested])[:MAX_FILE_TEXT_CHARS],
-        content_sha256=hashlib.sha256(raw).hexdigest(), language=reader.language, parse_error=error,
-    )
-    nodes = [file_node] + [_node(rel_path, lines, raw, d, reader.language) for d in defs]
+    top = folds + [d for d in defs if not d.nested]
+    nodes = [file_node(rel_path, lines, raw, top, _file_doc(reader, root, raw, defs), reader.language, error)]
+    nodes += [definition_node(rel_path, lines, raw, d, reader.language) for d in defs]
     return ForeignParse(rel_path, nodes, facts, error)
 
 
 @dataclass(slots=True)
 class _Sweep:
-    defs: list[_Def]
-    folds: list[_Def]               # top-level namespaces the file outline shows as a signature
+    defs: list[SweepDef]
+    folds: list[SweepDef]               # top-level namespaces the file outline shows as a signature
     bases: list[BaseFact]
     impl_bases: list[tuple[str, tuple, int]]
     too_deep: int                   # captures inside a definition at depth MAX_NESTING, folded into it
@@ -163,8 +130,8 @@ def _sweep(reader: TreeReader, raw: bytes, rel_path: str, captures: dict, spans_
     """The definitions of the `@def` captures, outer before inner, with their qualified names
     (`#N` for repeats) and spans; `spans_only` leaves out what only nodes and facts need
     (docs, signatures, decorators' text, folded namespaces, bases)."""
-    defs: list[_Def] = []
-    folds: list[_Def] = []      # top-level namespaces the file outline shows as a signature
+    defs: list[SweepDef] = []
+    folds: list[SweepDef] = []      # top-level namespaces the file outline shows as a signature
     bases: list[BaseFact] = []
     impl_bases: list[tuple[str, tuple, int]] = []
     names = UniqueQualnames()
@@ -239,7 +206,7 @@ def _first_error(root) -> str | None:
 
 
 def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Found,
-                qual: str, plain: str, kind: str, holder: _Def | None, spans_only: bool) -> _Def:
+                qual: str, plain: str, kind: str, holder: SweepDef | None, spans_only: bool) -> SweepDef:
     outer = found.outer if found.outer is not None else node
     start_row = outer.start_point.row
     start_byte = outer.start_byte
@@ -268,7 +235,7 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
         row = prev.start_point.row
         prev = before
     if spans_only:
-        return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder is not None,
+        return SweepDef(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder is not None,
                     start_row + 1, end_row + 1, start_row + 1, "", (), "")
     decorators.reverse()
     comments.reverse()
@@ -279,7 +246,7 @@ def _definition(reader: TreeReader, raw: bytes, rel_path: str, node, found: Foun
     signature = collapse(raw[outer.start_byte:sig_end].decode("utf-8", "replace"))
     if found.body is None:
         signature = signature.split("{", 1)[0].rstrip(" ;")
-    return _Def(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder is not None,
+    return SweepDef(make_node_id(rel_path, qual), qual, plain, found.name, kind, found, node, holder is not None,
                 start_row + 1, end_row + 1, text_row + 1, doc,
                 tuple(decorators), signature[:MAX_SIGNATURE_CHARS], text_byte, outer.end_byte)
 
@@ -310,7 +277,7 @@ def clean_comment(text: str) -> str:
     return "\n".join(out)
 
 
-def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
+def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[SweepDef]) -> str:
     """The comment block at the top of the file, unless it documents the first definition."""
     block = []
     for i in range(root.child_count):       # not `root.children`: that builds every top-level node
@@ -328,7 +295,7 @@ def _file_doc(reader: TreeReader, root, raw: bytes, defs: list[_Def]) -> str:
     return text[:MAX_DOC_CHARS]
 
 
-def _calls(raw: bytes, defs: list[_Def], sites: list, file_id: str) -> tuple[list[CallFact], list[ImportFact]]:
+def _calls(raw: bytes, defs: list[SweepDef], sites: list, file_id: str) -> tuple[list[CallFact], list[ImportFact]]:
     """Each call site (`TreeReader.call_sites`) with the innermost definition around it (a
     sweep over both, by position: at one span a definition comes first).
 
@@ -367,64 +334,3 @@ def _calls(raw: bytes, defs: list[_Def], sites: list, file_id: str) -> tuple[lis
             for spec, kind, names in made:
                 imports.append(_ImportFact(spec, line, kind, tuple(names)))
     return calls, imports
-
-
-def _node(rel_path: str, lines: list[str], raw: bytes, d: _Def, language: str) -> Node:
-    segment = _segment(lines, raw, d)
-    if d.kind == "class" and d.children:
-        body = _outline(None, lines, d.text_start, d.end, d.children)
-    else:
-        body = segment
-    return _Node(
-        node_id=d.node_id, kind=d.kind, file=rel_path, qualname=d.qualname, name=d.name,
-        start_line=d.start, end_line=d.end, signature=d.signature, docstring=d.doc,
-        text=_capped(f"{rel_path} {d.plain}\n", body, MAX_TEXT_CHARS),
-        content_sha256=hashlib.sha256(segment.encode("utf-8", "surrogatepass")).hexdigest(),
-        language=language, decorators=d.decorators,
-    )
-
-
-def _segment(lines: list[str], raw: bytes, d: _Def) -> str:
-    """A definition's lines; a first or last line longer than `LONG_LINE_CHARS` is cut to the
-    definition's own columns (read from the bytes, so the cost is its own span, not the line's)."""
-    first, last = d.text_start, d.end
-    head_long = len(lines[first - 1]) > LONG_LINE_CHARS if first <= len(lines) else False
-    tail_long = len(lines[last - 1]) > LONG_LINE_CHARS if last <= len(lines) else False
-    if not (head_long or tail_long):
-        return "\n".join(lines[first - 1:last])
-    start, end = d.text_byte, d.end_byte
-    while end > start and raw[end - 1] in b"\r\n":
-        end -= 1        # a span that ends on the next line's first column (a line comment)
-    if first == last:
-        return _line_text(raw[start:end])
-    head = _line_text(raw[start:raw.find(b"\n", start, end)]) if head_long else lines[first - 1]
-    tail = _line_text(raw[raw.rfind(b"\n", start, end) + 1:end]) if tail_long else lines[last - 1]
-    return "\n".join([head, *lines[first:last - 1], tail])
-
-
-def _line_text(part: bytes) -> str:
-    """Bytes within one line as `read_tree` decodes its lines (a span may end on the line break)."""
-    return part.decode("utf-8", errors="replace").rstrip("\r\n")
-
-
-def _capped(head: str, body: str, cap: int) -> str:
-    """`(head + body)[:cap]` without first copying the whole of a long body."""
-    return (head + body[:cap - len(head)]) if len(head) < cap else head[:cap]
-
-
-def _outline(head: str | None, lines: list[str], first: int, last: int, inner: list[_Def]) -> str:
-    """Lines `first..last` with each of the `inner` definitions (doc comment included)
-    replaced by its signature: a class as a reader skims it, or a file's outline."""
-    parts = [head] if head else []
-    at = first
-    for d in sorted(inner, key=lambda d: d.text_start):
-        if d.text_start < at or d.end > last:
-            continue        # overlapping spans (a macro-mangled parse): keep the text as it is
-        parts.extend(lines[at - 1:d.text_start - 1])
-        indent = lines[d.start - 1][:len(lines[d.start - 1]) - len(lines[d.start - 1].lstrip())] \
-            if d.start - 1 < len(lines) else ""
-        first_doc = d.doc.split("\n\n")[0].replace("\n", " ") if d.doc else ""
-        parts.append(f"{indent}{d.signature}" + (f"  // {first_doc}" if first_doc else ""))
-        at = d.end + 1
-    parts.extend(lines[at - 1:last])
-    return "\n".join(parts)
