@@ -35,10 +35,11 @@ class EncoderBackend:
     summary: str
     #: How query batches keep a query's vector independent of the other queries in them:
     #: `free` (it already is), `fixed` (every batch is filled to batch_size rows, one shape),
-    #: `single` (one query per call). The ONNX backends take `single`: filled to 32 rows, a
-    #: lone report cost 32 reports' work (2 cores: 843 ms against 29 ms), and reports of many
-    #: lengths one partial batch per length bucket (7.8x slower); a bulk of short queries is
-    #: 1.24x faster filled (scripts/bench_encode.py --query-batching, docs/encoders.md).
+    #: `single` (one query per call). The graph backends (ONNX Runtime, OpenVINO) take `single`:
+    #: filled to 32 rows, a lone report cost 32 reports' work (2 cores: 843 ms against 29 ms on
+    #: ONNX Runtime, 775 against 28 on OpenVINO), and reports of many lengths one partial batch
+    #: per length bucket (7.7-7.8x slower); a bulk of short queries is 1.2x faster filled
+    #: (scripts/bench_encode.py --query-batching, docs/encoders.md).
     query_batches: str = "free"
     #: The export that encodes queries when it is not `recipe` (see onnx-int8).
     query_recipe: str | None = None
@@ -72,10 +73,8 @@ BACKENDS: dict[str, EncoderBackend] = {
                                 # Every text passed its bar, but jinja2's dense top-10 overlapped
                                 # torch's by 0.942 (bar 0.95): an explicit choice, not auto's.
                                 query_recipe="onnx", auto=False),
-    # Queries filled to 32 rows as before: `single` was measured on ONNX Runtime only (the
-    # OpenVINO runtime is not installed where the bench ran).
     "openvino": EncoderBackend("openvino", "fp32", 0.9999, "openvino", "'codenib[openvino]'", "graph",
-                               "OpenVINO on the fp32 ONNX export (CPU)", "fixed"),
+                               "OpenVINO on the fp32 ONNX export (CPU)", "single"),
 }
 #: `--encoder` choices: auto picks the fastest backend that passes its bar on this machine.
 ENCODERS = ("auto", *BACKENDS)
