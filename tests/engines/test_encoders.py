@@ -63,11 +63,11 @@ def test_query_vectors_do_not_depend_on_their_batch(name):
         assert np.array_equal(enc.encode_queries([q])[0], together[i])
 
 
-@pytest.mark.skipif("onnx" not in EXPORTED, reason="onnxruntime is not installed")
-def test_onnx_encodes_each_query_in_a_call_of_its_own(monkeypatch):
+@pytest.mark.parametrize("name", EXPORTED)
+def test_graph_backends_encode_each_query_in_a_call_of_its_own(name, monkeypatch):
     """One query per call, padded to its own length bucket: a lone query is not filled to
     `batch_size` rows (32 queries' work for one), and two queries make two calls."""
-    enc = Encoder(SPEC, "cpu", backend="onnx")
+    enc = Encoder(SPEC, "cpu", backend=name)
     runner = enc.query_runner
     shapes = []
 
