@@ -29,7 +29,9 @@ def option(default: Any = MISSING, *, help: str, flag: str | None = None, choice
     """
     meta = {"help": help, "flag": flag, "choices": choices, "metavar": metavar, "minimum": minimum,
             "label": label, "fix": fix, "path": path, "alias": alias, "quiet": quiet}
-    return dataclasses.field(default=default, metadata={k: v for k, v in meta.items() if v not in (None, False)})
+    # `is`, not `in (None, False)`: 0 == False, and `minimum=0` would be dropped with the unset ones.
+    kept = {k: v for k, v in meta.items() if v is not None and v is not False}
+    return dataclasses.field(default=default, metadata=kept)
 
 
 def required(cls: type, name: str) -> Any:
@@ -58,8 +60,9 @@ def validate_options(options: Any) -> None:
                                 fix=meta.get("fix", f"use one of: {', '.join(choices)}"))
         minimum = meta.get("minimum")
         if minimum is not None and value < minimum:
-            raise BadInputError(f"{flag_of(f)} must be at least {minimum}, got {value}",
-                                fix=meta.get("fix", f"pass {flag_of(f)} {f.default}"))
+            usual = (f"pass {flag_of(f)} {f.default}" if isinstance(f.default, int) and f.default >= minimum
+                     else f"pass {flag_of(f)} {minimum} or more, or leave it out")
+            raise BadInputError(f"{flag_of(f)} must be at least {minimum}, got {value}", fix=meta.get("fix", usual))
 
 
 def spec_keys(cls: type) -> tuple[str, ...]:
