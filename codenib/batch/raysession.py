@@ -5,11 +5,18 @@ before they go."""
 from __future__ import annotations
 
 import os
+import socket
 from collections import Counter
 from typing import Any, Callable
 
+from codenib.core.errors import BadInputError
+
 #: Ray's switch for "multi-node clusters from this machine"; off means loopback addresses only.
 _LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: How long a cluster address may take to accept a connection before it counts as down.
+CONNECT_TIMEOUT_S = 10.0
+#: Ray Client's port when a `ray://` address names none.
+RAY_CLIENT_PORT = 10001
 #: The watchdog of the embedded Ray this process started (None: none, or it joined a cluster).
 _reaper = None
 #: The private folder of the embedded Ray this process started (`codenib.batch.raydir`).
@@ -32,6 +39,8 @@ def start_ray(address: str | None, dashboard: bool, log: Callable[[str], None]) 
         return False
     kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "configure_logging": False}
     if address or in_job:
+        if address:
+            check_address(address)
         log(f"ray: joining the cluster at {address or in_job}")
         ray.init(address=address or "auto", **kwargs)
     else:
@@ -57,6 +66,30 @@ def start_ray(address: str | None, dashboard: bool, log: Callable[[str], None]) 
         _private_root = root
         seal(root)
     return True
+
+
+def check_address(address: str) -> None:
+    """Raises BadInputError when nothing listens at a `HOST:PORT` or `ray://HOST:PORT` cluster
+    address: Ray itself retries an unreachable one without end. `auto` and `local` are Ray's
+    own look-ups and pass."""
+    if address in ("auto", "local"):
+        return
+    client = address.startswith("ray://")
+    target = address.removeprefix("ray://")
+    if client and not target.rpartition(":")[2].isdigit():
+        target += f":{RAY_CLIENT_PORT}"
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise BadInputError(f"--address {address!r} is not a Ray cluster address",
+                            fix="pass HOST:PORT of the head's GCS (ray start --head prints it, port 6379 by default), "
+                                "ray://HOST:10001 for Ray Client, or auto")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise BadInputError(f"no Ray cluster answers at --address {address}: {exc}",
+                            fix="start the head (ray start --head) and pass the address it prints, or leave "
+                                "--address out to run on an embedded local Ray") from exc
 
 
 def stop_ray() -> None:

@@ -136,6 +136,11 @@ CASES = [
          env={"CODENIB_S3_ENDPOINT": "http://127.0.0.1:{silent}", "CODENIB_S3_CONNECT_TIMEOUT": "2",
               "CODENIB_S3_REQUEST_TIMEOUT": "2", "CODENIB_S3_ATTEMPTS": "1", "AWS_ACCESS_KEY_ID": "fault-matrix",
               "AWS_SECRET_ACCESS_KEY": "fault-matrix", "AWS_EC2_METADATA_DISABLED": "true"}),
+    # A cluster address nothing listens at: Ray itself retries it without end.
+    Case("run --address: nothing listens there",
+         ("run", "--queries", "{user}/q/plain.jsonl", "--index", "{user}/indexes/click", "--out", "{out}",
+          "--address", "127.0.0.1:{closed}"),
+         2, "codenib run: error: no Ray cluster answers at --address 127.0.0.1:{closed}", run="subprocess"),
     # Item 3: the embedded Ray's temp folder is this user's alone (Ray makes its folders 777).
     Case("run --local-below 0: the embedded Ray's folders are private",
          ("run", "--queries", "{user}/q/plain.jsonl", "--index", "{user}/indexes/click", "--out", "{out}",
@@ -288,6 +293,13 @@ def silent_endpoint():
 
 
 @pytest.fixture
+def closed_port():
+    """A port on 127.0.0.1 that nothing listens at (bound, then released)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        return server.getsockname()[1]
+
+
+@pytest.fixture
 def raytmp():
     """A short TMPDIR (Ray's socket paths must stay under 108 bytes), removed afterwards."""
     import tempfile
@@ -308,6 +320,8 @@ def test_fault_matrix_inputs(case, template, local_ray, tmp_path, monkeypatch, c
     slots = {"user": user, "out": out}
     if "{silent}" in repr(case):
         slots["silent"] = request.getfixturevalue("silent_endpoint")
+    if "{closed}" in repr(case):
+        slots["closed"] = request.getfixturevalue("closed_port")
     if "{raytmp}" in repr(case):
         slots["raytmp"] = request.getfixturevalue("raytmp")
     argv = [a.format(**slots) for a in case.argv]
