@@ -147,7 +147,8 @@ def process_shard(shard: Shard, session, options: ShardOptions) -> tuple[pa.Tabl
                     continue
                 written.add(res.plan)
                 _result_rows(results_cols, row, res, options)
-                _plan_row(plans_cols, row, res, options, res.error, m)
+                # A failed rerank keeps the results and is recorded, as `codenib rerank` does.
+                _plan_row(plans_cols, row, res, options, res.error or res.rerank_error, m)
             for m in recorded:   # the planner's own choice under `all`: recorded, not run
                 p = row.planned(m)
                 _plan_row(plans_cols, row, None, options, None, m, plan=p.plan.plan if p.plan else "none",

@@ -67,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     result = session.search(text, options, k=args.k)
     if result.error:
         raise QueryError(result.error, fix="rephrase the query")
+    if result.rerank_error:
+        # The results stand (in their order before the rerank where it failed); exit 0.
+        print(f"codenib query: warning: {result.rerank_error[:500]} (the results keep their order "
+              f"before the rerank where it failed)", file=sys.stderr)
     if cleaned.changed:
         result.trace["query_text"] = cleaned.changes()
     if args.json:

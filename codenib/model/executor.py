@@ -96,6 +96,10 @@ class QueryResult:
     latency_ms: float
     error: str | None = None
     signals: dict[str, Any] = field(default_factory=dict)
+    #: The reranker failed for this query (all of it or some windows): the candidates are kept,
+    #: in their order before the rerank where it could not reorder them; the batch job records
+    #: this in the query's plans row, `codenib query` warns.
+    rerank_error: str | None = None
 
 
 class PlanExecutor:
@@ -153,7 +157,7 @@ class PlanExecutor:
             except CodeNibError as exc:
                 errors[i] = str(exc)
             engine_ms[i] += (time.perf_counter() - t0) * 1000
-        self._rerank(queries, live, planned, results, traces, engine_ms)
+        rerank_errors = self._rerank(queries, live, planned, results, traces, engine_ms)
 
         out: list[QueryResult] = []
         for i, q in enumerate(queries):
@@ -162,7 +166,8 @@ class PlanExecutor:
             if i in planned:
                 traces[i].setdefault("detail", {})["plan"] = planned[i].to_dict()
             out.append(QueryResult(q, cands, plan_name, traces[i], round(engine_ms.get(i, 0.0), 3),
-                                   errors[i], signals[i].to_dict() if signals[i] else {}))
+                                   errors[i], signals[i].to_dict() if signals[i] else {},
+                                   rerank_errors.get(i) if errors[i] is None else None))
         return out
 
     # -- engines (one batched call each) ---------------------------------------------------
@@ -220,7 +225,9 @@ class PlanExecutor:
 
     # -- reranking -------------------------------------------------------------------------
 
-    def _rerank(self, queries, live, plans, results, traces, engine_ms) -> None:
+    def _rerank(self, queries, live, plans, results, traces, engine_ms) -> dict[int, str]:
+        """Rerank the queries whose plans ask for it, in place; returns query -> what failed."""
+        failed: dict[int, str] = {}
         emb = [i for i in live if results[i] is not None and plans[i].rerank == "embedding"]
         if emb:
             t0 = time.perf_counter()
@@ -236,15 +243,22 @@ class PlanExecutor:
             texts = self.index.texts()
             cand_lists = [tuple(results[i][: plans[i].rerank_top]) for i in llm]
             text_lists = [[texts[self.index.row_of[c.node_id]] for c in cl] for cl in cand_lists]
-            outs = self.engines.rerank_llm([queries[i] for i in llm], cand_lists, text_lists)
+            try:
+                outs = self.engines.rerank_llm([queries[i] for i in llm], cand_lists, text_lists)
+            except CodeNibError as exc:     # the whole request: every list keeps its ranking
+                outs = [(cands, [f"the LLM rerank failed: {exc}"]) for cands in cand_lists]
             share = (time.perf_counter() - t0) * 1000 / len(llm)
-            for i, (head, errs) in zip(llm, outs):
+            for i, (head, errs), before in zip(llm, outs, cand_lists):
+                engine_ms[i] += share
+                if errs:
+                    traces[i].setdefault("detail", {})["rerank_errors"] = errs
+                    failed[i] = "llm rerank: " + "; ".join(errs)
+                    if [c.node_id for c in head] == [c.node_id for c in before]:
+                        continue    # nothing was reordered: the ranking keeps its own scores
                 merged = list(head) + results[i][plans[i].rerank_top:]
                 # The tail kept its old scores; 1/position keeps the whole list sorted.
                 results[i] = [c.with_score(1.0 / (j + 1)) for j, c in enumerate(merged)]
-                if errs:
-                    traces[i].setdefault("detail", {})["rerank_errors"] = errs
-                engine_ms[i] += share
+        return failed
 
 
 def rerank_context(index: LoadedIndex) -> RerankContext:
