@@ -39,6 +39,7 @@ def rerank_job(options: RerankOptions, log: Logger | None = None) -> JobSummary:
     source_meta = _source_metadata(source, options.allow_partial)
     queries = _query_texts(options, source_meta)
     items = _items(source, queries, options, source_meta)
+    _check_vectors(items, options)
     shards = _shards(items, options.shard_size)
     lineage = {
         "source_run_id": source_meta.get("run_id"),
@@ -147,6 +148,32 @@ def _items(source: Path, queries: dict[str, str], options: RerankOptions, meta: 
                                 tuple(float(r["score"]) for r in rows),
                                 options.run_tag or f"{rows[0]['run_tag']}+{options.reranker}", path, error))
     return items
+
+
+def _check_vectors(items: Sequence[RerankItem], options: RerankOptions) -> None:
+    """An embedding rerank reads the indexes' vectors: when no index of the job has any, every
+    row could only be an error row, so it is bad input now, before the output folder or Ray.
+    Indexes in object storage, or that do not read, are left to the rows (each records why)."""
+    if options.reranker != "embedding":
+        return
+    from codenib.core.artifact import read_manifest
+    from codenib.core.errors import CodeNibError
+    from codenib.core.storage import Location
+    from codenib.index.loaded import capabilities_of
+
+    paths = sorted({it.index_path for it in items if it.error is None and it.index_path})
+    if not paths or any(Location.of(p).uri for p in paths):
+        return
+    for path in paths:
+        try:
+            if capabilities_of(read_manifest(path, verify=False)).dense:
+                return
+        except CodeNibError:
+            return
+    more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+    raise BadInputError(f"the embedding reranker needs dense vectors, and no index of this job has any: "
+                        f"{paths[0]}{more} was built with --no-dense",
+                        fix="rebuild the index without --no-dense, or pass --reranker llm --llm-config FILE")
 
 
 def _resolve(written: str, options: RerankOptions, recorded: dict[str, str]) -> str:

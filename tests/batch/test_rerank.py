@@ -112,6 +112,19 @@ def test_bad_inputs(source, tmp_path, capsys):
     assert "not here" in capsys.readouterr().err
 
 
+def test_an_embedding_rerank_over_indexes_without_vectors_is_bad_input(sparse_only_index_dir, tmp_path, capsys):
+    """Every row could only fail: exit 2 before the output folder or Ray, naming the index."""
+    qpath = write_queries(tmp_path / "q.parquet", QUERIES)
+    source = tmp_path / "source"
+    assert main(["run", "--queries", str(qpath), "--index", str(sparse_only_index_dir), "--out", str(source),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["rerank", "--results", str(source), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "the embedding reranker needs dense vectors" in err and str(sparse_only_index_dir) in err
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_shard_that_cannot_load_its_index_is_recorded_as_errors(ray_session, fixture_index_dir, tmp_path):
     import shutil
 
