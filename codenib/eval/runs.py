@@ -14,7 +14,7 @@ import pyarrow as pa
 from codenib.core.errors import BadInputError
 from codenib.eval.io import Warn, read_parquet, warn_stderr
 from codenib.eval.trec import TrecRow, read_trec_run, trec_run_to_rankings
-from codenib.core.results import SUCCESS, ResultsFolder, check_parts
+from codenib.core.results import MANIFEST, PART_GLOB, SUCCESS, ResultsFolder, check_parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +111,7 @@ def read_results(path: str | os.PathLike, *, allow_partial: bool = False,
     if not complete:
         warn(f"{p}: no {SUCCESS}; evaluating {len(parts)} shard(s) of an unfinished run "
              "(--allow-partial): queries not run yet count as zero")
-    _check_committed(folder)
+    manifest = _check_committed(folder)
     if not parts:
         warn(f"{p}: no part-*.parquet files; every query counts as zero")
     rankings, scores, kind_of, index_of, tag = _group_rankings(folder.rows(_read_part, _empty_results()))
@@ -129,7 +129,7 @@ def read_results(path: str | os.PathLike, *, allow_partial: bool = False,
                     attrs["plan"].setdefault(q, run_plan)
     return Results(source=str(p), label=p.name or str(p), rankings=rankings, scores=scores,
                    attrs=attrs, chosen=chosen, errors=errors, traces=traces, complete=complete,
-                   run_tag=tag, meta=_read_manifest(folder, warn))
+                   run_tag=tag, meta={"manifest": manifest} if manifest is not None else {})
 
 
 def chosen_plans(results: Results) -> dict[str, str]:
@@ -265,25 +265,28 @@ def _merge_plans(path: Path, attrs: dict[str, dict[str, str]]
     return chosen, errors, traces
 
 
-def _check_committed(folder: ResultsFolder) -> None:
-    """Every part the manifest lists is there, with the rows and sha256 of its commit (a
-    folder without a readable manifest has nothing to check against: `_read_manifest` warns)."""
+def _check_committed(folder: ResultsFolder) -> dict | None:
+    """The folder's manifest (None: it has none), once every part it lists is there with the
+    rows and sha256 of its commit. `codenib run` always writes a readable manifest: an
+    unreadable one is damage; without one, each shard's plans part must have its result part.
+
+    Raises:
+        BadInputError: an unreadable manifest, or a damaged or missing part, named with the fix.
+    """
+    redo = f"re-run the job into a new --out folder: {folder.path} no longer records what it committed"
     if not folder.manifest_path.is_file():
-        return
+        results = {part.name for part in folder.parts()}
+        lost = sorted(part.name for part in folder.plan_parts.glob(PART_GLOB) if part.name not in results)
+        if lost:
+            raise BadInputError(f"{len(lost)} shard(s) have plans but no result part, and there is no {MANIFEST}",
+                                path=str(folder.path / lost[0]), fix=redo)
+        return None
     try:
         manifest = folder.manifest()
-    except (OSError, ValueError):
-        return
-    if isinstance(manifest, dict):
-        check_parts(folder, manifest)
-
-
-def _read_manifest(folder: ResultsFolder, warn: Warn) -> dict:
-    meta: dict = {}
-    path = folder.manifest_path
-    if path.is_file():
-        try:
-            meta["manifest"] = folder.manifest()
-        except (OSError, ValueError) as exc:
-            warn(f"{path}: unreadable ({exc}); ignored")
-    return meta
+    except (OSError, ValueError) as exc:
+        raise BadInputError(f"unreadable {MANIFEST}: {exc}", path=str(folder.manifest_path), fix=redo) from exc
+    if not isinstance(manifest, dict):
+        raise BadInputError(f"{MANIFEST} holds a {type(manifest).__name__}, not an object",
+                            path=str(folder.manifest_path), fix=redo)
+    check_parts(folder, manifest)
+    return manifest

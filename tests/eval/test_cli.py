@@ -268,3 +268,40 @@ def test_empty_qrels_are_refused_without_the_files_only_note(small_case, tmp_pat
     code = main(["eval", "--results", str(small_case["results"]), "--qrels", str(qrels)])
     err = capsys.readouterr().err
     assert code == 2 and "judges files only" not in err, err
+
+
+@pytest.fixture
+def job_folder(sparse_only_index_dir, tmp_path, capsys):
+    """A results folder of a real `codenib run` (in this process), one query per shard, and its qrels."""
+    queries = write_queries(tmp_path / "q.parquet", [{"qid": "q1", "query": "start the engine"},
+                                                     {"qid": "q2", "query": "who calls Engine.prepare?"}])
+    out = tmp_path / "run"
+    assert main(["run", "--queries", str(queries), "--index", str(sparse_only_index_dir), "--out", str(out),
+                 "--shard-size", "1", "--quiet"]) == 0
+    qrels = write_qrels(tmp_path / "qrels.parquet", [{"qid": "q1", "node_id": "pkg/core.py::Engine.start",
+                                                      "relevance": 1},
+                                                     {"qid": "q2", "node_id": "pkg/core.py::Engine.start",
+                                                      "relevance": 1}])
+    capsys.readouterr()
+    return out, qrels
+
+
+def test_a_folder_whose_manifest_is_unreadable_is_refused(job_folder, capsys):
+    """The manifest is the record of what was committed: without it a lost part would go unseen."""
+    out, qrels = job_folder
+    (out / "_manifest.json").write_text("{")
+    (out / "part-00001.parquet").unlink()
+    assert main(["eval", "--results", str(out), "--qrels", str(qrels)]) == 2
+    err = capsys.readouterr().err
+    assert "_manifest.json: unreadable _manifest.json" in err and "re-run the job into a new --out folder" in err
+
+
+def test_a_folder_without_a_manifest_is_checked_shard_by_shard(job_folder, capsys):
+    out, qrels = job_folder
+    (out / "_manifest.json").unlink()
+    assert main(["eval", "--results", str(out), "--qrels", str(qrels)]) == 0     # every shard whole
+    capsys.readouterr()
+    (out / "part-00001.parquet").unlink()
+    assert main(["eval", "--results", str(out), "--qrels", str(qrels)]) == 2
+    err = capsys.readouterr().err
+    assert "part-00001.parquet: 1 shard(s) have plans but no result part, and there is no _manifest.json" in err
