@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from codenib.core.errors import MissingDependencyError, ModelLoadError
+from codenib.core.errors import BadInputError, MissingDependencyError, ModelLoadError
 from codenib.core.options import DEVICES
 
 #: The name users and manifests use for the packaged all-MiniLM-L6-v2.
@@ -50,6 +50,8 @@ def resolve_device(device: str = "auto") -> str:
     """`auto` is CUDA when torch sees a GPU, else the CPU."""
     if device not in DEVICES:
         raise ModelLoadError(f"unknown device {device!r}", fix="use auto, cpu or cuda")
+    if device == "cuda":
+        _require_cuda()
     if device != "auto":
         return device
     if not _gpu_driver_present():
@@ -59,6 +61,19 @@ def resolve_device(device: str = "auto") -> str:
     except ImportError:  # pragma: no cover - declared dependency
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _require_cuda() -> None:
+    """Raises BadInputError when torch sees no CUDA GPU here (torch's own error is an assertion
+    from deep in the model load)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - declared dependency
+        return
+    if not torch.cuda.is_available():
+        build = "a CPU build of torch" if torch.version.cuda is None else f"torch {torch.__version__} sees no GPU"
+        raise BadInputError(f"--device cuda, but this machine has no CUDA device for torch ({build})",
+                            fix="pass --device cpu, or --device auto (CUDA where there is a GPU)")
 
 
 def _gpu_driver_present() -> bool:

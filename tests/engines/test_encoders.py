@@ -195,3 +195,17 @@ def test_progress_prints_lines_at_an_interval_where_there_is_no_terminal():
     assert lines[0] == "[progress] encode: 40/100 texts (40%), 3.3 texts/s, ETA 18s"
     assert lines[-1].startswith("[progress] encode: done 100/100 texts in 30.0s")
     assert Progress("x", 5, enabled=False, stream=out).mode == "off"
+
+
+def test_device_cuda_without_a_gpu_names_the_device_fix():
+    """torch's own failure is an AssertionError from deep in the model load."""
+    import torch
+
+    from codenib.engines.models import resolve_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    with pytest.raises(BadInputError, match=r"--device cuda, but this machine has no CUDA device.*fix: pass "
+                                            r"--device cpu"):
+        resolve_device("cuda")
+    assert resolve_device("cpu") == "cpu" and resolve_device("auto") == "cpu"
