@@ -184,7 +184,10 @@ def refuse_unknown(folder: Path, what: str) -> None:
     """
     raise BadInputError(f"the output folder exists, is not empty and is not a {what}; refusing to "
                         "overwrite it", path=str(folder),
-                        fix="choose a new --out folder or remove this one yourself")
+                        # Worded for every writer: `--out` of a command, or a snapshot's folder under
+                        # `index-set --index-root` (named by its row's `index`).
+                        fix="write to another folder (--out, or the row's index name for index-set) or "
+                            "remove this one yourself")
 
 
 def remove_foreign(folder: Path, foreign: list[str]) -> None:
