@@ -44,12 +44,13 @@ def iter_jsonl_lines(path: str | Path, shown: str | None = None) -> Iterator[tup
     """`iter_jsonl` with each row's line number (1-based, blank lines counted).
 
     The file must be UTF-8: a byte that is not is bad input naming its line (JSON escapes of
-    any code point, lone surrogates included, are fine).
+    any code point, lone surrogates included, are fine). A byte-order mark at the start, as
+    Windows editors write, is skipped.
     """
     path = Path(path)
     shown = shown or str(path)
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             for n, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue

@@ -305,6 +305,16 @@ def test_jsonl_bytes_that_are_not_utf8_are_refused_naming_the_line(tmp_path, spa
         read_query_set(path, index=sparse_only_index_dir)
 
 
+def test_a_jsonl_file_saved_with_a_byte_order_mark_reads_as_without_one(tmp_path, sparse_only_index_dir):
+    """Windows editors start UTF-8 files with U+FEFF; the first line is still JSON."""
+    plain, marked = tmp_path / "plain.jsonl", tmp_path / "marked.jsonl"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in QUERIES), encoding="utf-8")
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    a = read_query_set(plain, index=sparse_only_index_dir)
+    b = read_query_set(marked, index=sparse_only_index_dir)
+    assert [(r.qid, r.query) for r in a.rows] == [(r.qid, r.query) for r in b.rows] and a.digest == b.digest
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
 def test_a_swe_bench_file_is_read_as_a_query_set_as_it_is(tmp_path, sparse_only_index_dir, suffix):
     # instance_id is the qid and the index name (its snapshot, as `codenib index-set` names
