@@ -103,8 +103,9 @@ def read_manifest(folder: str | os.PathLike, verify: bool = True) -> dict[str, A
     folder = Path(folder)
     fix_rebuild = f"rebuild it with `codenib index REPO --out {folder}`"
     if not folder.is_dir():
-        raise IndexFormatError("the index folder does not exist", path=str(folder),
-                               fix=f"build one with `codenib index REPO --out {folder}`")
+        found = "this is a file, not an index folder" if folder.exists() else "the index folder does not exist"
+        raise IndexFormatError(found, path=str(folder),
+                               fix=f"pass an index folder, or build one with `codenib index REPO --out {folder}`")
     path = folder / MANIFEST
     if not path.is_file():
         raise IndexFormatError(f"no {MANIFEST}: this is not a complete CodeNib index "

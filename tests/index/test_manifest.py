@@ -79,3 +79,11 @@ def test_a_fresh_manifest_verifies(fixture_index_dir):
     manifest = artifact.read_manifest(fixture_index_dir)
     assert manifest[artifact.SELF_CHECKSUM] == artifact.manifest_checksum(manifest)
     assert set(manifest["artifacts"]) >= {"nodes.parquet", "edges.parquet", "dense/vectors.npy"}
+
+
+def test_a_file_or_a_missing_folder_is_named_for_what_it_is(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    with pytest.raises(IndexFormatError, match="this is a file, not an index folder"):
+        artifact.read_manifest(tmp_path / "a.py")
+    with pytest.raises(IndexFormatError, match="the index folder does not exist"):
+        artifact.read_manifest(tmp_path / "none")
