@@ -58,7 +58,10 @@ def test_every_shipped_spec_parses_and_validates():
     ("[run]\nqueries = 'q'\nout = 'o'\nshardsize = 3\n", "unknown key.*shardsize.*valid keys"),
     ("[runn]\n", "unknown section"),
     ("[run]\nqueries = 'q'\n", "missing --out"),
-    ("[run]\nqueries = 'q'\nout = 'o'\nk = 'ten'\n", "`k` must be an integer"),
+    ("[run]\nqueries = 'q'\nout = 'o'\nk = 'ten'\n", r"job\.toml: \[run\] `k` must be an integer"),
+    ("[run]\nqueries = 'q'\nout = 'o'\nk = -4\n", r"job\.toml: \[run\] k = -4 is below its least value, 1 .*fix: "
+                                                     r"write k = 100"),
+    ("[run]\nqueries = 'q'\nout = 'o'\nmode = 'nope'\n", r"job\.toml: \[run\] mode = 'nope' is not one of auto"),
     ("[run\n", "cannot parse"),
 ])
 def test_bad_specs_name_the_problem(tmp_path, text, match):
@@ -72,6 +75,8 @@ def test_rerank_section(tmp_path):
     assert (opts.results, opts.out, opts.top_n, opts.reranker) == ("runs/a", "runs/b", 20, "embedding")
     with pytest.raises(BadInputError, match="unknown key"):
         rerank_options(load_job_spec(write(tmp_path, "[rerank]\nresult = 'x'\n", "b.toml")), {})
+    with pytest.raises(BadInputError, match=r"c\.toml: \[rerank\] top_n = 0 is below its least value"):
+        rerank_options(load_job_spec(write(tmp_path, "[rerank]\nresults = 'a'\nout = 'b'\ntop_n = 0\n", "c.toml")), {})
 
 
 def test_eval_section_takes_every_eval_flag_including_html(tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from codenib.core.errors import BadInputError
-from codenib.core.options import check_spec_values, required_keys, spec_keys
+from codenib.core.options import check_spec_section, check_spec_values, required_keys, spec_keys
 from codenib.commands.llm_config import read_llm_config
 from codenib.core.specs import read_config_file
 
@@ -81,6 +81,8 @@ def run_options(spec: JobSpec | None, overrides: dict[str, Any]):
     from codenib.batch.options import RunOptions
 
     merged: dict[str, Any] = dict(spec.run) if spec else {}
+    if spec:
+        check_spec_section(RunOptions, merged, spec.path, "run")
     if overrides.get("index") is not None or overrides.get("index_root") is not None:
         # A command-line index choice replaces the spec's, whichever of the two it used.
         merged.pop("index", None)
@@ -100,6 +102,7 @@ def rerank_options(spec: JobSpec | None, overrides: dict[str, Any]):
     merged: dict[str, Any] = dict(spec.rerank) if spec else {}
     if spec:
         _check_keys(merged, spec_keys(RerankOptions), "rerank", spec.path)
+        check_spec_section(RerankOptions, merged, spec.path, "rerank")
     merged = _merge(RerankOptions, merged, spec, overrides, "",
                     "pass --results RESULTS_DIR --out NEW_RESULTS_DIR (or a job spec with [rerank])")
     return RerankOptions(**merged)

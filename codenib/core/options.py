@@ -8,6 +8,7 @@ Core level (standard library only).
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import MISSING, Field
 from typing import Any, Iterator
 
@@ -75,6 +76,34 @@ def required_keys(cls: type) -> list[str]:
     """The fields without a default, in command-line order (`cls.FLAGS`)."""
     missing = {f.name for f in dataclasses.fields(cls) if f.default is MISSING and f.default_factory is MISSING}
     return [name for name in getattr(cls, "FLAGS", ()) if name in missing]
+
+
+def check_spec_section(cls: type, values: dict[str, Any], path: str, section: str) -> None:
+    """The values of a job spec's `[section]` checked as the command line checks its flags
+    (type, choices, lower bound), each failure naming the spec file and the key.
+
+    Raises:
+        BadInputError: naming `path`, `[section] key` and a value to write instead.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key, value in values.items():
+        f = fields.get(key)
+        if f is None or value is None:
+            continue
+        meta = f.metadata
+        example = f.default if f.default is not MISSING and f.default is not None else meta.get("minimum", 1)
+        try:
+            check_spec_values(cls, {key: value})
+        except BadInputError as exc:
+            raise BadInputError(f"[{section}] {exc}", path=path) from None
+        choices = meta.get("choices")
+        if choices is not None and value not in choices:
+            raise BadInputError(f"[{section}] {key} = {value!r} is not one of {', '.join(map(str, choices))}",
+                                path=path, fix=f"write {key} = {json.dumps(choices[0])}")
+        minimum = meta.get("minimum")
+        if minimum is not None and isinstance(value, int) and value < minimum:
+            raise BadInputError(f"[{section}] {key} = {value} is below its least value, {minimum}", path=path,
+                                fix=f"write {key} = {example if isinstance(example, int) else minimum}")
 
 
 def check_spec_values(cls: type, values: dict[str, Any]) -> None:
