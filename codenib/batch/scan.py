@@ -267,6 +267,9 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index_location: Location 
             raise BadInputError(f"invalid `{col}` in row(s) {_listed(bad_value[col], n_bad_value[col])}", path=shown,
                                 fix=f"use one of: {', '.join(valid[col])} (or leave it empty)")
     warnings: list[str] = []
+    if index is not None and "index" in names:
+        warnings.append(f"{shown}: its `index` column is not read: --index {index} answers every query "
+                        "(pass --index-root DIR instead to route each query by that column)")
     for name, folder in sorted(resolved.items()):
         if not folder:
             what = "is not a name under --index-root" if problems.get(name) else "not found"

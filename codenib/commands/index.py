@@ -46,8 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes for parsing and tokenizing; when not given, the CPUs this "
                         "process may use")
-    p.add_argument("--ann", choices=["flat", "hnsw"], default="flat",
-                   help="flat: exact search; hnsw: also build an approximate index (prints its recall@100)")
+    p.add_argument("--ann", choices=["flat", "hnsw"], default=None,
+                   help="flat (default): exact search; hnsw: also build an approximate index (prints its "
+                        "recall@100); vectors only, so not with --no-dense")
     p.add_argument("--batch-size", type=int, default=None,
                    help="encoder batch size (default: 32 on the CPU, 256 on CUDA)")
     p.add_argument("--max-seq-length", type=int, default=None,
@@ -82,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_file_bytes < 1:
         raise BadInputError(f"--max-file-bytes must be at least 1, got {args.max_file_bytes}",
                             fix=f"leave it out for the default, {MAX_FILE_BYTES} bytes")
+    if args.ann is not None and args.no_dense:
+        print(f"codenib index: warning: --ann {args.ann} has no effect with --no-dense (no vectors to search)",
+              file=sys.stderr)
     if args.fit_weights and args.history is None:
         raise BadInputError("--fit-weights fits on the repository's history, and --history is not given",
                             fix="add --history (or --history MIRROR@BASE for a checkout without .git)")
@@ -92,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         encoder=args.encoder,
         reuse=Path(args.reuse) if args.reuse else None,
         tokenizer=TokenizerConfig(stemmer=None if args.no_stem else "english"),
-        ann=args.ann,
+        ann=args.ann or "flat",
         batch_size=args.batch_size,
         max_seq_length=args.max_seq_length,
         progress=not args.quiet,

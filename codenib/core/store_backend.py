@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
+from codenib.core.errors import BadInputError
 from codenib.core.storage import Location, StorageConfig
 
 
@@ -76,7 +77,10 @@ class LocalBackend:
             tmp.unlink(missing_ok=True)
 
     def check(self) -> None:
-        return None
+        """A folder, or nothing yet (made on the first write); a file there is bad input."""
+        if self.root.exists() and not self.root.is_dir():
+            raise BadInputError("the per-file store is a file, not a folder", path=str(self.root),
+                                fix="pass a folder (it is made when missing), or leave --store out")
 
     def shown(self, name: str = "") -> str:
         return str(self.root / name) if name else str(self.root)

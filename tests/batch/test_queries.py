@@ -305,6 +305,16 @@ def test_jsonl_bytes_that_are_not_utf8_are_refused_naming_the_line(tmp_path, spa
         read_query_set(path, index=sparse_only_index_dir)
 
 
+def test_an_index_column_that_index_overrides_is_named_in_a_warning(tmp_path, sparse_only_index_dir):
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"qid": "a", "query": "helper", "index": "elsewhere"}) + "\n")
+    scan = read_query_set(path, index=sparse_only_index_dir)
+    assert any("its `index` column is not read: --index" in w for w in scan.warnings)
+    plain = tmp_path / "p.jsonl"
+    plain.write_text(json.dumps({"qid": "a", "query": "helper"}) + "\n")
+    assert not any("`index` column" in w for w in read_query_set(plain, index=sparse_only_index_dir).warnings)
+
+
 def test_a_jsonl_file_saved_with_a_byte_order_mark_reads_as_without_one(tmp_path, sparse_only_index_dir):
     """Windows editors start UTF-8 files with U+FEFF; the first line is still JSON."""
     plain, marked = tmp_path / "plain.jsonl", tmp_path / "marked.jsonl"

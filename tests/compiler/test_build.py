@@ -285,3 +285,13 @@ def test_a_file_named_like_a_node_id_is_skipped_and_ids_stay_unique(tmp_path, ca
     # The id parser agrees with the file column: the part before the first `::`.
     assert [file_of(i) for i in ids] == nodes.column("file").to_pylist() == ["x.py"] * 3
     assert load_index(tmp_path / "idx").row_of == {i: k for k, i in enumerate(ids)}
+
+
+def test_ann_without_vectors_is_named_in_a_warning(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("def f():\n    return 1\n")
+    assert main(["index", str(repo), "--out", str(tmp_path / "o"), "--no-dense", "--ann", "hnsw", "--quiet"]) == 0
+    assert "warning: --ann hnsw has no effect with --no-dense" in capsys.readouterr().err
+    assert main(["index", str(repo), "--out", str(tmp_path / "o2"), "--no-dense", "--quiet"]) == 0
+    assert "--ann" not in capsys.readouterr().err

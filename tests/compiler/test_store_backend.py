@@ -161,3 +161,14 @@ def test_a_file_whose_nodes_share_an_id_is_not_stored(tmp_path):
     fill_cache(cache, {"a.h"}, {"a.h": twins}, {"a.h": SHA}, None, pa.table({"node_id": ["a.h", "a.h"]}),
                {"a.h": Counter({"enum": 1})}, said.append)
     assert cache.get("a.h", SHA) is None and "two nodes share an id" in said[0]
+
+
+def test_a_local_store_that_is_a_file_is_refused_by_its_check(tmp_path):
+    """`index-set --store FILE` went on with a store it could never write."""
+    from codenib.core.errors import BadInputError
+    from codenib.core.store_backend import open_backend
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    with pytest.raises(BadInputError, match="the per-file store is a file, not a folder"):
+        open_backend(str(tmp_path / "a.py"), None).check()
+    open_backend(str(tmp_path / "new"), None).check()      # made on the first write
