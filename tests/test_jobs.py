@@ -106,3 +106,10 @@ def test_eval_section_becomes_eval_options_without_a_command_line():
         EvalCommandOptions.from_table({"html": "yes"}, "r", "job.toml [eval]")
     with pytest.raises(BadInputError, match="`qrels` must be a string"):
         EvalCommandOptions.from_table({"qrels": True}, "r")
+
+
+def test_a_spec_value_the_command_line_overrides_is_not_checked(tmp_path):
+    spec = load_job_spec(write(tmp_path, "[run]\nqueries = 'q'\nout = 'o'\nk = -4\n"))
+    assert run_options(spec, {"k": 5}).k == 5
+    with pytest.raises(BadInputError, match=r"\[run\] k = -4"):
+        run_options(spec, {"k": None})

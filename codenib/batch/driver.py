@@ -21,6 +21,7 @@ from codenib.batch.placement import start_actors
 from codenib.batch.query_rows import QueryRow, Shard
 from codenib.batch.scan import QueryScan, ShardInfo, ShardLayout, scan_query_set
 from codenib.batch.worker import ShardOptions, failed_shard
+from codenib.engines.models import require_device
 from codenib.index.remote import IndexCacheDir, local_index
 from codenib.model.planner import check_capabilities, plan_rows, planner_chooses, run_modes
 from codenib.model.plans import plan_class
@@ -67,6 +68,9 @@ def run_job(options: RunOptions, log: Logger | None = None, storage: StorageConf
         shard_opts = ShardOptions(options.budget, options.mode, options.k, options.rerank, run_tag,
                                   llm_configured=bool(options.llm), localise_weights=options.weights())
         local = _local_reason(options, scan.count)
+        if local and any(c.dense for c in caps.values()):
+            # In this process the vectors load on --device: no GPU is bad input now, not a failed shard.
+            require_device(options.device)
         job = Job(run_id, fingerprint, metadata, shards, scan.count,
                   start_actors=partial(_start_engine_actors, options, shard_opts, cache,
                                        partial(_engines_needed_streamed, scan, layout, caps, plan, broken,

@@ -122,7 +122,7 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
     """Index every snapshot of `options.snapshots` under `options.index_root` on Ray (see the
     module docstring); returns the summary. Bad input raises before any work. `storage`: where
     object storage is, for a `--store` URI (default: read from the environment here, once)."""
-    from codenib.batch.raysession import start_ray, stop_ray
+    from codenib.batch.raysession import check_address, start_ray, stop_ray
     from codenib.core.outputs import refuse_uri
     from codenib.core.progress import Progress
 
@@ -145,6 +145,8 @@ def run_index_set(options: IndexSetOptions, log: Callable[[str], None] | None = 
     store = _open_store(options.store or (f"{remote.uri}/{DEFAULT_STORE_NAME}" if remote is not None
                                           else root / DEFAULT_STORE_NAME), storage)
     check_layout(options.layout, store)
+    if options.address:
+        check_address(options.address)    # before the index root is made
     if root is not None:
         root.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict] = {}

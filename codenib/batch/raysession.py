@@ -69,17 +69,19 @@ def start_ray(address: str | None, dashboard: bool, log: Callable[[str], None]) 
 
 
 def check_address(address: str) -> None:
-    """Raises BadInputError when nothing listens at a `HOST:PORT` or `ray://HOST:PORT` cluster
-    address: Ray itself retries an unreachable one without end. `auto` and `local` are Ray's
-    own look-ups and pass."""
+    """Raises BadInputError when nothing listens at a `HOST:PORT` or `ray://HOST[:PORT]` cluster
+    address: Ray itself retries an unreachable one without end. Ray's own look-ups (`auto`,
+    `local`) and other `scheme://` addresses (Ray Client builders of other packages) pass."""
     if address in ("auto", "local"):
         return
-    client = address.startswith("ray://")
-    target = address.removeprefix("ray://")
-    if client and not target.rpartition(":")[2].isdigit():
+    scheme, sep, rest = address.partition("://")
+    if sep and scheme != "ray":
+        return
+    target = (rest if sep else address).split("/", 1)[0]
+    if sep and not target.rpartition(":")[2].isdigit():
         target += f":{RAY_CLIENT_PORT}"
-    host, sep, port = target.rpartition(":")
-    if not sep or not host or not port.isdigit():
+    host, colon, port = target.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise BadInputError(f"--address {address!r} is not a Ray cluster address",
                             fix="pass HOST:PORT of the head's GCS (ray start --head prints it, port 6379 by default), "
                                 "ray://HOST:10001 for Ray Client, or auto")

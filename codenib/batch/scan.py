@@ -267,7 +267,8 @@ def _scan(shown: str, local: Path, tmpdir: str | None, index_location: Location 
             raise BadInputError(f"invalid `{col}` in row(s) {_listed(bad_value[col], n_bad_value[col])}", path=shown,
                                 fix=f"use one of: {', '.join(valid[col])} (or leave it empty)")
     warnings: list[str] = []
-    if index is not None and "index" in names:
+    # A SWE-bench file's `index` is its instance_id read as one (`swe_bench_aliases`), not a column it has.
+    if index is not None and "index" in names and "instance_id" not in names:
         warnings.append(f"{shown}: its `index` column is not read: --index {index} answers every query "
                         "(pass --index-root DIR instead to route each query by that column)")
     for name, folder in sorted(resolved.items()):

@@ -82,7 +82,7 @@ def run_options(spec: JobSpec | None, overrides: dict[str, Any]):
 
     merged: dict[str, Any] = dict(spec.run) if spec else {}
     if spec:
-        check_spec_section(RunOptions, merged, spec.path, "run")
+        check_spec_section(RunOptions, merged, spec.path, "run", _given(overrides))
     if overrides.get("index") is not None or overrides.get("index_root") is not None:
         # A command-line index choice replaces the spec's, whichever of the two it used.
         merged.pop("index", None)
@@ -102,7 +102,7 @@ def rerank_options(spec: JobSpec | None, overrides: dict[str, Any]):
     merged: dict[str, Any] = dict(spec.rerank) if spec else {}
     if spec:
         _check_keys(merged, spec_keys(RerankOptions), "rerank", spec.path)
-        check_spec_section(RerankOptions, merged, spec.path, "rerank")
+        check_spec_section(RerankOptions, merged, spec.path, "rerank", _given(overrides))
     merged = _merge(RerankOptions, merged, spec, overrides, "",
                     "pass --results RESULTS_DIR --out NEW_RESULTS_DIR (or a job spec with [rerank])")
     return RerankOptions(**merged)
@@ -121,6 +121,11 @@ def _merge(cls: type, merged: dict[str, Any], spec: JobSpec | None, overrides: d
         raise BadInputError(f"missing {', '.join('--' + m for m in missing)}{where}", fix=fix)
     check_spec_values(cls, merged)
     return merged
+
+
+def _given(overrides: dict[str, Any]) -> frozenset[str]:
+    """The keys the command line set (its flags left out are None)."""
+    return frozenset(k for k, v in overrides.items() if v is not None)
 
 
 def _run_keys() -> tuple[str, ...]:

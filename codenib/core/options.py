@@ -53,17 +53,15 @@ def validate_options(options: Any) -> None:
     """Check every option against its choices and lower bound (BadInputError, exit 2)."""
     for f in option_fields(options):
         value, meta = getattr(options, f.name), f.metadata
-        if value is None:
-            continue
-        choices = meta.get("choices")
-        if choices is not None and value not in choices:
+        problem = _out_of_range(f, value)
+        if problem == "choices":
             raise BadInputError(f"unknown {meta.get('label', f.name)} {value!r}",
-                                fix=meta.get("fix", f"use one of: {', '.join(choices)}"))
-        minimum = meta.get("minimum")
-        if minimum is not None and value < minimum:
-            usual = (f"pass {flag_of(f)} {f.default}" if isinstance(f.default, int) and f.default >= minimum
-                     else f"pass {flag_of(f)} {minimum} or more, or leave it out")
-            raise BadInputError(f"{flag_of(f)} must be at least {minimum}, got {value}", fix=meta.get("fix", usual))
+                                fix=meta.get("fix", f"use one of: {', '.join(meta['choices'])}"))
+        if problem == "minimum":
+            usual = (f"pass {flag_of(f)} {f.default}" if _usable_default(f)
+                     else f"pass {flag_of(f)} {meta['minimum']} or more, or leave it out")
+            raise BadInputError(f"{flag_of(f)} must be at least {meta['minimum']}, got {value}",
+                                fix=meta.get("fix", usual))
 
 
 def spec_keys(cls: type) -> tuple[str, ...]:
@@ -78,9 +76,11 @@ def required_keys(cls: type) -> list[str]:
     return [name for name in getattr(cls, "FLAGS", ()) if name in missing]
 
 
-def check_spec_section(cls: type, values: dict[str, Any], path: str, section: str) -> None:
+def check_spec_section(cls: type, values: dict[str, Any], path: str, section: str,
+                       overridden: frozenset[str] = frozenset()) -> None:
     """The values of a job spec's `[section]` checked as the command line checks its flags
-    (type, choices, lower bound), each failure naming the spec file and the key.
+    (type, choices, lower bound), each failure naming the spec file and the key; keys the
+    command line `overridden` are left to its own checks.
 
     Raises:
         BadInputError: naming `path`, `[section] key` and a value to write instead.
@@ -88,22 +88,21 @@ def check_spec_section(cls: type, values: dict[str, Any], path: str, section: st
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for key, value in values.items():
         f = fields.get(key)
-        if f is None or value is None:
+        if f is None or key in overridden:
             continue
-        meta = f.metadata
-        example = f.default if f.default is not MISSING and f.default is not None else meta.get("minimum", 1)
         try:
             check_spec_values(cls, {key: value})
         except BadInputError as exc:
             raise BadInputError(f"[{section}] {exc}", path=path) from None
-        choices = meta.get("choices")
-        if choices is not None and value not in choices:
+        problem = _out_of_range(f, value)
+        if problem == "choices":
+            choices = f.metadata["choices"]
             raise BadInputError(f"[{section}] {key} = {value!r} is not one of {', '.join(map(str, choices))}",
                                 path=path, fix=f"write {key} = {json.dumps(choices[0])}")
-        minimum = meta.get("minimum")
-        if minimum is not None and isinstance(value, int) and value < minimum:
-            raise BadInputError(f"[{section}] {key} = {value} is below its least value, {minimum}", path=path,
-                                fix=f"write {key} = {example if isinstance(example, int) else minimum}")
+        if problem == "minimum":
+            least = f.metadata["minimum"]
+            raise BadInputError(f"[{section}] {key} = {value} is below its least value, {least}", path=path,
+                                fix=f"write {key} = {f.default if _usable_default(f) else least}")
 
 
 def check_spec_values(cls: type, values: dict[str, Any]) -> None:
@@ -122,3 +121,23 @@ def check_spec_values(cls: type, values: dict[str, Any]) -> None:
     for f in types.values():
         if f.metadata.get("path") and values.get(f.name) is not None:
             values[f.name] = str(values[f.name])
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _out_of_range(f: Field, value: Any) -> str | None:
+    """"choices" or "minimum" when `value` (not None) breaks that check of `f`'s metadata."""
+    if value is None:
+        return None
+    choices = f.metadata.get("choices")
+    if choices is not None and value not in choices:
+        return "choices"
+    minimum = f.metadata.get("minimum")
+    if minimum is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value < minimum:
+        return "minimum"
+    return None
+
+
+def _usable_default(f: Field) -> bool:
+    """The field's default is a number that meets its own lower bound (so it can be offered as the fix)."""
+    return isinstance(f.default, int) and not isinstance(f.default, bool) and f.default >= f.metadata["minimum"]

@@ -10,6 +10,7 @@ from codenib.engines.models import (
     ModelSpec,
     load_sentence_transformer,
     model_dimension,
+    require_device,
     resolve_device,
 )
 
@@ -37,6 +38,7 @@ class Encoder:
 
         self.spec = spec
         device = resolve_device(device)
+        require_device(device)
         if backend == "auto":
             from codenib.engines.calibrate import choose_backend
 

@@ -50,8 +50,6 @@ def resolve_device(device: str = "auto") -> str:
     """`auto` is CUDA when torch sees a GPU, else the CPU."""
     if device not in DEVICES:
         raise ModelLoadError(f"unknown device {device!r}", fix="use auto, cpu or cuda")
-    if device == "cuda":
-        _require_cuda()
     if device != "auto":
         return device
     if not _gpu_driver_present():
@@ -63,9 +61,12 @@ def resolve_device(device: str = "auto") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _require_cuda() -> None:
-    """Raises BadInputError when torch sees no CUDA GPU here (torch's own error is an assertion
-    from deep in the model load)."""
+def require_device(device: str) -> None:
+    """Raises BadInputError when `device` is cuda and torch sees no CUDA GPU here (torch's own
+    error is an assertion from deep in the model load). Called where vectors or an encoder will
+    use the device: an index without vectors runs anywhere whatever `--device` says."""
+    if device != "cuda":
+        return
     try:
         import torch
     except ImportError:  # pragma: no cover - declared dependency

@@ -275,7 +275,7 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
     Raises:
         IndexFormatError: naming the wrong file and how to rebuild it.
     """
-    from codenib.engines.models import resolve_device
+    from codenib.engines.models import require_device, resolve_device
 
     path = Path(path)
     manifest = artifact.read_manifest(path, verify=verify)
@@ -308,6 +308,7 @@ def load_index(path: str | Path, *, verify: bool = True, dense: bool = True, spa
     if (dense and model) or device != "auto":
         device = resolve_device(device)
     if dense and model:
+        require_device(device)
         arrays = read_vectors(path, manifest, nodes.file) if artifact.vectors_in_store(manifest) else None
         dense_index = DenseIndex.load(path / artifact.DENSE_DIR, len(nodes), model.get("dimension"),
                                       backend=dense_backend, device=device,

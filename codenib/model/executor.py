@@ -28,6 +28,9 @@ from codenib.ops.retrieve import Candidates, QueriedNode, RetrieveContext, to_qu
 
 #: BM25 hits scanned for name-matched callers of a structural query's target.
 MENTION_CANDIDATES = 200
+#: Failures of one query's rerank named in its plans row (pointwise mode fails per candidate:
+#: up to top_n alike messages); the trace keeps them all.
+RERANK_ERRORS_SHOWN = 3
 
 
 class Engines(Protocol):
@@ -252,7 +255,8 @@ class PlanExecutor:
                 engine_ms[i] += share
                 if errs:
                     traces[i].setdefault("detail", {})["rerank_errors"] = errs
-                    failed[i] = "llm rerank: " + "; ".join(errs)
+                    more = f"; and {len(errs) - RERANK_ERRORS_SHOWN} more" if len(errs) > RERANK_ERRORS_SHOWN else ""
+                    failed[i] = "llm rerank: " + "; ".join(errs[:RERANK_ERRORS_SHOWN]) + more
                     if [c.node_id for c in head] == [c.node_id for c in before]:
                         continue    # nothing was reordered: the ranking keeps its own scores
                 merged = list(head) + results[i][plans[i].rerank_top:]

@@ -313,6 +313,9 @@ def test_an_index_column_that_index_overrides_is_named_in_a_warning(tmp_path, sp
     plain = tmp_path / "p.jsonl"
     plain.write_text(json.dumps({"qid": "a", "query": "helper"}) + "\n")
     assert not any("`index` column" in w for w in read_query_set(plain, index=sparse_only_index_dir).warnings)
+    swe = tmp_path / "swe.jsonl"     # its instance_id is read as `index` under --index-root only
+    swe.write_text(json.dumps({"instance_id": "o__r-1", "problem_statement": "helper", "repo": "o/r"}) + "\n")
+    assert not any("`index` column" in w for w in read_query_set(swe, index=sparse_only_index_dir).warnings)
 
 
 def test_a_jsonl_file_saved_with_a_byte_order_mark_reads_as_without_one(tmp_path, sparse_only_index_dir):

@@ -27,11 +27,14 @@ def test_a_listening_address_and_rays_own_lookups_pass():
         port = server.getsockname()[1]
         check_address(f"127.0.0.1:{port}")
         check_address(f"ray://127.0.0.1:{port}")
+        check_address(f"ray://127.0.0.1:{port}/ignored")
     check_address("auto")      # Ray finds the local cluster itself (and says so when there is none)
     check_address("local")
+    check_address("anyscale://some-cluster")     # another package's Ray Client builder: Ray's to resolve
 
 
-@pytest.mark.parametrize("address", ["nonsense", "127.0.0.1", ":6379", "127.0.0.1:port"])
+@pytest.mark.parametrize("address", ["nonsense", "127.0.0.1", ":6379", "127.0.0.1:port", "127.0.0.1:0",
+                                     "127.0.0.1:99999999999999999999"])
 def test_a_malformed_address_names_the_forms_ray_takes(address):
     with pytest.raises(BadInputError, match="is not a Ray cluster address.*HOST:PORT"):
         check_address(address)

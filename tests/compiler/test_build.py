@@ -147,7 +147,7 @@ def test_bad_inputs_exit_2_and_write_nothing(tmp_path, capsys):
     (empty / "a.py").write_text("x = 1\n")
     assert main(["index", str(empty), "--out", str(precious), "--no-dense"]) == 2
     err = capsys.readouterr().err
-    assert "not a CodeNib index" in err and "choose a new --out" in err
+    assert "not a CodeNib index" in err and "write to another folder (--out" in err
     assert (precious / "thesis.txt").read_text() == "do not delete"
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
 

@@ -197,15 +197,24 @@ def test_progress_prints_lines_at_an_interval_where_there_is_no_terminal():
     assert Progress("x", 5, enabled=False, stream=out).mode == "off"
 
 
-def test_device_cuda_without_a_gpu_names_the_device_fix():
-    """torch's own failure is an AssertionError from deep in the model load."""
+def test_device_cuda_without_a_gpu_names_the_device_fix(fixture_index_dir, sparse_only_index_dir, tmp_path, capsys):
+    """torch's own failure is an AssertionError from deep in the model load; an index without
+    vectors never uses the device, and runs whatever --device says."""
     import torch
 
-    from codenib.engines.models import resolve_device
+    from codenib.commands.cli import main
+    from codenib.engines.models import require_device
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU")
     with pytest.raises(BadInputError, match=r"--device cuda, but this machine has no CUDA device.*fix: pass "
                                             r"--device cpu"):
-        resolve_device("cuda")
-    assert resolve_device("cpu") == "cpu" and resolve_device("auto") == "cpu"
+        require_device("cuda")
+    require_device("cpu")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"qid": "a", "query": "start the engine"}\n')
+    base = ["run", "--queries", str(queries), "--device", "cuda", "--quiet"]
+    assert main(base + ["--index", str(fixture_index_dir), "--out", str(tmp_path / "dense")]) == 2
+    assert "--device cuda, but this machine has no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "dense").exists()
+    assert main(base + ["--index", str(sparse_only_index_dir), "--out", str(tmp_path / "sparse")]) == 0

@@ -311,7 +311,10 @@ def eval_export_trec_over_a_file_forced(w, tmp):
 
 def rerank_into_foreign_folder(w, tmp):
     _put(tmp / "mine" / "data.csv", "a,b\n")
-    return ["rerank", "--results", str(w.run), "--out", str(tmp / "mine"), "--quiet"]
+    # The LLM reranker: the world's index has no vectors, which the embedding one refuses first.
+    _put(tmp / "llm.json", '{"endpoint": "http://127.0.0.1:9/v1", "model": "m"}')
+    return ["rerank", "--results", str(w.run), "--out", str(tmp / "mine"), "--reranker", "llm",
+            "--llm-config", str(tmp / "llm.json"), "--quiet"]
 
 
 def eval_report_with_notes(w, tmp):

@@ -53,6 +53,20 @@ def test_a_rerank_that_answers_reorders_with_no_failure(fixture_index_dir):
     assert [c.score for c in reranked.candidates][:3] == [1.0, 0.5, pytest.approx(1 / 3)]
 
 
+def test_a_rerank_that_fails_in_part_is_a_reranked_list_that_names_its_failure(fixture_index_dir):
+    """Windows of 4 with a stride of 2: the first window asked fails, the others answer."""
+    with FakeChatServer() as server:
+        server.push(http_error(500))
+        config = LLMConfig(**{**_config(server), "window": 4, "stride": 2})
+        session = RetrievalSession.load(str(fixture_index_dir), llm=config)
+        plain = session.search(QUERY, PlanOptions(BUDGETS["balanced"], "auto", "none"), k=10)
+        reranked = session.search(QUERY, PlanOptions(BUDGETS["balanced"], "auto", "llm"), k=10)
+    assert reranked.rerank_error.startswith("llm rerank: listwise window 1/")
+    assert len(reranked.trace["detail"]["rerank_errors"]) == 1
+    assert [c.node_id for c in reranked.candidates] != [c.node_id for c in plain.candidates]
+    assert [c.score for c in reranked.candidates][:2] == [1.0, 0.5]
+
+
 def test_the_query_command_warns_and_the_job_records_it_per_row(fixture_index_dir, tmp_path, capsys):
     queries = tmp_path / "q.jsonl"
     queries.write_text("".join(json.dumps({"qid": q, "query": t}) + "\n"

@@ -15,8 +15,7 @@ from codenib.core.types import EDGE_TYPES
 from codenib.index.graph import CodeGraph
 from codenib.index.loaded import load_index
 from codenib.model.localise import COPY_MARGIN, FEATURES, LocaliseWeights, features, rank
-from codenib.model.localise_inputs import LocaliseInputs
-from codenib.model.localise_inputs import file_rows_of
+from codenib.model.localise_inputs import LocaliseInputs, file_rows_of
 from codenib.model.weights import load_packaged_weights
 from tests.compiler.test_companions import C_REPO
 from tests.compiler.test_copies import ALPHA, BETA, DELTA, GAMMA

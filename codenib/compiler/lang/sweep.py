@@ -17,6 +17,8 @@ from codenib.compiler.lang.base import (ForeignParse, Found, TreeReader, collaps
                                         slot_constructor)
 from codenib.core.gcpause import collector_paused
 from codenib.compiler.lang.facts import BaseFact, CallFact, ForeignFacts, ImportFact
+# The text caps moved with the node texts; they stay importable from here (public names).
+from codenib.compiler.lang.sweep_nodes import MAX_FILE_TEXT_CHARS, MAX_TEXT_CHARS  # noqa: F401
 from codenib.compiler.lang.sweep_nodes import SweepDef, definition_node, file_node
 from codenib.core.types import UniqueQualnames, make_node_id
 
