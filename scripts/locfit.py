@@ -61,26 +61,55 @@ def labels(qid: str, table, node_ids, gold_files, gold_funcs,
 def fit(qids: Iterable[str], tables: Tables, gold_files, gold_funcs, drop: tuple[str, ...] = DENSE_FEATURES,
         key_of: Callable[[str], Callable[[str], str]] | None = None, c: float = FIT_C) -> localise.LocaliseWeights:
     """Pointwise logistic regression over candidate features, each query's positives and
-    negatives weighing the same (so long candidate lists do not dominate). `key_of(qid)`: that
-    query's function key (default: exact node ids)."""
+    negatives weighing the same (so long candidate lists do not dominate), in two stages: every
+    feature but the file-node ones (`localise.FILE_NODE_FEATURES`), then those with the first
+    stage's scores held as an offset (`_fit_file_nodes`), so the definitions' weights are the
+    first stage's. `key_of(qid)`: that query's function key (default: exact node ids)."""
     from sklearn.linear_model import LogisticRegression
 
-    keep = np.array([f not in drop for f in localise.FEATURES])
-    Xs, ys, ws = [], [], []
+    staged = set(localise.FILE_NODE_FEATURES) - set(drop)
+    keep = np.array([f not in drop and f not in staged for f in localise.FEATURES])
+    data = _training_rows(qids, tables, gold_files, gold_funcs, key_of)
+    X = np.vstack([x for x, _, _ in data])
+    y = np.concatenate([y for _, y, _ in data])
+    sw = np.concatenate([w for _, _, w in data])
+    model = LogisticRegression(C=c, max_iter=5000).fit(X[:, keep], y, sample_weight=sw)
+    coef = np.zeros(len(localise.FEATURES))
+    coef[keep] = model.coef_[0]
+    if staged:
+        cols = np.array([f in staged for f in localise.FEATURES])
+        coef[cols] = _fit_file_nodes(X[:, cols], X @ coef, y, sw, c)
+    return localise.LocaliseWeights({f: round(float(v), 4) for f, v in zip(localise.FEATURES, coef)})
+
+
+def _training_rows(qids, tables: Tables, gold_files, gold_funcs, key_of) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(features, labels, sample weights) of each query with both positives and negatives."""
+    out = []
     for q in qids:
         table, ids = tables[q]
         key = key_of(q) if key_of else metrics.plain_node_id
         y = labels(q, table, ids, gold_files, gold_funcs, key)
         if not y.sum() or y.sum() == len(y):
             continue
-        Xs.append(table.X[:, keep])
-        ys.append(y)
-        ws.append(np.where(y == 1, 1.0 / y.sum(), 1.0 / (len(y) - y.sum())))
-    model = LogisticRegression(C=c, max_iter=5000).fit(np.vstack(Xs), np.concatenate(ys),
-                                                       sample_weight=np.concatenate(ws))
-    coef = np.zeros(len(localise.FEATURES))
-    coef[keep] = model.coef_[0]
-    return localise.LocaliseWeights({f: round(float(v), 4) for f, v in zip(localise.FEATURES, coef)})
+        out.append((table.X, y, np.where(y == 1, 1.0 / y.sum(), 1.0 / (len(y) - y.sum()))))
+    return out
+
+
+def _fit_file_nodes(Z: np.ndarray, offset: np.ndarray, y: np.ndarray, sw: np.ndarray, c: float) -> np.ndarray:
+    """Weights of the file-node columns `Z` of a logistic model whose other terms are held at
+    `offset` (an unpenalised intercept, the L2 penalty ||v||^2 / (2c), as the first stage's)."""
+    from scipy.optimize import minimize
+
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        z = offset + theta[0] + Z @ theta[1:]
+        p = 0.5 * (1.0 + np.tanh(0.5 * z))     # the logistic function, without overflow
+        g = sw * (p - y)
+        loss = float(np.sum(sw * (np.logaddexp(0.0, z) - y * z)) + theta[1:] @ theta[1:] / (2.0 * c))
+        return loss, np.concatenate([[g.sum()], Z.T @ g + theta[1:] / c])
+
+    res = minimize(objective, np.zeros(Z.shape[1] + 1), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 1000, "gtol": 1e-8})
+    return res.x[1:]
 
 
 def rank(tables: Tables, qids: Iterable[str], weights: localise.LocaliseWeights, k: int = 100) -> dict[str, list[str]]:
@@ -109,6 +138,7 @@ def write_weights(path: Path, weights: localise.LocaliseWeights, fitted_on: str,
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"fitted_on": fitted_on,
                                "fitted": datetime.date.today().isoformat(),
-                               "method": f"logistic regression, per-query balanced, L2 C={c}",
+                               "method": f"logistic regression, per-query balanced, L2 C={c}; "
+                                         "file-node weights fitted second, the others held",
                                "weights": weights.to_dict()}, indent=2) + "\n")
     tmp.replace(path)

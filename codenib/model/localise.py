@@ -35,7 +35,15 @@ FILE_FEATURES = ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_dense", "f_me
 #: Node features: the node's own evidence.
 NODE_FEATURES = ("n_bm25", "n_title", "n_prose", "n_dense", "n_mention", "n_graph", "n_is_file",
                  "n_named", "n_parent_named", "n_class", "n_length", "n_literal", "n_name_words", "n_companion")
-FEATURES = FILE_FEATURES + NODE_FEATURES
+#: File-node features, as (file feature, its copy on the file node alone) pairs: a file node's
+#: own weight on its file's evidence, beside the weight every node of the file shares. A file
+#: ranks by its best node; with one weight for both, its evidence is weighed as the definitions
+#: need it. Fitted after the other weights, with those held (`scripts/locfit.py`), so
+#: definitions rank among themselves as before. `f_dense` and `f_companion` weigh 0: no copy.
+FILE_NODE_OF = tuple((f, "fnode_" + f[2:]) for f in ("f_bm25", "f_bm25_top3", "f_title", "f_prose", "f_mention",
+                                                      "f_graph", "f_test", "f_nonlib", "f_literal"))
+FILE_NODE_FEATURES = tuple(fn for _, fn in FILE_NODE_OF)
+FEATURES = FILE_FEATURES + NODE_FEATURES + FILE_NODE_FEATURES
 #: Edge types that connect the code around a mention (LocAgent: the fix is usually within
 #: two hops of what the issue names).
 GRAPH_EDGES = ("calls", "references", "inherits", "imports")
@@ -220,6 +228,7 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
     c_named, c_parent, c_class = col["n_named"], col["n_parent_named"], col["n_class"]
     c_words, c_length, c_companion = col["n_name_words"], col["n_length"], col["n_companion"]
     whole_cols = [(col[feat], scores) for feat, scores in whole_files.items()]
+    file_node_cols = [(col[f], col[fn]) for f, fn in FILE_NODE_OF]
     # Rows are built as Python lists and made one array at the end: a numpy scalar store per
     # feature was most of this function's time (the values are the same floats either way).
     table = []
@@ -236,6 +245,8 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         if kind == "file":
             for c, scores in whole_cols:
                 x[c] = scores.get(r, 0.0)
+            for c, c_node in file_node_cols:
+                x[c_node] = x[c]
         x[c_mention] = min(1.0, mention.get(r, 0.0))
         x[c_graph] = near.get(r, 0.0)
         x[c_literal] = math.log2(1.0 + literal.get(r, 0.0))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from codenib.model.weights import load_packaged_weights
-from codenib.model.localise import FEATURES, LocaliseWeights, explain, features, rank
+from codenib.model.localise import FEATURES, FILE_NODE_OF, LocaliseWeights, explain, features, rank
 from codenib.model.localise_inputs import LocaliseInputs
 from codenib.model.reports.report import Mention, Prior
 
@@ -86,6 +86,28 @@ def test_ties_break_by_node_id_and_no_input_gives_no_result():
     assert _ids(rank(table, _w(n_bm25=1.0), NODES.node_id, limit=3)) == ["lib/a.py::f", "lib/a.py::g", "lib/b.py::h"]
     empty = features(LocaliseInputs({}), NODES, None, FILE_ROWS)
     assert rank(empty, load_packaged_weights(), NODES.node_id) == []
+
+
+def test_a_file_node_weighs_its_files_evidence_with_its_own_weights_and_definitions_rank_as_before():
+    # bm25: f 4, h 2 -> normalised 1, 0.5; f_bm25 of lib/a.py 1, of lib/b.py 0.5.
+    runs = {"bm25": (np.array([1, 6]), np.array([4.0, 2.0]))}
+    table = features(LocaliseInputs(runs), NODES, None, FILE_ROWS)
+    col = {f: i for i, f in enumerate(FEATURES)}
+    x = {NODES.node_id[r]: row for r, row in zip(table.rows.tolist(), table.X)}
+    for f, fnode in FILE_NODE_OF:   # a copy on the file node alone
+        assert x["lib/a.py"][col[fnode]] == x["lib/a.py"][col[f]]
+        assert x["lib/a.py::f"][col[fnode]] == 0.0 and x["lib/b.py::h"][col[fnode]] == 0.0
+    assert x["lib/b.py"][col["fnode_bm25"]] == pytest.approx(0.5)
+    # n_bm25 1: f 1, h 0.5, the file nodes 0 (a tie, by id); fnode_bm25 0.8: lib/a.py 0.8,
+    # lib/b.py 0.4, between and after the definitions, whose order stays.
+    plain = rank(table, _w(n_bm25=1.0), NODES.node_id)
+    assert _ids(plain) == ["lib/a.py::f", "lib/b.py::h", "lib/a.py", "lib/b.py"]
+    scored = rank(table, _w(n_bm25=1.0, fnode_bm25=0.8), NODES.node_id, explain=4)
+    assert _ids(scored) == ["lib/a.py::f", "lib/a.py", "lib/b.py::h", "lib/b.py"]
+    assert scored[1].score == pytest.approx(0.8) and scored[1].contributions == {"fnode_bm25": 0.8}
+    for w in (-2.0, 0.3, 5.0):
+        ranked = _ids(rank(table, _w(n_bm25=1.0, f_bm25=0.5, **{fn: w for _, fn in FILE_NODE_OF}), NODES.node_id))
+        assert [i for i in ranked if "::" in i] == ["lib/a.py::f", "lib/b.py::h"]
 
 
 def test_packaged_weights_cover_every_feature_and_demote_tests():

@@ -16,7 +16,6 @@ from codenib.index.graph import CodeGraph
 from codenib.index.loaded import load_index
 from codenib.model.localise import COPY_MARGIN, FEATURES, LocaliseWeights, features, rank
 from codenib.model.localise_inputs import LocaliseInputs, file_rows_of
-from codenib.model.weights import load_packaged_weights
 from tests.compiler.test_companions import C_REPO
 from tests.compiler.test_copies import ALPHA, BETA, DELTA, GAMMA
 from tests.retrieval import Retrieval
@@ -155,9 +154,7 @@ def test_a_header_and_its_source_are_the_top_two_files_with_companion_evidence(h
     assert score["src/lexer.c"] == pytest.approx(1.0)
 
 
-def test_companion_features_weigh_nothing_until_refitted_and_need_the_edges(header_pair):
-    packaged = load_packaged_weights()
-    assert packaged.values.get("f_companion", 0.0) == 0.0 and packaged.values.get("n_companion", 0.0) == 0.0
+def test_companion_features_need_the_edges(header_pair):
     nodes = header_pair.nodes
     row = {nid: r for r, nid in enumerate(nodes.node_id)}
     inputs = LocaliseInputs(runs={"bm25": (np.array([row["src/jv.c::jv_parse"]]), np.array([2.0]))})

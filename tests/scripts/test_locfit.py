@@ -54,3 +54,32 @@ def test_leave_one_group_out_fits_without_the_held_out_group():
     # The title feature marks every gold node in every group: each fold learns it and ranks gold first.
     assert all(w.to_dict()["f_title"] > 0 for w in folds.values())
     assert ranks["q1"][0] in ("src/a.rs", "src/a.rs::Opts.parse") and ranks["q0"][0] in ("src/b.rs", "src/b.rs::parse")
+
+
+def test_file_node_weights_are_fitted_second_with_the_other_weights_held():
+    locfit = _load("locfit")
+    col = {f: i for i, f in enumerate(localise.FEATURES)}
+    # Per query: the gold file's node and a definition of another file both have f_title 1, the
+    # definition is not gold; the gold definition is told by n_title. File evidence then means
+    # more on a file node than on a definition: the file-node weight is where that shows.
+    tables, gold_files, gold_funcs = {}, {}, {}
+    for i in range(8):
+        X = np.zeros((len(IDS), len(localise.FEATURES)))
+        gold_file, other_def = (0, 4) if i % 2 else (3, 1)
+        gold_def = 2 if gold_file == 0 else 4
+        X[gold_file, [col["f_title"], col["fnode_title"], col["n_is_file"]]] = 1.0
+        X[3 - gold_file, col["n_is_file"]] = 1.0
+        X[other_def, col["f_title"]] = 1.0
+        X[gold_def, col["n_title"]] = 1.0
+        tables[f"q{i}"] = (localise.FeatureTable(rows=np.arange(len(IDS)), X=X), IDS)
+        gold_files[f"q{i}"], gold_funcs[f"q{i}"] = {IDS[gold_file]}, {IDS[gold_def]}
+    w = locfit.fit(list(tables), tables, gold_files, gold_funcs).to_dict()
+    first = locfit.fit(list(tables), tables, gold_files, gold_funcs,
+                       drop=locfit.DENSE_FEATURES + localise.FILE_NODE_FEATURES).to_dict()
+    # The first stage is the fit without the file-node columns, weight for weight; the second
+    # gives the title evidence more weight on file nodes than the shared weight gives it.
+    shared = [f for f in localise.FEATURES if f not in localise.FILE_NODE_FEATURES]
+    assert [w[f] for f in shared] == [first[f] for f in shared]
+    assert all(first[f] == 0.0 for f in localise.FILE_NODE_FEATURES)
+    assert w["fnode_title"] > 0.5
+    assert all(w[f] == 0.0 for f in localise.FILE_NODE_FEATURES if f != "fnode_title")
