@@ -16,6 +16,7 @@ import numpy as np
 
 from codenib.eval import metrics
 from codenib.model import localise
+from codenib.model.history.fit import logistic_with_offset
 
 #: L2 strength of the logistic fit (inverse: larger C, weaker regularisation); chosen by
 #: cross-validation over 0.01-100 on the SWE-bench dev set (C = 1 and 10 tied within one query).
@@ -63,8 +64,8 @@ def fit(qids: Iterable[str], tables: Tables, gold_files, gold_funcs, drop: tuple
     """Pointwise logistic regression over candidate features, each query's positives and
     negatives weighing the same (so long candidate lists do not dominate), in two stages: every
     feature but the file-node ones (`localise.FILE_NODE_FEATURES`), then those with the first
-    stage's scores held as an offset (`_fit_file_nodes`), so the definitions' weights are the
-    first stage's. `key_of(qid)`: that query's function key (default: exact node ids)."""
+    stage's scores held as an offset (`history.fit.logistic_with_offset`), so the definitions'
+    weights are the first stage's. `key_of(qid)`: that query's function key (default: exact node ids)."""
     from sklearn.linear_model import LogisticRegression
 
     staged = set(localise.FILE_NODE_FEATURES) - set(drop)
@@ -78,7 +79,7 @@ def fit(qids: Iterable[str], tables: Tables, gold_files, gold_funcs, drop: tuple
     coef[keep] = model.coef_[0]
     if staged:
         cols = np.array([f in staged for f in localise.FEATURES])
-        coef[cols] = _fit_file_nodes(X[:, cols], X @ coef, y, sw, c)
+        coef[cols] = logistic_with_offset(X[:, cols], X @ coef, y, sw, c)[0]
     return localise.LocaliseWeights({f: round(float(v), 4) for f, v in zip(localise.FEATURES, coef)})
 
 
@@ -93,23 +94,6 @@ def _training_rows(qids, tables: Tables, gold_files, gold_funcs, key_of) -> list
             continue
         out.append((table.X, y, np.where(y == 1, 1.0 / y.sum(), 1.0 / (len(y) - y.sum()))))
     return out
-
-
-def _fit_file_nodes(Z: np.ndarray, offset: np.ndarray, y: np.ndarray, sw: np.ndarray, c: float) -> np.ndarray:
-    """Weights of the file-node columns `Z` of a logistic model whose other terms are held at
-    `offset` (an unpenalised intercept, the L2 penalty ||v||^2 / (2c), as the first stage's)."""
-    from scipy.optimize import minimize
-
-    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        z = offset + theta[0] + Z @ theta[1:]
-        p = 0.5 * (1.0 + np.tanh(0.5 * z))     # the logistic function, without overflow
-        g = sw * (p - y)
-        loss = float(np.sum(sw * (np.logaddexp(0.0, z) - y * z)) + theta[1:] @ theta[1:] / (2.0 * c))
-        return loss, np.concatenate([[g.sum()], Z.T @ g + theta[1:] / c])
-
-    res = minimize(objective, np.zeros(Z.shape[1] + 1), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 1000, "gtol": 1e-8})
-    return res.x[1:]
 
 
 def rank(tables: Tables, qids: Iterable[str], weights: localise.LocaliseWeights, k: int = 100) -> dict[str, list[str]]:

@@ -142,8 +142,6 @@ def fit(examples: Sequence[Example], prior: LocaliseWeights, prior_history: floa
     logistic regression with an unpenalised intercept and the penalty ||w - prior||^2 / (2c),
     each commit's positives and negatives weighing 1 each. Deterministic (L-BFGS from the
     prior, examples in the order given)."""
-    from scipy.optimize import minimize
-
     w0 = np.concatenate([prior.vector(), [prior_history]])
     n = len(examples)
     considered = n if commits_considered is None else commits_considered
@@ -154,17 +152,8 @@ def fit(examples: Sequence[Example], prior: LocaliseWeights, prior_history: floa
     y = np.concatenate([e.y for e in examples])
     sw = np.concatenate([np.where(e.y == 1, 1.0 / e.y.sum(), 1.0 / (len(e.y) - e.y.sum())) for e in examples])
 
-    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        b, d = theta[0], theta[1:]
-        z = X @ (w0 + d) + b
-        p = 0.5 * (1.0 + np.tanh(0.5 * z))     # the logistic function, without overflow
-        loss = float(np.sum(sw * (np.logaddexp(0.0, z) - y * z)) + d @ d / (2.0 * c))
-        g = sw * (p - y)
-        return loss, np.concatenate([[g.sum()], X.T @ g + d / c])
-
-    res = minimize(objective, np.zeros(len(w0) + 1), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 500, "gtol": 1e-8})
-    w = w0 + res.x[1:]
+    d, res = logistic_with_offset(X, X @ w0, y, sw, c)
+    w = w0 + d
     values = {f: round(float(v), 4) for f, v in zip(FEATURES, w[:len(FEATURES)])}
     history_w = round(float(w[-1]), 4)
     return FitResult(LocaliseWeights(values, source=prior.source), ((HISTORY_SIGNAL, history_w),), n, considered,
@@ -181,6 +170,28 @@ def fit_history(index, history, prior: LocaliseWeights, prior_history: float, li
     file_rows = file_rows_of(index.nodes)
     examples = [e for e in (example(index, history, i, file_rows) for i in rows) if e is not None]
     return fit(examples, prior, prior_history, c, commits_considered=len(rows))
+
+
+def logistic_with_offset(X: np.ndarray, offset: np.ndarray, y: np.ndarray, sw: np.ndarray, c: float):
+    """The weights `d` of a weighted logistic model `offset + b + X @ d`: an unpenalised
+    intercept `b`, the penalty ||d||^2 / (2c). Deterministic (L-BFGS from 0).
+
+    Returns:
+        (d, scipy's OptimizeResult).
+    """
+    from scipy.optimize import minimize
+
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        d = theta[1:]
+        z = offset + theta[0] + X @ d
+        p = 0.5 * (1.0 + np.tanh(0.5 * z))     # the logistic function, without overflow
+        loss = float(np.sum(sw * (np.logaddexp(0.0, z) - y * z)) + d @ d / (2.0 * c))
+        g = sw * (p - y)
+        return loss, np.concatenate([[g.sum()], X.T @ g + d / c])
+
+    res = minimize(objective, np.zeros(X.shape[1] + 1), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 500, "gtol": 1e-8})
+    return res.x[1:], res
 
 
 def _hits(examples: Sequence[Example], w: np.ndarray, k: int, files: bool) -> float:
