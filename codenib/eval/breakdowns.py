@@ -1,5 +1,6 @@
-"""Per-query aggregations of an evaluation: breakdowns by plan/kind/index, planner regret
-(auto's chosen plan vs the best plan per query) and the paired comparison of two runs.
+"""Per-query aggregations of an evaluation: breakdowns by plan/kind/index/repo, the mean over
+repositories with the worst one, planner regret (auto's chosen plan vs the best plan per query)
+and the paired comparison of two runs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from codenib.eval.stats import paired_tests
 AUTO = "auto"
 ORACLE = "oracle"
 _NO_VALUE = "(not recorded)"  # breakdown group of queries whose plan/kind/index is unknown
+#: The query-set column that names each query's repository. A set over several repositories
+#: (SWE-bench-shaped files carry `repo`) also reports every measure averaged per repository and
+#: then over repositories, each counting the same however many queries it has, with the worst
+#: repository beside it: a mean over queries is mostly the largest repositories'.
+GROUP_COLUMN = "repo"
 
 
 def planner_regret(per_plan: Mapping[str, Mapping[str, float]], chosen: Mapping[str, str],
@@ -67,11 +73,13 @@ def planner_regret(per_plan: Mapping[str, Mapping[str, float]], chosen: Mapping[
 
 def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str],
                 per_query: dict, qids: dict[str, list[str]]) -> dict:
-    """Means per group of queries, for plan (auto's choice in a --mode all run), kind, index."""
+    """Means per group of queries, for plan (auto's choice in a --mode all run), kind, index and
+    repo (`GROUP_COLUMN`, from the query set)."""
     sources: dict[str, dict[str, str]] = {
         "plan": chosen if results.multi_plan else results.attrs.get("plan", {}),
         "kind": {**results.attrs.get("kind", {}), **(queries.attrs.get("kind", {}) if queries else {})},
         "index": {**results.attrs.get("index", {}), **(queries.attrs.get("index", {}) if queries else {})},
+        GROUP_COLUMN: queries.attrs.get(GROUP_COLUMN, {}) if queries else {},
     }
     out = {}
     for attr, value_of in sources.items():
@@ -89,6 +97,38 @@ def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str
                         entry["systems"].setdefault(name, {})[lv] = metrics.mean_of(levels[lv], members)
             groups[value] = entry
         out[attr] = groups
+    return out
+
+
+def group_of_queries(queries: QuerySet | None, qids: Mapping[str, Sequence[str]]) -> dict[str, str] | None:
+    """qid -> repository (`GROUP_COLUMN` of the query set; a query without one is in the group
+    "(not recorded)") when the evaluated queries span two groups or more, else None."""
+    recorded = queries.attrs.get(GROUP_COLUMN, {}) if queries else {}
+    if not recorded:
+        return None
+    out = {q: recorded.get(q, _NO_VALUE) for level_qids in qids.values() for q in level_qids}
+    return out if len(set(out.values())) >= 2 else None
+
+
+def macro_means(per_query: dict, qids: Mapping[str, Sequence[str]], group_of: Mapping[str, str],
+                measures: Sequence[str]) -> dict:
+    """Each system's measures averaged within each repository, then over the repositories (each
+    counting the same), and the lowest repository (`metrics.mean_and_worst`), per level."""
+    out: dict = {"by": GROUP_COLUMN, "groups": {}, "systems": {}}
+    for lv, level_qids in qids.items():
+        members: dict[str, list[str]] = defaultdict(list)
+        for q in level_qids:
+            members[group_of[q]].append(q)
+        out["groups"][lv] = len(members)
+        for name, levels in per_query.items():
+            if lv not in levels:
+                continue
+            per_group = {g: metrics.mean_of(levels[lv], qs) for g, qs in sorted(members.items())}
+            by_m = {}
+            for m in measures:
+                summary = metrics.mean_and_worst({g: means[m] for g, means in per_group.items()})
+                by_m[m] = {"mean": summary.mean, "worst": summary.worst, "worst_group": summary.worst_group}
+            out["systems"].setdefault(name, {})[lv] = by_m
     return out
 
 
@@ -120,17 +160,36 @@ def plan_regret(results: Results, chosen: dict[str, str], per_query: dict, qids:
     return out
 
 
-def comparison(a: str, b: str, per_query: dict, qids: dict[str, list[str]], options: EvalOptions) -> dict:
+def comparison(a: str, b: str, per_query: dict, qids: dict[str, list[str]], options: EvalOptions,
+               group_of: Mapping[str, str] | None = None) -> dict:
+    """Paired tests of `a` against `b` per level and measure over the queries; with `group_of`
+    (qid -> repository) also of their means over repositories (`macro`): each query's values
+    weighed N / (G x its repository's queries), so that the tested mean difference is the
+    difference of the two means over the G repositories (wins and losses still count queries)."""
     out: dict = {"a": a, "b": b, "delta": "a - b", "permutations": options.permutations,
                  "seed": options.seed, "levels": {},
                  "note": "two-sided tests per measure, no correction for multiple comparisons"}
+    macro: dict = {"by": GROUP_COLUMN, "levels": {}}
     for lv, level_qids in qids.items():
         if lv not in per_query[a] or lv not in per_query[b]:
             continue
         va = np.array([[per_query[a][lv][m][q] for m in options.measures] for q in level_qids], dtype=float)
         vb = np.array([[per_query[b][lv][m][q] for m in options.measures] for q in level_qids], dtype=float)
-        tests = paired_tests(va.reshape(len(level_qids), len(options.measures)),
-                             vb.reshape(len(level_qids), len(options.measures)),
-                             permutations=options.permutations, seed=options.seed)
+        va, vb = va.reshape(len(level_qids), len(options.measures)), vb.reshape(len(level_qids), len(options.measures))
+        tests = paired_tests(va, vb, permutations=options.permutations, seed=options.seed)
         out["levels"][lv] = {m: asdict(t) for m, t in zip(options.measures, tests)}
+        if group_of is not None and level_qids:
+            w = _repository_weights(level_qids, group_of)[:, None]
+            tests = paired_tests(va * w, vb * w, permutations=options.permutations, seed=options.seed)
+            macro["levels"][lv] = {m: asdict(t) for m, t in zip(options.measures, tests)}
+    if group_of is not None:
+        out["macro"] = macro
     return out
+
+
+# --- private helpers --------------------------------------------------------------------
+
+def _repository_weights(qids: Sequence[str], group_of: Mapping[str, str]) -> np.ndarray:
+    # N / (G * n_g): the weighted mean over queries is the mean over repositories of their means.
+    n = Counter(group_of[q] for q in qids)
+    return np.array([len(qids) / (len(n) * n[group_of[q]]) for q in qids], dtype=float)

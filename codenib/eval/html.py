@@ -54,8 +54,15 @@ def render_html(evaluation: Evaluation, figures: Mapping[str, bytes]) -> str:
              f"<h1>CodeNib evaluation: <code>{escape(a)}</code>"
              + (f" vs <code>{escape(b)}</code>" if b else "") + "</h1>",
              _inputs(s), _measures_table(s)]
+    if s.get("macro"):
+        parts.append(_macro_table(s["macro"], heads))
     if s.get("comparison"):
         parts.append(_comparison_table(s["comparison"], heads))
+        if s["comparison"].get("macro"):
+            parts.append(_comparison_table(s["comparison"]["macro"] | {"a": s["comparison"]["a"],
+                                                                        "b": s["comparison"]["b"]}, heads,
+                                           "Comparison over repositories",
+                                           " A and B are means over repositories, each counting the same."))
     if figures:
         parts.append("<h2>Plots</h2>")
         for name, data in figures.items():
@@ -143,7 +150,21 @@ def _measures_table(s: dict) -> str:
             f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
-def _comparison_table(c: dict, heads: Sequence[str]) -> str:
+def _macro_table(macro: dict, heads: Sequence[str]) -> str:
+    body = []
+    for name, levels in macro["systems"].items():
+        for lv, by_m in levels.items():
+            cells = "".join(f"<td>{_fmt(by_m[m]['mean'])} <small>(worst {_fmt(by_m[m]['worst'])}, "
+                            f"{escape(by_m[m]['worst_group'])})</small></td>" for m in heads)
+            body.append(f"<tr><td>{escape(name)}</td><td>{escape(lv)}</td><td>{macro['groups'][lv]}</td>{cells}</tr>")
+    head = "".join(f"<th>{escape(m)}</th>" for m in heads)
+    return ("<h2>Mean over repositories</h2><p>Each measure averaged within each repository, then over "
+            "the repositories, each counting the same; the worst repository beside it.</p>"
+            f'<table id="macro" class="grid"><thead><tr><th>system</th><th>level</th><th>repositories</th>{head}'
+            f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def _comparison_table(c: dict, heads: Sequence[str], title: str = "Comparison", about: str = "") -> str:
     body = []
     for lv, by_m in c["levels"].items():
         for m in heads:
@@ -153,8 +174,8 @@ def _comparison_table(c: dict, heads: Sequence[str]) -> str:
             body.append(f"<tr><td>{escape(lv)}</td><td>{escape(m)}</td><td>{_fmt(t['mean_a'])}</td>"
                         f"<td>{_fmt(t['mean_b'])}</td><td>{_fmt(t['delta'])}</td><td>{_fmt(t['permutation_p'])}</td>"
                         f"<td>{t['wins']}</td><td>{t['losses']}</td><td>{t['ties']}</td></tr>")
-    return (f"<h2>Comparison</h2><p>A = <code>{escape(c['a'])}</code>, B = <code>{escape(c['b'])}</code>; "
-            "wins are queries where A scores higher.</p><table class=\"grid\"><thead><tr><th>level</th>"
+    return (f"<h2>{escape(title)}</h2><p>A = <code>{escape(c['a'])}</code>, B = <code>{escape(c['b'])}</code>; "
+            f"wins are queries where A scores higher.{escape(about)}</p><table class=\"grid\"><thead><tr><th>level</th>"
             "<th>measure</th><th>A</th><th>B</th><th>Δ</th><th>permutation p</th><th>A wins</th>"
             f"<th>B wins</th><th>ties</th></tr></thead><tbody>{''.join(body)}</tbody></table>")
 

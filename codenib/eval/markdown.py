@@ -36,6 +36,8 @@ def render_markdown(evaluation: Evaluation, figures: Sequence[str] = ()) -> str:
         "",
     ]
     lines += _table_systems(s["systems"], s["measures"], s["levels"])
+    if s.get("macro"):
+        lines += ["", "## Mean over repositories", ""] + _macro_markdown(s["macro"], s["measures"])
     for attr, groups in s["breakdowns"].items():
         lines += ["", f"## By {attr}", ""]
         lines += _table_breakdown(groups, s["primary"], s["levels"])
@@ -67,6 +69,14 @@ def render_summary(evaluation: Evaluation) -> str:
             for m, r in by_m.items():
                 lines.append(f"  regret {lv} {m}: {r['regret']:.4f} (auto {r['chosen']:.4f}, "
                              f"best plan per query {r['best']:.4f}, {r['queries']} queries)")
+    if s.get("macro"):
+        mac = s["macro"]
+        for name, levels in mac["systems"].items():
+            for lv, vals in levels.items():
+                worst = vals[heads[0]]
+                lines.append(f"  {name} {lv}, mean over {mac['groups'][lv]} repositories: "
+                             + ", ".join(f"{m} {vals[m]['mean']:.4f}" for m in heads)
+                             + f"; worst {heads[0]} {_fmt(worst['worst'])} ({worst['worst_group']})")
     if s["comparison"]:
         c = s["comparison"]
         for lv, by_m in c["levels"].items():
@@ -75,6 +85,12 @@ def render_summary(evaluation: Evaluation) -> str:
                     t = by_m[m]
                     lines.append(f"  {c['a']} - {c['b']} {lv} {m}: {t['delta']:+.4f} "
                                  f"(t-test p={t['t_p']:.4g}, permutation p={t['permutation_p']:.4g})")
+        for lv, by_m in (c.get("macro") or {}).get("levels", {}).items():
+            for m in heads:
+                if m in by_m:
+                    t = by_m[m]
+                    lines.append(f"  {c['a']} - {c['b']} {lv} {m}, mean over repositories: {t['delta']:+.4f} "
+                                 f"(permutation p={t['permutation_p']:.4g}, {t['wins']} wins, {t['losses']} losses)")
     return "\n".join(lines)
 
 
@@ -112,6 +128,20 @@ def _table_breakdown(groups: dict, primary: str | None, levels: Sequence[str]) -
     return lines
 
 
+def _macro_markdown(macro: dict, measures: Sequence[str]) -> list[str]:
+    lines = ["Each measure averaged within each repository (the query set's `repo`), then over the "
+             "repositories, each counting the same; beside it the worst repository's value.", "",
+             "| system | level | repositories | measure | mean | worst | worst repository |",
+             "|---|---|---:|---|---:|---:|---|"]
+    for name, levels in macro["systems"].items():
+        for lv, by_m in levels.items():
+            for m in measures:
+                v = by_m[m]
+                lines.append(f"| {name} | {lv} | {macro['groups'][lv]} | {m} | {_fmt(v['mean'])} | "
+                             f"{_fmt(v['worst'])} | {v['worst_group']} |")
+    return lines
+
+
 def _regret_markdown(regret: dict) -> list[str]:
     lines = ["Regret = mean over queries of (best plan's value − value of the plan auto chose); "
              "oracle = best plan per query.", "",
@@ -143,4 +173,15 @@ def _comparison_markdown(c: dict) -> list[str]:
         for m, t in by_m.items():
             lines.append(f"| {lv} | {m} | {_fmt(t['mean_a'])} | {_fmt(t['mean_b'])} | {t['delta']:+.4f} | "
                          f"{t['t_p']:.4g} | {t['permutation_p']:.4g} | {t['wins']} | {t['losses']} | {t['ties']} |")
+    if c.get("macro"):
+        lines += ["", "The same over repositories: A and B are means over repositories, each counting the same; "
+                  "each query weighs N / (G × its repository's queries) in the tests, so that Δ is the "
+                  "difference of those means; wins and losses count queries.", "",
+                  "| level | measure | A | B | Δ | t-test p | permutation p | A wins | B wins | ties |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for lv, by_m in c["macro"]["levels"].items():
+            for m, t in by_m.items():
+                lines.append(f"| {lv} | {m} | {_fmt(t['mean_a'])} | {_fmt(t['mean_b'])} | {t['delta']:+.4f} | "
+                             f"{t['t_p']:.4g} | {t['permutation_p']:.4g} | {t['wins']} | {t['losses']} | "
+                             f"{t['ties']} |")
     return lines

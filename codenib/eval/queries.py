@@ -1,4 +1,4 @@
-"""Reading a query set (Parquet or JSONL) into `QuerySet`: qids and their kind and index."""
+"""Reading a query set (Parquet or JSONL) into `QuerySet`: qids and their kind, index and repo."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from codenib.core.specs import read_jsonl
 
 @dataclass(frozen=True, slots=True)
 class QuerySet:
-    """The qids of a query set, their optional `kind` and `index` columns and their text."""
+    """The qids of a query set, their optional `kind`, `index` and `repo` columns and their text."""
 
     source: str
     qids: list[str]
-    attrs: dict[str, dict[str, str]]  # 'kind' | 'index' -> qid -> value
+    attrs: dict[str, dict[str, str]]  # 'kind' | 'index' | 'repo' -> qid -> value
     texts: dict[str, str] = field(default_factory=dict)  # qid -> query text (the `query` column)
 
 
 def read_queries(path: str | os.PathLike) -> QuerySet:
-    """Read a query set (Parquet or JSONL): qid, and optional kind and index; a SWE-bench-shaped
+    """Read a query set (Parquet or JSONL): qid, and optional kind, index and repo; a SWE-bench-shaped
     file (`instance_id` and no `qid`) as `codenib run` reads it: `instance_id` the qid and the
     index, `problem_statement` the query."""
     p = Path(path)
@@ -46,7 +46,7 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
         raise BadInputError(f"query set {p} repeats qid(s) {', '.join(dupes[:10])}", path=str(p),
                             fix="make every qid unique")
     attrs = {}
-    for col in ("kind", "index"):
+    for col in ("kind", "index", "repo"):
         if col in table.column_names:
             attrs[col] = {q: str(v) for q, v in zip(qids, table.column(col).to_pylist()) if v is not None}
     texts = {}

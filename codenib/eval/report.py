@@ -22,7 +22,7 @@ from codenib.core import outputs
 from codenib.core.artifact import atomic_dir
 from codenib.core.errors import BadInputError
 from codenib.eval import metrics
-from codenib.eval.breakdowns import AUTO, breakdowns, comparison, plan_regret
+from codenib.eval.breakdowns import AUTO, breakdowns, comparison, group_of_queries, macro_means, plan_regret
 from codenib.eval.html import HTML_NAME, render_html
 from codenib.eval.io import Warn
 from codenib.eval.markdown import render_markdown
@@ -86,6 +86,7 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
             level_run = metrics.LEVELS[level].run(run)
             per_query[name][level] = metrics.evaluate(level_run, judged, options.measures, qids[level])
             curves[name][level] = metrics.recall_curve(level_run, judged, options.curve_ks, qids[level])
+    group_of = group_of_queries(queries, qids)
     summary = {
         "format": REPORT_FORMAT,
         "inputs": {
@@ -104,12 +105,13 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
         "systems": {name: {lv: metrics.mean_of(vals) for lv, vals in levels.items()}
                     for name, levels in per_query.items()},
         "breakdowns": breakdowns(results, queries, chosen, per_query, qids),
+        "macro": macro_means(per_query, qids, group_of, options.measures) if group_of else None,
         "regret": plan_regret(results, chosen, per_query, qids, options, note),
         "comparison": None,
         "warnings": warnings,
     }
     if compare is not None:
-        summary["comparison"] = comparison(primary, b_name, per_query, qids, options)
+        summary["comparison"] = comparison(primary, b_name, per_query, qids, options, group_of)
     return Evaluation(summary=summary, per_query=per_query, curves=curves,
                       curve_ks=tuple(options.curve_ks), warnings=warnings, runs=systems,
                       judgments={lv: dict(j) for lv, j in level_qrels.items() if j is not None},

@@ -166,4 +166,5 @@ def test_a_swe_bench_shaped_query_set_is_read_as_run_reads_it(tmp_path):
     queries = read_queries(path)
     assert queries.qids == ["o__r-1", "o__r-2"]
     assert queries.texts == {"o__r-1": "it breaks", "o__r-2": "it hangs"}
-    assert queries.attrs == {"index": {"o__r-1": "o__r-1", "o__r-2": "o__r-2"}}
+    assert queries.attrs == {"index": {"o__r-1": "o__r-1", "o__r-2": "o__r-2"},
+                             "repo": {"o__r-1": "o/r", "o__r-2": "o/r"}}

@@ -13,7 +13,7 @@ from codenib.eval.queries import read_queries
 from codenib.eval.runs import read_results
 from codenib.eval.stats import paired_test
 
-from tests.eval.conftest import write_qrels, write_results
+from tests.eval.conftest import write_qrels, write_queries, write_results
 
 
 def test_planner_regret_on_a_constructed_case():
@@ -176,3 +176,61 @@ def test_the_function_name_level_gives_multi_swe_benchs_function_accuracy(tmp_pa
     from codenib.eval.markdown import render_markdown
 
     assert "- function_name level: named definitions matched by file and last name segment" in render_markdown(ev)
+
+
+def _three_repositories(tmp_path, repos=True):
+    """Five queries over repositories a (q1-q3), b (q4), c (q5); `run` finds q1's and q4's gold
+    file first, `none` finds none."""
+    hits = {"q1": True, "q2": False, "q3": False, "q4": True, "q5": False}
+    run = write_results(tmp_path / "run", {(q, "bug_localisation"): [f"g{q}.py::f" if hit else "other.py::x"]
+                                           for q, hit in hits.items()})
+    none = write_results(tmp_path / "none", {(q, "bug_localisation"): ["other.py::x"] for q in hits})
+    qrels = write_qrels(tmp_path / "qrels.parquet", [{"qid": q, "node_id": f"g{q}.py::f", "file": f"g{q}.py",
+                                                      "relevance": 1} for q in hits])
+    repo_of = {"q1": "a", "q2": "a", "q3": "a", "q4": "b", "q5": "c"}
+    queries = write_queries(tmp_path / "queries.parquet",
+                            [{"qid": q, "query": "text", **({"repo": repo_of[q]} if repos else {})} for q in hits])
+    return run, none, qrels, queries
+
+
+def test_the_mean_over_repositories_and_its_paired_test(tmp_path):
+    from codenib.eval.html import render_html
+    from codenib.eval.markdown import render_markdown, render_summary
+    from codenib.eval.reportdata import EvalOptions
+
+    run, none, qrels, queries = _three_repositories(tmp_path)
+    ev = report.evaluate_results(read_results(run), read_qrels(qrels), queries=read_queries(queries),
+                                 compare=read_results(none), warn=lambda m: None,
+                                 options=EvalOptions(measures=("Acc@1",), levels=("file",)))
+    s = ev.summary
+    # Over queries 2/5; per repository a 1/3, b 1, c 0, so over repositories 4/9, worst c.
+    assert s["systems"]["run"]["file"]["Acc@1"] == pytest.approx(0.4)
+    assert s["macro"]["groups"] == {"file": 3}
+    assert s["macro"]["systems"]["run"]["file"]["Acc@1"] == pytest.approx(
+        {"mean": 4 / 9, "worst": 0.0, "worst_group": "c"})
+    assert s["breakdowns"]["repo"]["a"]["n"]["file"] == 3
+    t = s["comparison"]["macro"]["levels"]["file"]["Acc@1"]
+    assert (t["mean_a"], t["mean_b"], t["delta"]) == pytest.approx((4 / 9, 0.0, 4 / 9))
+    assert (t["wins"], t["losses"], t["ties"]) == (2, 0, 3)
+    # Weighted differences 5/9 (q1) and 5/3 (q4): of the four sign pairs, two reach |4/9|.
+    assert t["exact"] and t["permutation_p"] == pytest.approx(0.5)
+    assert s["comparison"]["levels"]["file"]["Acc@1"]["delta"] == pytest.approx(0.4)
+    assert "## Mean over repositories" in render_markdown(ev)
+    assert "| run | file | 3 | Acc@1 | 0.4444 | 0.0000 | c |" in render_markdown(ev)
+    assert "mean over 3 repositories: Acc@1 0.4444; worst Acc@1 0.0000 (c)" in render_summary(ev)
+    page = render_html(ev, {})
+    assert 'id="macro"' in page and "Comparison over repositories" in page
+    json.dumps(report._jsonable(s))
+
+
+def test_no_mean_over_repositories_without_two_of_them(tmp_path):
+    from codenib.eval.markdown import render_markdown
+
+    run, none, qrels, queries = _three_repositories(tmp_path, repos=False)
+    ev = report.evaluate_results(read_results(run), read_qrels(qrels), queries=read_queries(queries),
+                                 compare=read_results(none), warn=lambda m: None)
+    assert ev.summary["macro"] is None and "macro" not in ev.summary["comparison"]
+    assert "Mean over repositories" not in render_markdown(ev)
+    one = write_queries(tmp_path / "one.parquet", [{"qid": f"q{i}", "query": "t", "repo": "a"} for i in range(1, 6)])
+    ev = report.evaluate_results(read_results(run), read_qrels(qrels), queries=read_queries(one), warn=lambda m: None)
+    assert ev.summary["macro"] is None
