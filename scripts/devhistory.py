@@ -27,7 +27,7 @@ import numpy as np
 import devsets
 
 from codenib.core.querytext import clean_query_text
-from codenib.eval import metrics
+from codenib.eval import metrics, stats
 from codenib.model import localise, localise_inputs
 from codenib.model.history import cochange, evidence as he
 from codenib.model.reports.report import read_report
@@ -200,16 +200,20 @@ def report(scorer: Scorer, repos: Sequence[str], baselines: Mapping[str, Mapping
     """Print the leave-one-repository-out table (per repository, mean, worst) of the baselines,
     no history, the shipped weights and each ablation row; returns row -> repo -> values."""
     rows: dict[str, dict[str, tuple[float, ...]]] = {}
+    per_query: dict[str, dict[str, tuple[float, ...]]] = {}
     for name, ranks in baselines.items():
-        rows[name] = repo_means(scorer.score(ranks), scorer.cases, repos)
-    rows["no history"] = repo_means(scorer.hits(()), scorer.cases, repos)
-    rows["with history (shipped)"] = repo_means(scorer.hits(shipped()), scorer.cases, repos)
+        per_query[name] = scorer.score(ranks)
+    per_query["no history"] = scorer.hits(())
+    per_query["with history (shipped)"] = scorer.hits(shipped())
+    for name, hits in per_query.items():
+        rows[name] = repo_means(hits, scorer.cases, repos)
     print(f"\nhistory signals, leave-one-repository-out over {len(repos)} repositories (weights chosen on the "
           f"others from {tuple(grid)}; 'all' from {GRID_ALL}; objective: mean over repositories of "
           "(file@5 + func@10) / 2):")
     for name, signals in ROWS.items():
         hits, chosen = held_out(scorer, repos, signals, GRID_ALL if name == "all" else grid)
         rows[name] = repo_means(hits, scorer.cases, repos)
+        per_query[name] = hits
         picks: dict[Weights, list[str]] = {}
         for r, w in chosen.items():
             picks.setdefault(w, []).append(r)
@@ -217,7 +221,27 @@ def report(scorer: Scorer, repos: Sequence[str], baselines: Mapping[str, Mapping
             (", ".join(f"{n} {w:g}" for n, w in ws) or "none") + f" ({len(rs)} folds)"
             for ws, rs in sorted(picks.items(), key=lambda x: -len(x[1]))))
     print_rows(rows, repos)
+    print_tests(per_query, scorer.cases, "no history")
     return rows
+
+
+def print_tests(per_query: Mapping[str, Mapping[str, tuple[float, ...]]], cases: Mapping[str, Case],
+                base: str) -> None:
+    """Each row against `base` at the strict columns: the difference of the means over
+    repositories, the reports won and lost, and the sign-flip p of that difference (each report
+    weighed as the mean over repositories weighs it, `stats.group_weights`)."""
+    print(f"\npaired against '{base}' (mean over repositories; reports won / lost; permutation p):")
+    for name, hits in per_query.items():
+        if name == base:
+            continue
+        cells = []
+        for i, col in enumerate(COLUMNS[:OBJECTIVE]):
+            qs = sorted(q for q in hits if q in per_query[base]
+                        and not math.isnan(hits[q][i]) and not math.isnan(per_query[base][q][i]))
+            t = stats.paired_test([hits[q][i] for q in qs], [per_query[base][q][i] for q in qs],
+                                  weights=stats.group_weights([cases[q].repo for q in qs]))
+            cells.append(f"{col} {t.delta:+.3f} (+{t.wins}/-{t.losses}, p {t.permutation_p:.3f})")
+        print(f"  {name:<24} " + "   ".join(cells))
 
 
 def print_rows(rows: Mapping[str, Mapping[str, tuple[float, ...]]], repos: Sequence[str]) -> None:

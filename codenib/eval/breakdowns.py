@@ -16,7 +16,7 @@ from codenib.eval import metrics
 from codenib.eval.queries import QuerySet
 from codenib.eval.reportdata import EvalOptions
 from codenib.eval.runs import Results
-from codenib.eval.stats import paired_tests
+from codenib.eval.stats import group_weights, paired_tests
 
 AUTO = "auto"
 ORACLE = "oracle"
@@ -179,17 +179,9 @@ def comparison(a: str, b: str, per_query: dict, qids: dict[str, list[str]], opti
         tests = paired_tests(va, vb, permutations=options.permutations, seed=options.seed)
         out["levels"][lv] = {m: asdict(t) for m, t in zip(options.measures, tests)}
         if group_of is not None and level_qids:
-            w = _repository_weights(level_qids, group_of)[:, None]
-            tests = paired_tests(va * w, vb * w, permutations=options.permutations, seed=options.seed)
+            tests = paired_tests(va, vb, permutations=options.permutations, seed=options.seed,
+                                 weights=group_weights([group_of[q] for q in level_qids]))
             macro["levels"][lv] = {m: asdict(t) for m, t in zip(options.measures, tests)}
     if group_of is not None:
         out["macro"] = macro
     return out
-
-
-# --- private helpers --------------------------------------------------------------------
-
-def _repository_weights(qids: Sequence[str], group_of: Mapping[str, str]) -> np.ndarray:
-    # N / (G * n_g): the weighted mean over queries is the mean over repositories of their means.
-    n = Counter(group_of[q] for q in qids)
-    return np.array([len(qids) / (len(n) * n[group_of[q]]) for q in qids], dtype=float)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -28,24 +29,38 @@ class PairedTest:
 
 
 def paired_test(a: Sequence[float], b: Sequence[float], *, permutations: int = 10_000,
-                seed: int = 0) -> PairedTest:
+                seed: int = 0, weights: Sequence[float] | None = None) -> PairedTest:
     """Paired t-test and sign-flip randomization test of mean(a) - mean(b).
 
     The randomization test enumerates all 2**n sign flips when that is no more than
     `permutations`, and otherwise samples `permutations` of them (p = (hits + 1) / (N + 1)).
+    `weights` (one per query, mean 1: `group_weights`) scale each query's pair before testing,
+    so that the means and their difference are weighted means.
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError("paired_test needs two sequences of the same length")
-    return paired_tests(x[:, None], y[:, None], permutations=permutations, seed=seed)[0]
+    return paired_tests(x[:, None], y[:, None], permutations=permutations, seed=seed, weights=weights)[0]
+
+
+def group_weights(groups: Sequence[str]) -> np.ndarray:
+    """Per-query weights N / (G x n_g) of queries in groups (repositories): the weighted mean of
+    any per-query values is the mean over the G groups of each group's mean."""
+    n = Counter(groups)
+    return np.array([len(groups) / (len(n) * n[g]) for g in groups], dtype=float)
 
 
 def paired_tests(a: np.ndarray, b: np.ndarray, *, permutations: int = 10_000,
-                 seed: int = 0) -> list[PairedTest]:
+                 seed: int = 0, weights: Sequence[float] | None = None) -> list[PairedTest]:
     """`paired_test` for each column of two (queries x measures) arrays, sharing the sign flips."""
     from scipy import stats
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (x.shape[0],):
+            raise ValueError("paired_tests needs one weight per query")
+        x, y = x * w[:, None], y * w[:, None]
     d = x - y
     n, m = d.shape
     if n == 0:

@@ -234,3 +234,17 @@ def test_no_mean_over_repositories_without_two_of_them(tmp_path):
     one = write_queries(tmp_path / "one.parquet", [{"qid": f"q{i}", "query": "t", "repo": "a"} for i in range(1, 6)])
     ev = report.evaluate_results(read_results(run), read_qrels(qrels), queries=read_queries(one), warn=lambda m: None)
     assert ev.summary["macro"] is None
+
+
+def test_group_weights_make_the_weighted_mean_the_mean_over_groups():
+    from codenib.eval.stats import group_weights
+
+    groups = ["a", "a", "a", "b", "c"]
+    w = group_weights(groups)
+    assert w == pytest.approx([5 / 9, 5 / 9, 5 / 9, 5 / 3, 5 / 3])
+    values = np.array([1.0, 0.0, 0.0, 1.0, 0.0])
+    assert (values * w).mean() == pytest.approx((1 / 3 + 1 + 0) / 3)
+    t = paired_test(values, np.zeros(5), weights=w)
+    assert t.mean_a == pytest.approx(4 / 9) and t.delta == pytest.approx(4 / 9)
+    with pytest.raises(ValueError, match="one weight per query"):
+        paired_test(values, np.zeros(5), weights=w[:4])

@@ -31,3 +31,19 @@ def test_rows_print_recall_beside_acc_with_mean_and_worst(capsys):
     # mean, worst, worst repository of file@5 and func@10; then of fileR@10, fileR@20, funcR@10.
     assert summary[0][2:] == ["0.750", "0.500", "fd", "0.375", "0.250", "fd"]
     assert summary[1][2:] == ["0.500", "0.250", "jq", "0.750", "0.500", "jq", "0.750", "0.500", "fd"]
+
+
+def test_rows_are_tested_against_the_base_over_repositories(capsys):
+    from types import SimpleNamespace
+
+    # fd has three reports, jq one; "walk" wins fd's first report and jq's (file@5) and loses
+    # nothing; func@10 of q3 is NaN (no gold definition) on both sides.
+    cases = {q: SimpleNamespace(repo=r) for q, r in (("q1", "fd"), ("q2", "fd"), ("q3", "fd"), ("q4", "jq"))}
+    nan = math.nan
+    base = {"q1": (0.0, 0.0), "q2": (1.0, 1.0), "q3": (0.0, nan), "q4": (0.0, 1.0)}
+    walk = {"q1": (1.0, 0.0), "q2": (1.0, 1.0), "q3": (0.0, nan), "q4": (1.0, 1.0)}
+    devhistory.print_tests({"no history": base, "walk": walk}, cases, "no history")
+    line = capsys.readouterr().out.splitlines()[-1]
+    # file@5 over repositories: fd 1/3 -> 2/3, jq 0 -> 1, so (1/3 + 1) / 2 = 0.667; func@10 unchanged.
+    assert line.split()[:4] == ["walk", "file@5", "+0.667", "(+2/-0,"]
+    assert "func@10 +0.000 (+0/-0, p 1.000)" in line
