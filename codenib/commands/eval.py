@@ -26,6 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", metavar="QUERIES",
                    help="the query set (Parquet or JSONL): restricts evaluation to its qids and "
                         "gives the kind/index breakdowns")
+    p.add_argument("--groups", metavar="GROUPS",
+                   help="each query's repository: a Parquet or JSONL file with qid (or instance_id) and repo, "
+                        "e.g. a data set's instances file; gives the breakdown by repository and the mean "
+                        "over repositories with the worst one (default: the --queries file's repo column)")
     p.add_argument("--auto", metavar="AUTO_RESULTS_DIR",
                    help="results of a --mode auto run; with a --mode all run as --results, reports "
                         "the planner's regret against the best plan per query")
@@ -72,6 +76,7 @@ class EvalCommandOptions:
     qrels: str | None = None
     out: str | None = None
     queries: str | None = None
+    groups: str | None = None
     auto: str | None = None
     compare: str | None = None
     plan: str | None = None
@@ -161,13 +166,14 @@ def evaluate(opts: EvalCommandOptions) -> int:
     from codenib.eval import markdown, report
     from codenib.eval.reportdata import EvalOptions
     from codenib.eval.qrels import read_qrels
-    from codenib.eval.queries import read_queries
+    from codenib.eval.queries import read_groups, read_queries
     from codenib.eval.runs import read_results
     from codenib.eval.trec import trec_rows, write_trec_run
 
     opts.validate()
     if opts.export_trec:
         _check_export(Path(opts.export_trec), opts.force)
+    groups = read_groups(opts.groups) if opts.groups and opts.qrels is not None else None
     if opts.out and opts.qrels is not None:
         # Before any work: a report folder that holds someone's files stops here, untouched.
         report.check_report_dir(Path(opts.out).absolute(), opts.force)
@@ -192,7 +198,7 @@ def evaluate(opts: EvalCommandOptions) -> int:
         queries=read_queries(opts.queries) if opts.queries else None,
         auto=read_results(opts.auto, allow_partial=opts.allow_partial) if opts.auto else None,
         compare=read_results(opts.compare, allow_partial=opts.allow_partial) if opts.compare else None,
-        options=options,
+        options=options, groups=groups,
     )
     if opts.out:
         out = report.write_report(evaluation, opts.out, plots=not opts.no_plots, force=opts.force,

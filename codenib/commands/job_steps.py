@@ -257,6 +257,9 @@ def _check_eval(spec: JobSpec, options: RunOptions, defaults: dict[str, Any]) ->
     if opts.queries is not None and not Path(opts.queries).is_file():
         raise BadInputError(f"[eval] queries {opts.queries!r} does not exist", path=spec.path,
                             fix="give the query set of the run (or drop queries from [eval])")
+    if opts.groups is not None and not Path(opts.groups).is_file():
+        raise BadInputError(f"[eval] groups {opts.groups!r} does not exist", path=spec.path,
+                            fix="give a file of each query's repo (qid and repo), e.g. the data set's instances file")
     if opts.out and opts.qrels is not None:
         check_report_dir(Path(opts.out).absolute(), opts.force)
 

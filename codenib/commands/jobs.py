@@ -26,7 +26,7 @@ from codenib.commands.llm_config import read_llm_config
 from codenib.core.specs import read_config_file
 
 SECTIONS = ("index_set", "qrels", "run", "eval", "rerank", "llm", "submit")
-EVAL_KEYS = ("qrels", "queries", "out", "measures", "levels", "compare", "auto", "export_trec", "plan", "no_plots", "html", "force")
+EVAL_KEYS = ("qrels", "queries", "groups", "out", "measures", "levels", "compare", "auto", "export_trec", "plan", "no_plots", "html", "force")
 #: [index_set] keys: `codenib index-set`'s options (read by codenib/commands/job_steps.py; index_root,
 #: address and progress default to [run]'s).
 INDEX_SET_KEYS = ("snapshots", "index_root", "mirror_root", "store", "address", "dense", "history", "model",

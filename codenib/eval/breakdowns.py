@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from codenib.eval import metrics
-from codenib.eval.queries import QuerySet
+from codenib.eval.queries import QueryGroups, QuerySet
 from codenib.eval.reportdata import EvalOptions
 from codenib.eval.runs import Results
 from codenib.eval.stats import group_weights, paired_tests
@@ -21,8 +21,8 @@ from codenib.eval.stats import group_weights, paired_tests
 AUTO = "auto"
 ORACLE = "oracle"
 _NO_VALUE = "(not recorded)"  # breakdown group of queries whose plan/kind/index is unknown
-#: The query-set column that names each query's repository. A set over several repositories
-#: (SWE-bench-shaped files carry `repo`) also reports every measure averaged per repository and
+#: The query-set column that names each query's repository (or a file of its own, `--groups`). A
+#: set over several repositories (SWE-bench-shaped files carry `repo`) also reports every measure averaged per repository and
 #: then over repositories, each counting the same however many queries it has, with the worst
 #: repository beside it: a mean over queries is mostly the largest repositories'.
 GROUP_COLUMN = "repo"
@@ -72,14 +72,14 @@ def planner_regret(per_plan: Mapping[str, Mapping[str, float]], chosen: Mapping[
 
 
 def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str],
-                per_query: dict, qids: dict[str, list[str]]) -> dict:
+                per_query: dict, qids: dict[str, list[str]], groups: QueryGroups | None = None) -> dict:
     """Means per group of queries, for plan (auto's choice in a --mode all run), kind, index and
-    repo (`GROUP_COLUMN`, from the query set)."""
+    repo (`GROUP_COLUMN`: `groups` when given, else the query set's)."""
     sources: dict[str, dict[str, str]] = {
         "plan": chosen if results.multi_plan else results.attrs.get("plan", {}),
         "kind": {**results.attrs.get("kind", {}), **(queries.attrs.get("kind", {}) if queries else {})},
         "index": {**results.attrs.get("index", {}), **(queries.attrs.get("index", {}) if queries else {})},
-        GROUP_COLUMN: queries.attrs.get(GROUP_COLUMN, {}) if queries else {},
+        GROUP_COLUMN: repositories(queries, groups),
     }
     out = {}
     for attr, value_of in sources.items():
@@ -100,10 +100,18 @@ def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str
     return out
 
 
-def group_of_queries(queries: QuerySet | None, qids: Mapping[str, Sequence[str]]) -> dict[str, str] | None:
-    """qid -> repository (`GROUP_COLUMN` of the query set; a query without one is in the group
-    "(not recorded)") when the evaluated queries span two groups or more, else None."""
-    recorded = queries.attrs.get(GROUP_COLUMN, {}) if queries else {}
+def repositories(queries: QuerySet | None, groups: QueryGroups | None = None) -> dict[str, str]:
+    """qid -> repository: from `groups` when given, else the query set's `GROUP_COLUMN`."""
+    if groups is not None:
+        return groups.repo_of
+    return queries.attrs.get(GROUP_COLUMN, {}) if queries else {}
+
+
+def group_of_queries(queries: QuerySet | None, qids: Mapping[str, Sequence[str]],
+                     groups: QueryGroups | None = None) -> dict[str, str] | None:
+    """qid -> repository (`repositories`; a query without one is in the group "(not recorded)")
+    when the evaluated queries span two groups or more, else None."""
+    recorded = repositories(queries, groups)
     if not recorded:
         return None
     out = {q: recorded.get(q, _NO_VALUE) for level_qids in qids.values() for q in level_qids}

@@ -1,4 +1,5 @@
-"""Reading a query set (Parquet or JSONL) into `QuerySet`: qids and their kind, index and repo."""
+"""Reading a query set (Parquet or JSONL) into `QuerySet`: qids and their kind, index and repo;
+and a table of each query's repository (`read_groups`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ class QuerySet:
     texts: dict[str, str] = field(default_factory=dict)  # qid -> query text (the `query` column)
 
 
+@dataclass(frozen=True, slots=True)
+class QueryGroups:
+    """Each query's repository, from a file of its own (`codenib eval --groups`)."""
+
+    source: str
+    repo_of: dict[str, str]  # qid -> repository
+
+
 def read_queries(path: str | os.PathLike) -> QuerySet:
     """Read a query set (Parquet or JSONL): qid, and optional kind, index and repo; a SWE-bench-shaped
     file (`instance_id` and no `qid`) as `codenib run` reads it: `instance_id` the qid and the
@@ -31,12 +40,7 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
     if not p.is_file():
         raise BadInputError("no such query set", path=str(p),
                             fix="pass the --queries file of `codenib run` (Parquet or JSONL)")
-    if p.suffix in (".jsonl", ".json"):
-        rows = read_jsonl(p)
-        table = pa.Table.from_pylist(rows) if rows else pa.table({"qid": pa.array([], pa.string())})
-    else:
-        table = read_parquet(p, "query set")
-    table = _swe_bench_named(table)
+    table = _read_table(p, "query set")
     if "qid" not in table.column_names:
         raise BadInputError(f"query set {p} lacks column qid (has: {', '.join(table.column_names)})",
                             path=str(p), fix="write the query set with columns qid, query (and optionally kind)")
@@ -54,6 +58,44 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
         texts = {q: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for q, v in zip(qids, table.column("query").to_pylist())
                  if v is not None}
     return QuerySet(source=str(p), qids=qids, attrs=attrs, texts=texts)
+
+
+def read_groups(path: str | os.PathLike) -> QueryGroups:
+    """Read each query's repository from a table (Parquet or JSONL) with `qid` (or SWE-bench's
+    `instance_id`) and `repo`: a data set's instances file, or any query set that has `repo`.
+
+    Raises:
+        BadInputError: naming the file: missing, unreadable, without those columns, or a qid
+            given two different repositories.
+    """
+    p = Path(path)
+    fix = "pass a Parquet or JSONL file with columns qid (or instance_id) and repo, e.g. a data set's instances file"
+    if not p.is_file():
+        raise BadInputError("no such groups file", path=str(p), fix=fix)
+    table = _read_table(p, "groups file")
+    missing = [c for c in ("qid", "repo") if c not in table.column_names]
+    if missing:
+        raise BadInputError(f"groups file {p} lacks column(s) {', '.join(missing)} "
+                            f"(has: {', '.join(table.column_names) or 'no rows'})", path=str(p), fix=fix)
+    qids = string_column(table, "qid", p, "groups file")
+    repo_of: dict[str, str] = {}
+    for q, repo in zip(qids, table.column("repo").to_pylist()):
+        if repo is None or str(repo) == "":
+            continue
+        if repo_of.setdefault(q, str(repo)) != str(repo):
+            raise BadInputError(f"groups file {p} gives qid {q} two repositories ({repo_of[q]!r}, {str(repo)!r})",
+                                path=str(p), fix="give every qid one repo")
+    return QueryGroups(source=str(p), repo_of=repo_of)
+
+
+def _read_table(p: Path, what: str) -> pa.Table:
+    """A Parquet or JSONL file as a table, SWE-bench's columns also under CodeNib's names."""
+    if p.suffix in (".jsonl", ".json"):
+        rows = read_jsonl(p)
+        table = pa.Table.from_pylist(rows) if rows else pa.table({"qid": pa.array([], pa.string())})
+    else:
+        table = read_parquet(p, what)
+    return _swe_bench_named(table)
 
 
 def _swe_bench_named(table: pa.Table) -> pa.Table:

@@ -28,7 +28,7 @@ from codenib.eval.io import Warn
 from codenib.eval.markdown import render_markdown
 from codenib.eval.plots import write_plots
 from codenib.eval.qrels import JudgedQrels
-from codenib.eval.queries import QuerySet
+from codenib.eval.queries import QueryGroups, QuerySet
 from codenib.eval.reportdata import EvalOptions, Evaluation
 from codenib.eval.runs import Results, chosen_plans
 
@@ -45,8 +45,11 @@ LEGACY_REPORT_FILES = ("metrics.json", "per_query.parquet", "report.md", "recall
 LEVELS = metrics.DEFAULT_LEVELS
 def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet | None = None,
                      auto: Results | None = None, compare: Results | None = None,
-                     options: EvalOptions = EvalOptions(), warn: Warn | None = None) -> Evaluation:
-    """Evaluate `results` (and optionally `compare`) against `qrels`."""
+                     options: EvalOptions = EvalOptions(), warn: Warn | None = None,
+                     groups: QueryGroups | None = None) -> Evaluation:
+    """Evaluate `results` (and optionally `compare`) against `qrels`; `groups`: each query's
+    repository, in place of the query set's `repo` column (the breakdown by repository and the
+    mean over repositories)."""
     warnings: list[str] = []
 
     def note(message: str) -> None:
@@ -61,6 +64,7 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
     levels = metrics.parse_levels(options.levels)
     level_qrels = judgments_by_level(qrels, levels)
     qids = _evaluation_qids(results, qrels, queries, note, level_qrels)
+    _check_groups(groups, qids, note)
     chosen = _chosen(results, auto, options)
     systems = _systems(results, chosen, options)
     primary = _primary_name(results, chosen, options)
@@ -86,12 +90,13 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
             level_run = metrics.LEVELS[level].run(run)
             per_query[name][level] = metrics.evaluate(level_run, judged, options.measures, qids[level])
             curves[name][level] = metrics.recall_curve(level_run, judged, options.curve_ks, qids[level])
-    group_of = group_of_queries(queries, qids)
+    group_of = group_of_queries(queries, qids, groups)
     summary = {
         "format": REPORT_FORMAT,
         "inputs": {
             "results": results.source, "qrels": qrels.source,
             "queries": queries.source if queries else None,
+            "groups": groups.source if groups else None,
             "auto": auto.source if auto else None,
             "compare": compare.source if compare else None,
             "plan": options.plan,
@@ -104,7 +109,7 @@ def evaluate_results(results: Results, qrels: JudgedQrels, *, queries: QuerySet 
         "queries": _query_counts(results, qrels, qids),
         "systems": {name: {lv: metrics.mean_of(vals) for lv, vals in levels.items()}
                     for name, levels in per_query.items()},
-        "breakdowns": breakdowns(results, queries, chosen, per_query, qids),
+        "breakdowns": breakdowns(results, queries, chosen, per_query, qids, groups),
         "macro": macro_means(per_query, qids, group_of, options.measures) if group_of else None,
         "regret": plan_regret(results, chosen, per_query, qids, options, note),
         "comparison": None,
@@ -221,6 +226,22 @@ def _evaluation_qids(results: Results, qrels: JudgedQrels, queries: QuerySet | N
     if no_relevant:
         note(f"{len(no_relevant)} judged queries have no relevant item and are not evaluated")
     return out
+
+
+def _check_groups(groups: QueryGroups | None, qids: dict[str, list[str]], note: Callable[[str], None]) -> None:
+    """A groups file that names none of the evaluated queries is the wrong file; one that lacks
+    some is said (those queries form the group "(not recorded)")."""
+    if groups is None:
+        return
+    evaluated = sorted({q for level_qids in qids.values() for q in level_qids})
+    lacking = [q for q in evaluated if q not in groups.repo_of]
+    if evaluated and len(lacking) == len(evaluated):
+        raise BadInputError(f"groups file {groups.source} names none of the {len(evaluated)} evaluated queries "
+                            f"(first: {', '.join(evaluated[:3])})", path=groups.source,
+                            fix="pass the instances file of the data set the run answered (qid and repo)")
+    if lacking:
+        note(f"{len(lacking)} of {len(evaluated)} evaluated queries have no repo in {groups.source} "
+             f"(first: {', '.join(lacking[:3])}); they are one group, (not recorded)")
 
 
 def _query_info(results: Results, queries: QuerySet | None, chosen: dict[str, str],

@@ -81,6 +81,7 @@ k = 100
 
 [eval]
 queries = "{d['swe']}"
+groups = "{d['swe']}"
 out = "{work / 'report'}"
 measures = ["Acc@1", "Acc@5", "Acc@10"]
 levels = ["file", "function", "function_name"]
@@ -112,6 +113,9 @@ def test_one_spec_goes_from_a_swe_bench_file_to_the_report_and_a_rerun_redoes_no
     metrics = json.loads((work / "report" / "metrics.json").read_text())
     assert metrics["levels"] == ["file", "function", "function_name"]
     assert metrics["queries"]["evaluated"] == {"file": 2, "function": 2, "function_name": 2}
+    # Each query's repository from [eval] groups: one repository, so no mean over repositories.
+    assert metrics["inputs"]["groups"] == str(dataset["swe"]) and metrics["macro"] is None
+    assert set(metrics["breakdowns"]["repo"]) == {"acme/shop"}
     for level in ("file", "function", "function_name"):
         assert metrics["systems"]["results"][level] == {"Acc@1": 1.0, "Acc@5": 1.0, "Acc@10": 1.0}
     plans = {r["qid"]: r["error"] for r in pq.read_table(work / "results" / "plans.parquet").to_pylist()}
@@ -169,7 +173,7 @@ out = "{work / 'report'}"
 
 @pytest.mark.parametrize("case", ["single index", "other root", "dense type", "unknown key", "layout", "no out",
                                   "files and patches", "missing file", "no patch column", "users file",
-                                  "out is input", "eval qrels", "eval level", "eval queries", "no mirror",
+                                  "out is input", "eval qrels", "eval level", "eval queries", "eval groups", "no mirror",
                                   "patches over s3"])
 def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case, monkeypatch):
     # An endpoint on loopback that nothing serves: no check may reach beyond this machine.
@@ -197,6 +201,7 @@ def test_bad_specs_exit_2_before_any_work(dataset, tmp_path, capsys, case, monke
         "eval qrels": (dict(eval_extra=f'qrels = "{mine}"'), "is not the file [qrels] writes"),
         "eval level": (dict(eval_extra='levels = ["function", "func_name"]'), "unknown level(s) ['func_name']"),
         "eval queries": (dict(eval_extra=f'queries = "{tmp_path / "gone.jsonl"}"'), "[eval] queries"),
+        "eval groups": (dict(eval_extra=f'groups = "{tmp_path / "gone.parquet"}"'), "[eval] groups"),
         "no mirror": (dict(mirrors=tmp_path / "nowhere"), "no git directory for repo 'acme/shop'"),
         "patches over s3": (dict(root="s3://bucket/idx"), "[qrels] derives judgments from patches over local indexes"),
     }[case]

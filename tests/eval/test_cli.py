@@ -53,6 +53,33 @@ def test_eval_compare_reports_paired_tests(small_case, tmp_path, capsys):
     assert "## Comparison" in (out / "report.md").read_text()
 
 
+def test_eval_groups_gives_the_mean_over_repositories(small_case, tmp_path, capsys):
+    groups = write_queries(tmp_path / "instances.parquet", [{"qid": q, "repo": r} for q, r in
+                                                            (("q1", "x/a"), ("q2", "x/a"), ("q3", "x/b"))])
+    out = tmp_path / "report"
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--groups", str(groups), "--measures", "R@10", "--levels", "node", "--out", str(out), "--no-plots"])
+    assert rc == 0
+    macro = json.loads((out / "metrics.json").read_text())["macro"]
+    # Node R@10 per query 1, 1/2, 0 (test_eval_writes_the_report_folder): x/a 3/4, x/b 0.
+    assert macro["systems"]["run"]["node"]["R@10"] == pytest.approx({"mean": 3 / 8, "worst": 0.0, "worst_group": "x/b"})
+    assert "## Mean over repositories" in (out / "report.md").read_text()
+    assert "mean over 2 repositories" in capsys.readouterr().err
+
+
+def test_eval_groups_that_name_no_query_exit_2_and_write_nothing(small_case, tmp_path, capsys):
+    groups = write_queries(tmp_path / "instances.parquet", [{"qid": "other", "repo": "x/a"}])
+    out = tmp_path / "report"
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--groups", str(groups), "--out", str(out)])
+    assert rc == 2 and not out.exists()
+    assert "names none of the 3 evaluated queries" in _error(capsys)
+    rc = main(["eval", "--results", str(small_case["results"]), "--qrels", str(small_case["qrels"]),
+               "--groups", str(tmp_path / "nope.parquet"), "--out", str(out)])
+    assert rc == 2 and not out.exists()
+    assert "no such groups file" in _error(capsys)
+
+
 def test_eval_mode_all_with_auto_rows_reports_regret(tmp_path, capsys):
     rankings = {("q1", "fast_lexical"): ["a.py::g"], ("q1", "semantic"): ["x.py::n", "a.py::g"]}
     plans = [{"qid": "q1", "plan": p, "mode": "all"} for _, p in rankings]

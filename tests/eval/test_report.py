@@ -1,6 +1,7 @@
 """Breakdowns, planner regret and paired tests on constructed cases."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -234,6 +235,58 @@ def test_no_mean_over_repositories_without_two_of_them(tmp_path):
     one = write_queries(tmp_path / "one.parquet", [{"qid": f"q{i}", "query": "t", "repo": "a"} for i in range(1, 6)])
     ev = report.evaluate_results(read_results(run), read_qrels(qrels), queries=read_queries(one), warn=lambda m: None)
     assert ev.summary["macro"] is None
+
+
+def test_a_groups_file_gives_the_mean_over_repositories_of_a_query_set_without_repo(tmp_path):
+    from codenib.eval.queries import read_groups
+
+    run, none, qrels, queries = _three_repositories(tmp_path, repos=False)
+    # SWE-bench-shaped (instance_id, repo), with a row for a query the run did not answer.
+    groups = tmp_path / "instances.jsonl"
+    groups.write_text("".join(json.dumps({"instance_id": q, "repo": r}) + "\n" for q, r in
+                              (("q1", "a"), ("q2", "a"), ("q3", "a"), ("q4", "b"), ("q5", "c"), ("q9", "d"))))
+    ev = report.evaluate_results(read_results(run), read_qrels(qrels), queries=read_queries(queries),
+                                 groups=read_groups(groups), warn=lambda m: None)
+    s = ev.summary
+    # The same hand-computed case as above: per repository a 1/3, b 1, c 0.
+    assert s["macro"]["systems"]["run"]["file"]["Acc@1"] == pytest.approx(
+        {"mean": 4 / 9, "worst": 0.0, "worst_group": "c"})
+    assert s["breakdowns"]["repo"]["b"]["n"]["file"] == 1 and "d" not in s["breakdowns"]["repo"]
+    assert s["inputs"]["groups"] == str(groups) and s["warnings"] == []
+
+
+def test_a_groups_file_that_misses_queries_is_said_or_refused(tmp_path):
+    from codenib.core.errors import BadInputError
+    from codenib.eval.queries import read_groups
+
+    run, none, qrels, queries = _three_repositories(tmp_path, repos=False)
+    part = write_queries(tmp_path / "part.parquet", [{"qid": q, "repo": r} for q, r in
+                                                     (("q1", "a"), ("q2", "a"), ("q4", "b"))])
+    said = []
+    ev = report.evaluate_results(read_results(run), read_qrels(qrels), groups=read_groups(part), warn=said.append)
+    assert any("2 of 5 evaluated queries have no repo" in m and "q3, q5" in m for m in said)
+    # q3 and q5 form one more group: a 1/2, b 1, (not recorded) 0.
+    assert ev.summary["macro"]["systems"]["run"]["file"]["Acc@1"]["mean"] == pytest.approx(0.5)
+    other = write_queries(tmp_path / "other.parquet", [{"qid": "x1", "repo": "a"}])
+    with pytest.raises(BadInputError, match="names none of the 5 evaluated queries"):
+        report.evaluate_results(read_results(run), read_qrels(qrels), groups=read_groups(other), warn=said.append)
+
+
+@pytest.mark.parametrize("rows, needle", [
+    ([{"qid": "q1"}], "lacks column(s) repo"),
+    ([{"query": "t", "repo": "a"}], "lacks column(s) qid"),
+    ([{"qid": "q1", "repo": "a"}, {"qid": "q1", "repo": "b"}], "gives qid q1 two repositories"),
+])
+def test_bad_groups_files_name_the_file_and_the_fix(tmp_path, rows, needle):
+    from codenib.core.errors import BadInputError
+    from codenib.eval.queries import read_groups
+
+    path = write_queries(tmp_path / "g.parquet", rows)
+    with pytest.raises(BadInputError, match=re.escape(needle)) as exc:
+        read_groups(path)
+    assert exc.value.path == str(path) and "qid" in exc.value.fix
+    with pytest.raises(BadInputError, match="no such groups file"):
+        read_groups(tmp_path / "missing.parquet")
 
 
 def test_group_weights_make_the_weighted_mean_the_mean_over_groups():
