@@ -73,13 +73,16 @@ def planner_regret(per_plan: Mapping[str, Mapping[str, float]], chosen: Mapping[
 
 def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str],
                 per_query: dict, qids: dict[str, list[str]], groups: QueryGroups | None = None) -> dict:
-    """Means per group of queries, for plan (auto's choice in a --mode all run), kind, index and
-    repo (`GROUP_COLUMN`: `groups` when given, else the query set's)."""
+    """Means per group of queries, for plan (auto's choice in a --mode all run), kind, index,
+    repo (`GROUP_COLUMN`) and language (the last two from `groups` when given, else the query
+    set's)."""
     sources: dict[str, dict[str, str]] = {
         "plan": chosen if results.multi_plan else results.attrs.get("plan", {}),
         "kind": {**results.attrs.get("kind", {}), **(queries.attrs.get("kind", {}) if queries else {})},
         "index": {**results.attrs.get("index", {}), **(queries.attrs.get("index", {}) if queries else {})},
         GROUP_COLUMN: repositories(queries, groups),
+        "language": (groups.language_of if groups is not None and groups.language_of
+                     else queries.attrs.get("language", {}) if queries else {}),
     }
     out = {}
     for attr, value_of in sources.items():

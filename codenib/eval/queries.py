@@ -14,22 +14,29 @@ from codenib.eval.io import read_parquet, string_column
 from codenib.core.specs import read_jsonl
 
 
+#: Columns a query set may carry about each query, each a breakdown of the report: its kind,
+#: its index, its repository (also the mean over repositories) and its language (Multi-SWE-bench
+#: instance files carry one: targets are set per language).
+QUERY_ATTRS = ("kind", "index", "repo", "language")
+
+
 @dataclass(frozen=True, slots=True)
 class QuerySet:
     """The qids of a query set, their optional `kind`, `index` and `repo` columns and their text."""
 
     source: str
     qids: list[str]
-    attrs: dict[str, dict[str, str]]  # 'kind' | 'index' | 'repo' -> qid -> value
+    attrs: dict[str, dict[str, str]]  # a column of `QUERY_ATTRS` -> qid -> value
     texts: dict[str, str] = field(default_factory=dict)  # qid -> query text (the `query` column)
 
 
 @dataclass(frozen=True, slots=True)
 class QueryGroups:
-    """Each query's repository, from a file of its own (`codenib eval --groups`)."""
+    """Each query's repository (and language), from a file of its own (`codenib eval --groups`)."""
 
     source: str
     repo_of: dict[str, str]  # qid -> repository
+    language_of: dict[str, str] = field(default_factory=dict)  # qid -> language, where the file has one
 
 
 def read_queries(path: str | os.PathLike) -> QuerySet:
@@ -50,7 +57,7 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
         raise BadInputError(f"query set {p} repeats qid(s) {', '.join(dupes[:10])}", path=str(p),
                             fix="make every qid unique")
     attrs = {}
-    for col in ("kind", "index", "repo"):
+    for col in QUERY_ATTRS:
         if col in table.column_names:
             attrs[col] = {q: str(v) for q, v in zip(qids, table.column(col).to_pylist()) if v is not None}
     texts = {}
@@ -61,8 +68,9 @@ def read_queries(path: str | os.PathLike) -> QuerySet:
 
 
 def read_groups(path: str | os.PathLike) -> QueryGroups:
-    """Read each query's repository from a table (Parquet or JSONL) with `qid` (or SWE-bench's
-    `instance_id`) and `repo`: a data set's instances file, or any query set that has `repo`.
+    """Read each query's repository (and language, where the file has a `language` column) from
+    a table (Parquet or JSONL) with `qid` (or SWE-bench's `instance_id`) and `repo`: a data set's
+    instances file, or any query set that has `repo`.
 
     Raises:
         BadInputError: naming the file: missing, unreadable, without those columns, or a qid
@@ -85,7 +93,10 @@ def read_groups(path: str | os.PathLike) -> QueryGroups:
         if repo_of.setdefault(q, str(repo)) != str(repo):
             raise BadInputError(f"groups file {p} gives qid {q} two repositories ({repo_of[q]!r}, {str(repo)!r})",
                                 path=str(p), fix="give every qid one repo")
-    return QueryGroups(source=str(p), repo_of=repo_of)
+    language_of = {}
+    if "language" in table.column_names:
+        language_of = {q: str(v) for q, v in zip(qids, table.column("language").to_pylist()) if v}
+    return QueryGroups(source=str(p), repo_of=repo_of, language_of=language_of)
 
 
 def _read_table(p: Path, what: str) -> pa.Table:

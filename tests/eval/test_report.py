@@ -243,7 +243,8 @@ def test_a_groups_file_gives_the_mean_over_repositories_of_a_query_set_without_r
     run, none, qrels, queries = _three_repositories(tmp_path, repos=False)
     # SWE-bench-shaped (instance_id, repo), with a row for a query the run did not answer.
     groups = tmp_path / "instances.jsonl"
-    groups.write_text("".join(json.dumps({"instance_id": q, "repo": r}) + "\n" for q, r in
+    lang = {"a": "go", "b": "rust", "c": "rust", "d": "c"}
+    groups.write_text("".join(json.dumps({"instance_id": q, "repo": r, "language": lang[r]}) + "\n" for q, r in
                               (("q1", "a"), ("q2", "a"), ("q3", "a"), ("q4", "b"), ("q5", "c"), ("q9", "d"))))
     ev = report.evaluate_results(read_results(run), read_qrels(qrels), queries=read_queries(queries),
                                  groups=read_groups(groups), warn=lambda m: None)
@@ -253,6 +254,10 @@ def test_a_groups_file_gives_the_mean_over_repositories_of_a_query_set_without_r
         {"mean": 4 / 9, "worst": 0.0, "worst_group": "c"})
     assert s["breakdowns"]["repo"]["b"]["n"]["file"] == 1 and "d" not in s["breakdowns"]["repo"]
     assert s["inputs"]["groups"] == str(groups) and s["warnings"] == []
+    # The file's language column is a breakdown too: go (q1-q3) 1/3, rust (q4, q5) 1/2.
+    by_language = s["breakdowns"]["language"]
+    assert {g: e["systems"]["run"]["file"]["Acc@1"] for g, e in by_language.items()} == pytest.approx(
+        {"go": 1 / 3, "rust": 0.5})
 
 
 def test_a_groups_file_that_misses_queries_is_said_or_refused(tmp_path):
