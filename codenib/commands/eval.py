@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--groups", metavar="GROUPS",
                    help="each query's repository: a Parquet or JSONL file with qid (or instance_id) and repo, "
                         "e.g. a data set's instances file; gives the breakdown by repository and the mean "
-                        "over repositories with the worst one (default: the --queries file's repo column)")
+                        "over repositories with the worst one, and by language where it has a language column "
+                        "(default: the --queries file's repo column)")
     p.add_argument("--auto", metavar="AUTO_RESULTS_DIR",
                    help="results of a --mode auto run; with a --mode all run as --results, reports "
                         "the planner's regret against the best plan per query")

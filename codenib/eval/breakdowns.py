@@ -21,10 +21,11 @@ from codenib.eval.stats import group_weights, paired_tests
 AUTO = "auto"
 ORACLE = "oracle"
 _NO_VALUE = "(not recorded)"  # breakdown group of queries whose plan/kind/index is unknown
-#: The query-set column that names each query's repository (or a file of its own, `--groups`). A
-#: set over several repositories (SWE-bench-shaped files carry `repo`) also reports every measure averaged per repository and
-#: then over repositories, each counting the same however many queries it has, with the worst
-#: repository beside it: a mean over queries is mostly the largest repositories'.
+#: The query-set column that names each query's repository (or a file of its own, `--groups`).
+#: A set over several repositories (SWE-bench-shaped files carry `repo`) also reports every
+#: measure averaged per repository and then over repositories, each counting the same however
+#: many queries it has, with the worst repository beside it: a mean over queries is mostly the
+#: largest repositories'.
 GROUP_COLUMN = "repo"
 
 

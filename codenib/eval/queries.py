@@ -22,7 +22,7 @@ QUERY_ATTRS = ("kind", "index", "repo", "language")
 
 @dataclass(frozen=True, slots=True)
 class QuerySet:
-    """The qids of a query set, their optional `kind`, `index` and `repo` columns and their text."""
+    """The qids of a query set, their optional columns of `QUERY_ATTRS` and their text."""
 
     source: str
     qids: list[str]
@@ -40,9 +40,9 @@ class QueryGroups:
 
 
 def read_queries(path: str | os.PathLike) -> QuerySet:
-    """Read a query set (Parquet or JSONL): qid, and optional kind, index and repo; a SWE-bench-shaped
-    file (`instance_id` and no `qid`) as `codenib run` reads it: `instance_id` the qid and the
-    index, `problem_statement` the query."""
+    """Read a query set (Parquet or JSONL): qid, and optional kind, index, repo and language; a
+    SWE-bench-shaped file (`instance_id` and no `qid`) as `codenib run` reads it: `instance_id`
+    the qid and the index, `problem_statement` the query."""
     p = Path(path)
     if not p.is_file():
         raise BadInputError("no such query set", path=str(p),
