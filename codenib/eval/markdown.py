@@ -40,7 +40,7 @@ def render_markdown(evaluation: Evaluation, figures: Sequence[str] = ()) -> str:
         lines += ["", "## Mean over repositories", ""] + _macro_markdown(s["macro"], s["measures"])
     for attr, groups in s["breakdowns"].items():
         lines += ["", f"## By {attr}", ""]
-        lines += _table_breakdown(groups, s["primary"], s["levels"])
+        lines += _table_breakdown(groups, s["primary"], s["levels"], s["measures"])
     if s["regret"]:
         lines += ["", "## Planner regret", ""] + _regret_markdown(s["regret"])
     if s["comparison"]:
@@ -114,8 +114,9 @@ def _table_systems(systems: dict, measures: Sequence[str], levels: Sequence[str]
     return lines
 
 
-def _table_breakdown(groups: dict, primary: str | None, levels: Sequence[str]) -> list[str]:
-    heads = list(metrics.HEADLINE_MEASURES)
+def _table_breakdown(groups: dict, primary: str | None, levels: Sequence[str], measures: Sequence[str]) -> list[str]:
+    # The headline measures that were computed (a column of dashes says nothing).
+    heads = [m for m in metrics.HEADLINE_MEASURES if m in measures] or list(measures[:5])
     lines = ["| group | system | level | n | " + " | ".join(heads) + " |",
              "|---|---|---|---:|" + "---:|" * len(heads)]
     for value, entry in groups.items():
@@ -129,7 +130,7 @@ def _table_breakdown(groups: dict, primary: str | None, levels: Sequence[str]) -
 
 
 def _macro_markdown(macro: dict, measures: Sequence[str]) -> list[str]:
-    lines = ["Each measure averaged within each repository (the query set's `repo`), then over the "
+    lines = ["Each measure averaged within each repository (`repo`: the query set's, or --groups), then over the "
              "repositories, each counting the same; beside it the worst repository's value.", "",
              "| system | level | repositories | measure | mean | worst | worst repository |",
              "|---|---|---:|---|---:|---:|---|"]

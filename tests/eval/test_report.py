@@ -218,6 +218,9 @@ def test_the_mean_over_repositories_and_its_paired_test(tmp_path):
     assert s["comparison"]["levels"]["file"]["Acc@1"]["delta"] == pytest.approx(0.4)
     assert "## Mean over repositories" in render_markdown(ev)
     assert "| run | file | 3 | Acc@1 | 0.4444 | 0.0000 | c |" in render_markdown(ev)
+    # The breakdown shows the measures computed, not headline measures left out.
+    assert "| group | system | level | n | Acc@1 |" in render_markdown(ev)
+    assert "| a | run | file | 3 | 0.3333 |" in render_markdown(ev)
     assert "mean over 3 repositories: Acc@1 0.4444; worst Acc@1 0.0000 (c)" in render_summary(ev)
     page = render_html(ev, {})
     assert 'id="macro"' in page and "Comparison over repositories" in page
