@@ -73,8 +73,8 @@ def read_groups(path: str | os.PathLike) -> QueryGroups:
     instances file, or any query set that has `repo`.
 
     Raises:
-        BadInputError: naming the file: missing, unreadable, without those columns, or a qid
-            given two different repositories.
+        BadInputError: naming the file: missing, unreadable, without those columns or any
+            repo, or a qid given two different repositories.
     """
     p = Path(path)
     fix = "pass a Parquet or JSONL file with columns qid (or instance_id) and repo, e.g. a data set's instances file"
@@ -93,6 +93,9 @@ def read_groups(path: str | os.PathLike) -> QueryGroups:
         if repo_of.setdefault(q, str(repo)) != str(repo):
             raise BadInputError(f"groups file {p} gives qid {q} two repositories ({repo_of[q]!r}, {str(repo)!r})",
                                 path=str(p), fix="give every qid one repo")
+    if not repo_of:
+        raise BadInputError(f"groups file {p} gives no query a repo ({len(qids)} rows, every repo empty)",
+                            path=str(p), fix=fix)
     language_of = {}
     if "language" in table.column_names:
         language_of = {q: str(v) for q, v in zip(qids, table.column("language").to_pylist()) if v}

@@ -284,6 +284,7 @@ def test_a_groups_file_that_misses_queries_is_said_or_refused(tmp_path):
     ([{"qid": "q1"}], "lacks column(s) repo"),
     ([{"query": "t", "repo": "a"}], "lacks column(s) qid"),
     ([{"qid": "q1", "repo": "a"}, {"qid": "q1", "repo": "b"}], "gives qid q1 two repositories"),
+    ([{"qid": "q1", "repo": None}, {"qid": "q2", "repo": ""}], "gives no query a repo (2 rows"),
 ])
 def test_bad_groups_files_name_the_file_and_the_fix(tmp_path, rows, needle):
     from codenib.core.errors import BadInputError
