@@ -81,9 +81,8 @@ def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str
         "plan": chosen if results.multi_plan else results.attrs.get("plan", {}),
         "kind": {**results.attrs.get("kind", {}), **(queries.attrs.get("kind", {}) if queries else {})},
         "index": {**results.attrs.get("index", {}), **(queries.attrs.get("index", {}) if queries else {})},
-        GROUP_COLUMN: repositories(queries, groups),
-        "language": (groups.language_of if groups is not None and groups.language_of
-                     else queries.attrs.get("language", {}) if queries else {}),
+        GROUP_COLUMN: query_attr(queries, groups, GROUP_COLUMN),
+        "language": query_attr(queries, groups, "language"),
     }
     out = {}
     for attr, value_of in sources.items():
@@ -104,18 +103,19 @@ def breakdowns(results: Results, queries: QuerySet | None, chosen: dict[str, str
     return out
 
 
-def repositories(queries: QuerySet | None, groups: QueryGroups | None = None) -> dict[str, str]:
-    """qid -> repository: from `groups` when given, else the query set's `GROUP_COLUMN`."""
-    if groups is not None:
-        return groups.repo_of
-    return queries.attrs.get(GROUP_COLUMN, {}) if queries else {}
+def query_attr(queries: QuerySet | None, groups: QueryGroups | None, column: str) -> dict[str, str]:
+    """qid -> value of `column` (repo, language): from the groups file when it has the column,
+    else from the query set."""
+    if groups is not None and column in groups.attrs:
+        return groups.attrs[column]
+    return queries.attrs.get(column, {}) if queries else {}
 
 
 def group_of_queries(queries: QuerySet | None, qids: Mapping[str, Sequence[str]],
                      groups: QueryGroups | None = None) -> dict[str, str] | None:
-    """qid -> repository (`repositories`; a query without one is in the group "(not recorded)")
-    when the evaluated queries span two groups or more, else None."""
-    recorded = repositories(queries, groups)
+    """qid -> repository (`query_attr` of `GROUP_COLUMN`; a query without one is in the group
+    "(not recorded)") when the evaluated queries span two groups or more, else None."""
+    recorded = query_attr(queries, groups, GROUP_COLUMN)
     if not recorded:
         return None
     out = {q: recorded.get(q, _NO_VALUE) for level_qids in qids.values() for q in level_qids}

@@ -35,8 +35,11 @@ class QueryGroups:
     """Each query's repository (and language), from a file of its own (`codenib eval --groups`)."""
 
     source: str
-    repo_of: dict[str, str]  # qid -> repository
-    language_of: dict[str, str] = field(default_factory=dict)  # qid -> language, where the file has one
+    attrs: dict[str, dict[str, str]]  # 'repo' (always) | 'language' (where the file has one) -> qid -> value
+
+    @property
+    def repo_of(self) -> dict[str, str]:
+        return self.attrs["repo"]
 
 
 def read_queries(path: str | os.PathLike) -> QuerySet:
@@ -96,10 +99,10 @@ def read_groups(path: str | os.PathLike) -> QueryGroups:
     if not repo_of:
         raise BadInputError(f"groups file {p} gives no query a repo ({len(qids)} rows, every repo empty)",
                             path=str(p), fix=fix)
-    language_of = {}
+    attrs = {"repo": repo_of}
     if "language" in table.column_names:
-        language_of = {q: str(v) for q, v in zip(qids, table.column("language").to_pylist()) if v}
-    return QueryGroups(source=str(p), repo_of=repo_of, language_of=language_of)
+        attrs["language"] = {q: str(v) for q, v in zip(qids, table.column("language").to_pylist()) if v}
+    return QueryGroups(source=str(p), attrs=attrs)
 
 
 def _read_table(p: Path, what: str) -> pa.Table:
