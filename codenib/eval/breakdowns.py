@@ -16,7 +16,7 @@ from codenib.eval import metrics
 from codenib.eval.queries import QueryGroups, QuerySet
 from codenib.eval.reportdata import EvalOptions
 from codenib.eval.runs import Results
-from codenib.eval.stats import group_weights, paired_tests
+from codenib.eval.stats import group_weights, mean_margin, paired_tests
 
 AUTO = "auto"
 ORACLE = "oracle"
@@ -125,7 +125,9 @@ def group_of_queries(queries: QuerySet | None, qids: Mapping[str, Sequence[str]]
 def macro_means(per_query: dict, qids: Mapping[str, Sequence[str]], group_of: Mapping[str, str],
                 measures: Sequence[str]) -> dict:
     """Each system's measures averaged within each repository, then over the repositories (each
-    counting the same), and the lowest repository (`metrics.mean_and_worst`), per level."""
+    counting the same), with the half-width of that mean's 95% confidence interval over the
+    repositories (`margin95`, `stats.mean_margin`) and the lowest repository
+    (`metrics.mean_and_worst`), per level."""
     out: dict = {"by": GROUP_COLUMN, "groups": {}, "systems": {}}
     for lv, level_qids in qids.items():
         members: dict[str, list[str]] = defaultdict(list)
@@ -138,8 +140,10 @@ def macro_means(per_query: dict, qids: Mapping[str, Sequence[str]], group_of: Ma
             per_group = {g: metrics.mean_of(levels[lv], qs) for g, qs in sorted(members.items())}
             by_m = {}
             for m in measures:
-                summary = metrics.mean_and_worst({g: means[m] for g, means in per_group.items()})
-                by_m[m] = {"mean": summary.mean, "worst": summary.worst, "worst_group": summary.worst_group}
+                values = {g: means[m] for g, means in per_group.items()}
+                summary = metrics.mean_and_worst(values)
+                by_m[m] = {"mean": summary.mean, "margin95": mean_margin(list(values.values())),
+                           "worst": summary.worst, "worst_group": summary.worst_group}
             out["systems"].setdefault(name, {})[lv] = by_m
     return out
 

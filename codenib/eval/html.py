@@ -154,12 +154,14 @@ def _macro_table(macro: dict, heads: Sequence[str]) -> str:
     body = []
     for name, levels in macro["systems"].items():
         for lv, by_m in levels.items():
-            cells = "".join(f"<td>{_fmt(by_m[m]['mean'])} <small>(worst {_fmt(by_m[m]['worst'])}, "
+            cells = "".join(f"<td>{_fmt(by_m[m]['mean'])} <small>± {_fmt(by_m[m].get('margin95'))} (worst "
+                            f"{_fmt(by_m[m]['worst'])}, "
                             f"{escape(by_m[m]['worst_group'])})</small></td>" for m in heads)
             body.append(f"<tr><td>{escape(name)}</td><td>{escape(lv)}</td><td>{macro['groups'][lv]}</td>{cells}</tr>")
     head = "".join(f"<th>{escape(m)}</th>" for m in heads)
     return ("<h2>Mean over repositories</h2><p>Each measure averaged within each repository, then over "
-            "the repositories, each counting the same; the worst repository beside it.</p>"
+            "the repositories, each counting the same; ± the half-width of its 95% confidence interval over the "
+            "repositories; the worst repository beside it.</p>"
             f'<table id="macro" class="grid"><thead><tr><th>system</th><th>level</th><th>repositories</th>{head}'
             f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
 

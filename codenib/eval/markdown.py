@@ -74,8 +74,8 @@ def render_summary(evaluation: Evaluation) -> str:
         for name, levels in mac["systems"].items():
             for lv, vals in levels.items():
                 worst = vals[heads[0]]
-                lines.append(f"  {name} {lv}, mean over {mac['groups'][lv]} repositories: "
-                             + ", ".join(f"{m} {vals[m]['mean']:.4f}" for m in heads)
+                lines.append(f"  {name} {lv}, mean over {mac['groups'][lv]} repositories (± 95%): "
+                             + ", ".join(f"{m} {vals[m]['mean']:.4f} ± {_fmt(vals[m].get('margin95'))}" for m in heads)
                              + f"; worst {heads[0]} {_fmt(worst['worst'])} ({worst['worst_group']})")
     if s["comparison"]:
         c = s["comparison"]
@@ -131,15 +131,17 @@ def _table_breakdown(groups: dict, primary: str | None, levels: Sequence[str], m
 
 def _macro_markdown(macro: dict, measures: Sequence[str]) -> list[str]:
     lines = ["Each measure averaged within each repository (`repo`: the query set's, or --groups), then over the "
-             "repositories, each counting the same; beside it the worst repository's value.", "",
-             "| system | level | repositories | measure | mean | worst | worst repository |",
-             "|---|---|---:|---|---:|---:|---|"]
+             "repositories, each counting the same; ± is the half-width of that mean's 95% confidence interval "
+             "over the repositories (Student t): a difference well inside it is not one this set can tell "
+             "from chance. Beside it the worst repository's value.", "",
+             "| system | level | repositories | measure | mean | ± (95%) | worst | worst repository |",
+             "|---|---|---:|---|---:|---:|---:|---|"]
     for name, levels in macro["systems"].items():
         for lv, by_m in levels.items():
             for m in measures:
                 v = by_m[m]
                 lines.append(f"| {name} | {lv} | {macro['groups'][lv]} | {m} | {_fmt(v['mean'])} | "
-                             f"{_fmt(v['worst'])} | {v['worst_group']} |")
+                             f"{_fmt(v.get('margin95'))} | {_fmt(v['worst'])} | {v['worst_group']} |")
     return lines
 
 

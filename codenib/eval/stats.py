@@ -1,4 +1,5 @@
-"""Paired significance tests of two runs' per-query values (t-test and sign-flip randomization)."""
+"""Paired significance tests of two runs' per-query values (t-test and sign-flip randomization),
+and the confidence margin of a mean."""
 
 from __future__ import annotations
 
@@ -86,6 +87,25 @@ def paired_tests(a: np.ndarray, b: np.ndarray, *, permutations: int = 10_000,
                               permutations=used, exact=exact, wins=int((dj > 0).sum()),
                               losses=int((dj < 0).sum()), ties=int((dj == 0).sum())))
     return out
+
+
+def mean_margin(values: Sequence[float], level: float = 0.95) -> float:
+    """Half-width of the Student t confidence interval of the mean of independent values (such
+    as per-repository means): mean +- margin covers the true mean at `level`.
+
+    NaN values are skipped; NaN for fewer than two values, 0 when they are all equal.
+    """
+    from scipy import stats
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"mean_margin needs a level between 0 and 1, not {level}")
+    x = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if x.size < 2:
+        return math.nan
+    spread = float(x.std(ddof=1))
+    if spread <= 1e-12 * max(1.0, abs(float(x.mean()))):
+        return 0.0
+    return float(stats.t.ppf(0.5 + level / 2.0, x.size - 1)) * spread / math.sqrt(x.size)
 
 
 # --- private helpers --------------------------------------------------------------------

@@ -62,7 +62,9 @@ def test_eval_groups_gives_the_mean_over_repositories(small_case, tmp_path, caps
     assert rc == 0
     macro = json.loads((out / "metrics.json").read_text())["macro"]
     # Node R@10 per query 1, 1/2, 0 (test_eval_writes_the_report_folder): x/a 3/4, x/b 0.
-    assert macro["systems"]["run"]["node"]["R@10"] == pytest.approx({"mean": 3 / 8, "worst": 0.0, "worst_group": "x/b"})
+    # Two repositories, 3/4 and 0: standard error 3/8, t(0.975, 1 df) 12.7062.
+    assert macro["systems"]["run"]["node"]["R@10"] == pytest.approx(
+        {"mean": 3 / 8, "margin95": 12.7062 * 3 / 8, "worst": 0.0, "worst_group": "x/b"}, abs=1e-4)
     assert "## Mean over repositories" in (out / "report.md").read_text()
     assert "mean over 2 repositories" in capsys.readouterr().err
 

@@ -1,6 +1,7 @@
 """Breakdowns, planner regret and paired tests on constructed cases."""
 
 import json
+import math
 import re
 
 import numpy as np
@@ -207,8 +208,9 @@ def test_the_mean_over_repositories_and_its_paired_test(tmp_path):
     # Over queries 2/5; per repository a 1/3, b 1, c 0, so over repositories 4/9, worst c.
     assert s["systems"]["run"]["file"]["Acc@1"] == pytest.approx(0.4)
     assert s["macro"]["groups"] == {"file": 3}
+    # The 95% margin over the three: sd sqrt(7/27), standard error sqrt(7/81), t(0.975, 2 df) 4.30265.
     assert s["macro"]["systems"]["run"]["file"]["Acc@1"] == pytest.approx(
-        {"mean": 4 / 9, "worst": 0.0, "worst_group": "c"})
+        {"mean": 4 / 9, "margin95": 4.30265 * math.sqrt(7 / 81), "worst": 0.0, "worst_group": "c"}, abs=1e-5)
     assert s["breakdowns"]["repo"]["a"]["n"]["file"] == 3
     t = s["comparison"]["macro"]["levels"]["file"]["Acc@1"]
     assert (t["mean_a"], t["mean_b"], t["delta"]) == pytest.approx((4 / 9, 0.0, 4 / 9))
@@ -217,11 +219,11 @@ def test_the_mean_over_repositories_and_its_paired_test(tmp_path):
     assert t["exact"] and t["permutation_p"] == pytest.approx(0.5)
     assert s["comparison"]["levels"]["file"]["Acc@1"]["delta"] == pytest.approx(0.4)
     assert "## Mean over repositories" in render_markdown(ev)
-    assert "| run | file | 3 | Acc@1 | 0.4444 | 0.0000 | c |" in render_markdown(ev)
+    assert "| run | file | 3 | Acc@1 | 0.4444 | 1.2649 | 0.0000 | c |" in render_markdown(ev)
     # The breakdown shows the measures computed, not headline measures left out.
     assert "| group | system | level | n | Acc@1 |" in render_markdown(ev)
     assert "| a | run | file | 3 | 0.3333 |" in render_markdown(ev)
-    assert "mean over 3 repositories: Acc@1 0.4444; worst Acc@1 0.0000 (c)" in render_summary(ev)
+    assert "mean over 3 repositories (± 95%): Acc@1 0.4444 ± 1.2649; worst Acc@1 0.0000 (c)" in render_summary(ev)
     page = render_html(ev, {})
     assert 'id="macro"' in page and "Comparison over repositories" in page
     json.dumps(report._jsonable(s))
@@ -254,7 +256,7 @@ def test_a_groups_file_gives_the_mean_over_repositories_of_a_query_set_without_r
     s = ev.summary
     # The same hand-computed case as above: per repository a 1/3, b 1, c 0.
     assert s["macro"]["systems"]["run"]["file"]["Acc@1"] == pytest.approx(
-        {"mean": 4 / 9, "worst": 0.0, "worst_group": "c"})
+        {"mean": 4 / 9, "margin95": 4.30265 * math.sqrt(7 / 81), "worst": 0.0, "worst_group": "c"}, abs=1e-5)
     assert s["breakdowns"]["repo"]["b"]["n"]["file"] == 1 and "d" not in s["breakdowns"]["repo"]
     assert s["inputs"]["groups"] == str(groups) and s["warnings"] == []
     # The file's language column is a breakdown too: go (q1-q3) 1/3, rust (q4, q5) 1/2.
