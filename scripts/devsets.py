@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from codenib.eval import metrics
+from codenib.eval import metrics, stats
 
 FILE_KS = (1, 5, 10)
 FUNCTION_KS = (5, 10)
@@ -235,6 +235,13 @@ def mean_and_worst(rows: dict[str, dict[str, float]]) -> tuple[dict[str, float],
             {c: s.worst_group for c, s in summary.items()})
 
 
+def margins(rows: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Group -> scores into each column's 95% margin of the mean over groups
+    (`stats.mean_margin`: a difference well inside it is not one these groups can tell)."""
+    cols = list(next(iter(rows.values())))
+    return {c: stats.mean_margin([r[c] for r in rows.values()]) for c in cols}
+
+
 def worst_names(names: dict[str, str], columns: Sequence[str] = WORST_NAMED) -> str:
     """`(file@5: fd, func@10: jq, ...)`: the worst group of each named column."""
     return "(" + ", ".join(f"{c}: {names[c]}" for c in columns if c in names) + ")"
@@ -263,6 +270,7 @@ def print_summary(rankings: dict[str, dict[str, list[str]]], groups: Iterable[tu
         rows = {label: scores(ranks, qids, gold_files, gold_funcs, function_key) for label, qids in groups}
         mean, worst, names = mean_and_worst(rows)
         print(f"{name:<16} {'mean of ' + str(len(rows)):<{set_width}} {'':>3}  " + cells(mean))
+        print(f"{name:<16} {'± 95%':<{set_width}} {'':>3}  " + cells(margins(rows)))
         print(f"{name:<16} {'worst':<{set_width}} {'':>3}  " + cells(worst) + "   " + worst_names(names))
 
 

@@ -179,6 +179,7 @@ def _print(rows, parts) -> None:
             print(f"{name:<16} {repo:<{width}} {n_of[repo]:>3}  " + devsets.cells(row))
         mean, worst, names = devsets.mean_and_worst(by_repo)
         print(f"{name:<16} {'mean of ' + str(len(by_repo)):<{width}} {'':>3}  " + devsets.cells(mean))
+        print(f"{name:<16} {'± 95%':<{width}} {'':>3}  " + devsets.cells(devsets.margins(by_repo)))
         print(f"{name:<16} {'worst':<{width}} {'':>3}  " + devsets.cells(worst) + "   " + devsets.worst_names(names))
         print()
 

@@ -69,3 +69,13 @@ def test_recalls_count_the_share_of_gold_found():
     assert row["fileR@20"] == pytest.approx((0.5 + 0.5) / 2)
     # Only q1 has function gold: b.py::g of {b.py::g, a.py::h}.
     assert row["funcR@10"] == pytest.approx(0.5)
+
+
+def test_the_95_margin_of_each_columns_mean_over_repositories():
+    rows = {"a": {"file@5": 0.5, "func@10": 0.2}, "b": {"file@5": 0.7, "func@10": 0.4},
+            "c": {"file@5": 0.9, "func@10": math.nan}}
+    m = devsets.margins(rows)
+    # file@5: sd 0.2, standard error 0.2 / sqrt(3), t(0.975, 2 df) 4.30265; func@10 (c has no
+    # gold functions): sd sqrt(0.02), standard error 0.1, t(0.975, 1 df) 12.7062.
+    assert m["file@5"] == pytest.approx(4.30265 * 0.2 / math.sqrt(3), abs=1e-5)
+    assert m["func@10"] == pytest.approx(1.27062, abs=1e-5)
