@@ -251,16 +251,19 @@ def print_rows(rows: Mapping[str, Mapping[str, tuple[float, ...]]], repos: Seque
         for r in repos:
             print(f"{name:<24} {r:<{width}}  {per[r][0]:>6.3f} {per[r][1]:>7.3f} "
                   + " ".join(f"{v:>8.3f}" for v in per[r][OBJECTIVE:]))
-    heads = ("mean file@5  worst file@5 (repo)         mean func@10  worst func@10 (repo)",
-             "mean fileR@10  worst fileR@10 (repo)       mean fileR@20  worst fileR@20 (repo)       "
-             "mean funcR@10  worst funcR@10 (repo)")
+    # Each mean with its 95% margin over the repositories (`stats.mean_margin`).
+    heads = ("mean file@5 ± 95%  worst file@5 (repo)         mean func@10 ± 95%  worst func@10 (repo)",
+             "mean fileR@10 ± 95%  worst fileR@10 (repo)       mean fileR@20 ± 95%  worst fileR@20 (repo)       "
+             "mean funcR@10 ± 95%  worst funcR@10 (repo)")
     for head, (first, last) in zip(heads, ((0, OBJECTIVE), (OBJECTIVE, len(COLUMNS)))):
         print(f"\n{'system':<24}  {head}")
         for name, per in rows.items():
             cells = []
             for i in range(first, last):
-                s = metrics.mean_and_worst({r: per[r][i] for r in repos})
-                cells.append(f"{s.mean:>11.3f}  {s.worst:>12.3f} ({s.worst_group[:14]:<14})")
+                values = {r: per[r][i] for r in repos}
+                s = metrics.mean_and_worst(values)
+                margin = stats.mean_margin(list(values.values()))
+                cells.append(f"{s.mean:>11.3f} ±{margin:<5.3f}  {s.worst:>12.3f} ({s.worst_group[:14]:<14})")
             print(f"{name:<24}  " + "    ".join(cells))
 
 

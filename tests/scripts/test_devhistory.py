@@ -28,9 +28,11 @@ def test_rows_print_recall_beside_acc_with_mean_and_worst(capsys):
     assert out[2].split() == ["no", "history", "fd", "0.500", "0.250", "0.750", "1.000", "0.500"]
     summary = [ln.replace("(", " ").replace(")", " ").split() for ln in out
                if ln.startswith("no history") and "(" in ln]
-    # mean, worst, worst repository of file@5 and func@10; then of fileR@10, fileR@20, funcR@10.
-    assert summary[0][2:] == ["0.750", "0.500", "fd", "0.375", "0.250", "fd"]
-    assert summary[1][2:] == ["0.500", "0.250", "jq", "0.750", "0.500", "jq", "0.750", "0.500", "fd"]
+    # mean, its 95% margin, worst, worst repository of file@5 and func@10; then of fileR@10,
+    # fileR@20, funcR@10. Two repositories: margin = t(0.975, 1 df) 12.7062 x |a - b| / 2.
+    assert summary[0][2:] == ["0.750", "±3.177", "0.500", "fd", "0.375", "±1.588", "0.250", "fd"]
+    assert summary[1][2:] == ["0.500", "±3.177", "0.250", "jq", "0.750", "±3.177", "0.500", "jq",
+                              "0.750", "±3.177", "0.500", "fd"]
 
 
 def test_rows_are_tested_against_the_base_over_repositories(capsys):
