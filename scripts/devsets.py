@@ -237,7 +237,7 @@ def mean_and_worst(rows: dict[str, dict[str, float]]) -> tuple[dict[str, float],
 
 def margins(rows: dict[str, dict[str, float]]) -> dict[str, float]:
     """Group -> scores into each column's 95% margin of the mean over groups
-    (`stats.mean_margin`: a difference well inside it is not one these groups can tell)."""
+    (`stats.mean_margin`: how precisely these groups pin the mean down)."""
     cols = list(next(iter(rows.values())))
     return {c: stats.mean_margin([r[c] for r in rows.values()]) for c in cols}
 

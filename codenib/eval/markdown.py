@@ -132,8 +132,8 @@ def _table_breakdown(groups: dict, primary: str | None, levels: Sequence[str], m
 def _macro_markdown(macro: dict, measures: Sequence[str]) -> list[str]:
     lines = ["Each measure averaged within each repository (`repo`: the query set's, or --groups), then over the "
              "repositories, each counting the same; ± is the half-width of that mean's 95% confidence interval "
-             "over the repositories (Student t): a difference well inside it is not one this set can tell "
-             "from chance. Beside it the worst repository's value.", "",
+             "over the repositories (Student t), how precisely these repositories pin it down (to compare two "
+             "runs, read the paired tests over repositories). Beside it the worst repository's value.", "",
              "| system | level | repositories | measure | mean | ± (95%) | worst | worst repository |",
              "|---|---|---:|---|---:|---:|---:|---|"]
     for name, levels in macro["systems"].items():
