@@ -9,7 +9,8 @@ repositories (`locfit`, as `localise_loo.py` does: the packaged weights are fitt
 so they would be in-sample here), and each ablation row's history weights are chosen on the
 other ten repositories (`devhistory.py`). Prints per repository, the mean and
 the worst repository of file Acc@5 and function Acc@10 next to each set's BM25 baseline, and
-the history index time per repository.
+the history index time per repository. `--variants NAME,...` then measures the named variants
+of `loo_variants.py` (evidence and models measured and not kept) against the shipped ranking.
 
     python scripts/dev_history_loo.py --history /work/.mirror \\
         --swebench-work /tmp/cochange/swebench --mswe-work /tmp/cochange/mswe \\
@@ -28,6 +29,7 @@ sys.path.insert(0, str(HERE))
 import devhistory  # noqa: E402
 import devsets  # noqa: E402
 import locfit  # noqa: E402
+import loo_variants  # noqa: E402
 import mswe_dev  # noqa: E402
 import swebench_dev  # noqa: E402
 
@@ -46,9 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mswe-checkouts", help="existing checkouts; default: prepare them in the work folder")
     ap.add_argument("--mswe-per-repo", type=int, metavar="N",
                     help="a quicker run: N reports of each multi-language repository (mswe_dev.py --per-repo)")
+    ap.add_argument("--variants", default="", metavar="NAME,...",
+                    help=f"also measure these variants against the shipped ranking: {', '.join(loo_variants.VARIANTS)}")
     a = ap.parse_args(argv)
     if a.mswe_per_repo is not None and a.mswe_per_repo < 1:
         ap.error("--mswe-per-repo must be at least 1")
+    try:
+        variants = loo_variants.check_names([n.strip() for n in a.variants.split(",") if n.strip()])
+    except ValueError as exc:
+        ap.error(f"--variants: {exc}")
 
     def mirror_of(inst: dict) -> Path:
         return Path(a.history) / inst["repo"].replace("/", "+") / "repo"
@@ -94,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         order = devsets.commit_order(dev.instances, rof, mirror_of)
         devhistory.history_times(root, {r: [q for q in order if repo_of[q] == r]
                                         for r in sorted(set(repo_of.values()))})
+    if variants:
+        where = {q["qid"]: root / q["index"] for root, qs in ((sw_root, sw.queries), (ms_root, ms.queries)) for q in qs}
+        loo_variants.run(variants, loo_variants.Context(cases, tables, gold_files, gold_funcs, key_of, where.__getitem__))
     return 0
 
 

@@ -67,6 +67,7 @@ class Case:
     loc: localise.LocaliseWeights
     evidence: dict
     partners: "_Partners"
+    text: str = ""   # the report as the plan searches it (cleaned, cut to the report)
 
 
 class _Partners:
@@ -105,7 +106,7 @@ def load_cases(queries: Sequence[dict], idx_root: Path, repo_of: Mapping[str, st
         keep |= set(evidence["similar_changes"].files) | set(evidence["similar_changes"].nodes)
         out[q["qid"]] = Case(q["qid"], repo_of[q["qid"]], table, ids, index.nodes, index.row_of,
                              localise_inputs.file_rows_of(index.nodes), loc_of(repo_of[q["qid"]]), evidence,
-                             _Partners(history, keep))
+                             _Partners(history, keep), text)
     return out
 
 

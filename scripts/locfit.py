@@ -70,7 +70,7 @@ def fit(qids: Iterable[str], tables: Tables, gold_files, gold_funcs, drop: tuple
 
     staged = set(localise.FILE_NODE_FEATURES) - set(drop)
     keep = np.array([f not in drop and f not in staged for f in localise.FEATURES])
-    data = _training_rows(qids, tables, gold_files, gold_funcs, key_of)
+    data = training_rows(qids, tables, gold_files, gold_funcs, key_of)
     X = np.vstack([x for x, _, _ in data])
     y = np.concatenate([y for _, y, _ in data])
     sw = np.concatenate([w for _, _, w in data])
@@ -83,7 +83,7 @@ def fit(qids: Iterable[str], tables: Tables, gold_files, gold_funcs, drop: tuple
     return localise.LocaliseWeights({f: round(float(v), 4) for f, v in zip(localise.FEATURES, coef)})
 
 
-def _training_rows(qids, tables: Tables, gold_files, gold_funcs, key_of) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def training_rows(qids, tables: Tables, gold_files, gold_funcs, key_of) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(features, labels, sample weights) of each query with both positives and negatives."""
     out = []
     for q in qids:
