@@ -60,15 +60,17 @@ def labels(qid: str, table, node_ids, gold_files, gold_funcs,
 
 
 def fit(qids: Iterable[str], tables: Tables, gold_files, gold_funcs, drop: tuple[str, ...] = DENSE_FEATURES,
-        key_of: Callable[[str], Callable[[str], str]] | None = None, c: float = FIT_C) -> localise.LocaliseWeights:
+        key_of: Callable[[str], Callable[[str], str]] | None = None, c: float = FIT_C,
+        also_staged: tuple[str, ...] = ()) -> localise.LocaliseWeights:
     """Pointwise logistic regression over candidate features, each query's positives and
     negatives weighing the same (so long candidate lists do not dominate), in two stages: every
     feature but the file-node ones (`localise.FILE_NODE_FEATURES`), then those with the first
     stage's scores held as an offset (`history.fit.logistic_with_offset`), so the definitions'
-    weights are the first stage's. `key_of(qid)`: that query's function key (default: exact node ids)."""
+    weights are the first stage's. `key_of(qid)`: that query's function key (default: exact node ids);
+    `also_staged`: more columns fitted in the second stage (a variant's file-node evidence)."""
     from sklearn.linear_model import LogisticRegression
 
-    staged = set(localise.FILE_NODE_FEATURES) - set(drop)
+    staged = set(localise.FILE_NODE_FEATURES + also_staged) - set(drop)
     keep = np.array([f not in drop and f not in staged for f in localise.FEATURES])
     data = training_rows(qids, tables, gold_files, gold_funcs, key_of)
     X = np.vstack([x for x, _, _ in data])

@@ -13,6 +13,9 @@ test over repositories against it (`devhistory.print_rows`, `devhistory.print_te
   a node column and its file's best (in the unused dense columns); every fold refitted.
 - `trees`: gradient-boosted trees (scikit-learn) on the same rows and sample weights, without
   history, to compare with the linear fit without history.
+- `change_proneness`: the history's recency-weighted change counts of each file
+  (`history.evidence.scaled`), as a fitted column of file nodes in the second stage (beside the
+  `fnode_*` copies) instead of the additive prior; every fold refitted.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import locfit
 
 from codenib.eval import metrics
 from codenib.model import localise
+from codenib.model.history import evidence as history_evidence
 
 #: Feedback seeds: the report's top definitions under its held-out ranking.
 PRF_SEEDS = 5
@@ -125,7 +129,20 @@ def trees(ctx: Context) -> dict[str, list[str]]:
     return out
 
 
-VARIANTS: dict[str, Variant] = {"in_sample": in_sample, "prf": prf, "trees": trees}
+def change_proneness(ctx: Context) -> dict[str, list[str]]:
+    col = localise.FEATURES.index("n_dense")
+    tables = {}
+    for q, case in ctx.cases.items():
+        table, ids = ctx.tables[q]
+        files, _ = history_evidence.scaled(case.evidence["change_proneness"], "change_proneness")
+        X = table.X.copy()
+        X[:, col] = [files.get(ids[r], 0.0) if "::" not in ids[r] else 0.0 for r in table.rows.tolist()]
+        tables[q] = (localise.FeatureTable(table.rows, X, table.below), ids)
+    return _refitted(ctx, tables, drop=("f_dense",), also_staged=("n_dense",))
+
+
+VARIANTS: dict[str, Variant] = {"in_sample": in_sample, "prf": prf, "trees": trees,
+                                "change_proneness": change_proneness}
 
 
 def check_names(names: Sequence[str]) -> list[str]:
@@ -151,13 +168,15 @@ def run(names: Sequence[str], ctx: Context) -> None:
 
 # --- helpers ---------------------------------------------------------------------------------
 
-def _refitted(ctx: Context, tables: locfit.Tables, drop: tuple[str, ...]) -> dict[str, list[str]]:
+def _refitted(ctx: Context, tables: locfit.Tables, drop: tuple[str, ...],
+              also_staged: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """Every repository's reports ranked (shipped history) with weights refitted on the other
     repositories' `tables`."""
     out = {}
     for held in ctx.repos:
         train = [q for q, c in ctx.cases.items() if c.repo != held]
-        weights = locfit.fit(train, tables, ctx.gold_files, ctx.gold_funcs, drop=drop, key_of=ctx.key)
+        weights = locfit.fit(train, tables, ctx.gold_files, ctx.gold_funcs, drop=drop, key_of=ctx.key,
+                             also_staged=also_staged)
         for q, c in ctx.cases.items():
             if c.repo == held:
                 case = dataclasses.replace(c, table=tables[q][0], loc=weights)

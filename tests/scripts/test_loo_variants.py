@@ -41,7 +41,7 @@ def test_any_scores_rank_as_the_scorer_orders_them():
 
 def test_unknown_variants_are_named_with_the_choices():
     assert loo_variants.check_names(["trees", "prf"]) == ["trees", "prf"]
-    with pytest.raises(ValueError, match="unknown variant boost: choose from in_sample, prf, trees"):
+    with pytest.raises(ValueError, match="unknown variant boost: choose from in_sample, prf, trees, change_proneness"):
         loo_variants.check_names(["prf", "boost"])
 
 
