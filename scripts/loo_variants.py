@@ -101,17 +101,20 @@ def rank_scores(table: localise.FeatureTable, node_ids: Sequence[str], scores: n
 
 
 def in_sample(ctx: Context) -> dict[str, list[str]]:
+    """Weights fitted on every report, scored on the same reports (train = test)."""
     weights = locfit.fit(list(ctx.tables), ctx.tables, ctx.gold_files, ctx.gold_funcs, key_of=ctx.key)
     return {q: devhistory.rank(dataclasses.replace(c, loc=weights), devhistory.shipped())
             for q, c in ctx.cases.items()}
 
 
 def prf(ctx: Context) -> dict[str, list[str]]:
+    """Feedback columns added (`_with_feedback`), every fold refitted."""
     tables = {q: _with_feedback(ctx, q) for q in ctx.cases}
     return _refitted(ctx, tables, drop=())
 
 
 def trees(ctx: Context) -> dict[str, list[str]]:
+    """Gradient-boosted trees per fold on the linear fit's rows and sample weights, no history."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     keep = np.array([f not in locfit.DENSE_FEATURES for f in localise.FEATURES])
@@ -130,6 +133,7 @@ def trees(ctx: Context) -> dict[str, list[str]]:
 
 
 def change_proneness(ctx: Context) -> dict[str, list[str]]:
+    """Each file node's scaled change count as a second-stage column, every fold refitted."""
     col = localise.FEATURES.index("n_dense")
     tables = {}
     for q, case in ctx.cases.items():
