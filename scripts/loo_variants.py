@@ -89,14 +89,9 @@ def expansion_terms(seeds: Sequence[Sequence[str]], doc_freq: Callable[[str], in
 
 def rank_scores(table: localise.FeatureTable, node_ids: Sequence[str], scores: np.ndarray,
                 limit: int = 100) -> list[str]:
-    """Node ids by any per-row scores, as `localise.rank` orders a linear score: copies capped
-    below their sources, library code first, ties by node id."""
-    s = np.array(scores, dtype=float)
-    for i, sources in table.below:
-        s[i] = min(s[i], max(s[j] for j in sources) - localise.COPY_MARGIN)
-    if localise.LIBRARY_FIRST:
-        s = localise.library_first(s, table.demoted())
-    order = sorted(range(len(table.rows)), key=lambda i: (-s[i], node_ids[table.rows[i]]))[:limit]
+    """Node ids by any per-row scores, ordered as `localise.rank` orders a linear score (copies
+    capped below their sources, library code first, ties by node id)."""
+    order, _ = localise.ordered(table, table.capped(scores), node_ids, limit)
     return [node_ids[table.rows[i]] for i in order]
 
 
@@ -209,7 +204,7 @@ def _with_feedback(ctx: Context, qid: str) -> tuple[localise.FeatureTable, list[
     own = frozenset(sparse.tokenize([case.text])[0]) if case.text else frozenset()
     terms = expansion_terms(sparse.tokenize(seeds), doc_freq, sparse.num_docs, PRF_TERMS, own)
     rows, scores = sparse.search_tokens([terms], PRF_DEPTH)
-    node = _scaled(rows[0], scores[0])
+    node = localise.normalised((rows[0], scores[0]), len(ids))
     files = [ids[r].split("::", 1)[0] for r in table.rows.tolist()]
     best: dict[str, float] = {}
     for r, v in node.items():
@@ -220,12 +215,3 @@ def _with_feedback(ctx: Context, qid: str) -> tuple[localise.FeatureTable, list[
     X[:, col["n_dense"]] = [node.get(int(r), 0.0) for r in table.rows.tolist()]
     X[:, col["f_dense"]] = [best.get(f, 0.0) for f in files]
     return localise.FeatureTable(table.rows, X, table.below), ids
-
-
-def _scaled(rows: np.ndarray, scores: np.ndarray) -> dict[int, float]:
-    # As the scorer scales a BM25 run: each score over the run's best.
-    keep = rows >= 0
-    rows, scores = rows[keep], scores[keep].astype(float)
-    if not rows.size or scores.max() <= 0:
-        return {}
-    return {int(r): float(s) / float(scores.max()) for r, s in zip(rows.tolist(), scores.tolist())}

@@ -101,7 +101,11 @@ class FeatureTable:
     def scores(self, weights: LocaliseWeights) -> np.ndarray:
         if not len(self.rows):
             return np.zeros(0)
-        s = self.X @ weights.vector()
+        return self.capped(self.X @ weights.vector())
+
+    def capped(self, scores: np.ndarray) -> np.ndarray:
+        """Per-row `scores` (a copy) with every copy capped just below its best source."""
+        s = np.array(scores, dtype=np.float64)
         for i, sources in self.below:
             s[i] = min(s[i], max(s[j] for j in sources) - COPY_MARGIN)
         return s
@@ -146,10 +150,10 @@ def features(inputs: LocaliseInputs, nodes, graph, file_rows: Mapping[str, int])
         file_rows: file path -> row of its file node.
     """
     n_nodes = len(nodes.node_id)
-    node_runs = {name: _normalised(inputs.runs.get(name), n_nodes, minmax=(name == "dense"))
+    node_runs = {name: normalised(inputs.runs.get(name), n_nodes, minmax=(name == "dense"))
                  for name in RUNS}
     inputs, node_runs = fold_copies(inputs, node_runs, graph, nodes)
-    whole_files = {f"n_{run}": _normalised(inputs.runs[name], n_nodes)
+    whole_files = {f"n_{run}": normalised(inputs.runs[name], n_nodes)
                    for run, name in FILE_RUNS.items() if name in inputs.runs}
     mention: dict[int, float] = {}
     file_mention: dict[str, float] = {}
@@ -272,10 +276,18 @@ def rank(table: FeatureTable, weights: LocaliseWeights, node_ids: Sequence[str],
     if not len(table.rows):
         return []
     plain = table.scores(weights)
-    scores = library_first(plain, table.demoted()) if LIBRARY_FIRST else plain
-    order = sorted(range(len(table.rows)), key=lambda i: (-scores[i], node_ids[table.rows[i]]))[:limit]
+    order, scores = ordered(table, plain, node_ids, limit)
     why = _contributions(table, weights, order[:explain], plain, scores)
     return [Scored(int(table.rows[i]), float(scores[i]), why.get(i, {})) for i in order]
+
+
+def ordered(table: FeatureTable, plain: np.ndarray, node_ids: Sequence[str], limit: int = 100
+            ) -> tuple[list[int], np.ndarray]:
+    """The first `limit` table positions by per-row scores (copies already capped), library code
+    first, ties by node id; and the scores they were ordered by."""
+    scores = library_first(plain, table.demoted()) if LIBRARY_FIRST else plain
+    order = sorted(range(len(table.rows)), key=lambda i: (-scores[i], node_ids[table.rows[i]]))[:limit]
+    return order, scores
 
 
 def explain(table: FeatureTable, weights: LocaliseWeights, rows: Sequence[int]) -> dict[int, dict[str, float]]:
@@ -302,6 +314,24 @@ def library_first(scores: np.ndarray, demoted: np.ndarray) -> np.ndarray:
     return scores - span * demoted
 
 
+def normalised(hits, n: int, minmax: bool = False) -> dict[int, float]:
+    """Row -> score scaled to [0, 1] by the run's best score (min-max for cosine scores)."""
+    if hits is None:
+        return {}
+    rows, scores = hits
+    rows = np.asarray(rows).ravel()
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    keep = (rows >= 0) & (rows < n) & np.isfinite(scores)
+    rows, scores = rows[keep], scores[keep]
+    if rows.size == 0:
+        return {}
+    hi = float(scores.max())
+    lo = float(scores.min()) if minmax else 0.0
+    if hi - lo <= 0:
+        return {int(r): 1.0 for r in rows.tolist()}
+    return {int(r): (float(s) - lo) / (hi - lo) for r, s in zip(rows.tolist(), scores.tolist())}
+
+
 # --- helpers ---------------------------------------------------------------------------------
 
 def _contributions(table: FeatureTable, weights: LocaliseWeights, positions: Sequence[int], plain: np.ndarray,
@@ -322,24 +352,6 @@ def _contributions(table: FeatureTable, weights: LocaliseWeights, positions: Seq
             contrib["library_first"] = round(float(scores[i] - plain[i]), 4)
         out[i] = contrib
     return out
-
-
-def _normalised(hits, n: int, minmax: bool = False) -> dict[int, float]:
-    """Row -> score scaled to [0, 1] by the run's best score (min-max for cosine scores)."""
-    if hits is None:
-        return {}
-    rows, scores = hits
-    rows = np.asarray(rows).ravel()
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    keep = (rows >= 0) & (rows < n) & np.isfinite(scores)
-    rows, scores = rows[keep], scores[keep]
-    if rows.size == 0:
-        return {}
-    hi = float(scores.max())
-    lo = float(scores.min()) if minmax else 0.0
-    if hi - lo <= 0:
-        return {int(r): 1.0 for r in rows.tolist()}
-    return {int(r): (float(s) - lo) / (hi - lo) for r, s in zip(rows.tolist(), scores.tolist())}
 
 
 def _graph_scores(graph, seeds: Mapping[int, float], nodes) -> dict[int, float]:
